@@ -1,0 +1,22 @@
+"""jitlib: a tracing JIT for NumPy-style Python.
+
+    import jitlib
+
+    @jitlib.jit
+    def f(x, w):
+        return np.maximum(x @ w, 0.0)
+
+Public names are re-exported here; `jitlib.numpy` is the jax.numpy-like namespace.
+"""
+__version__ = "0.1.0"
+
+from jitlib import errors, tree  # noqa: E402
+from jitlib.api import CacheInfo, Jitted, Lowered, jit, make_ir  # noqa: E402
+from jitlib.errors import (  # noqa: E402
+    JitlibError, JitlibTypeError, ShapeError, TracerConversionError, UnsupportedError)
+
+__all__ = [
+    "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "tree",
+    "JitlibError", "JitlibTypeError", "ShapeError", "TracerConversionError",
+    "UnsupportedError",
+]

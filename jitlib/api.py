@@ -1,0 +1,301 @@
+"""`jit`: trace once per signature, compile, cache, run.
+
+The cache key of a call is written down in `_Signature`: the pytree structure of
+the dynamic arguments, each leaf's (shape, dtype, weak), the static arguments'
+values, and the backend. A key seen before runs the cached executable without
+tracing again.
+"""
+import functools
+import inspect
+import logging
+import threading
+from typing import NamedTuple
+
+import numpy as np
+
+from jitlib import config, errors, tree
+from jitlib.hlo import dtypes
+from jitlib.hlo.verifier import verify
+from jitlib.trace.context import Trace, abstract_leaf, current_trace
+from jitlib.trace.tracer import Tracer, as_instr
+
+log = logging.getLogger("jitlib")
+
+
+class CacheInfo(NamedTuple):
+    hits: int
+    misses: int    # = compiles
+    entries: int
+
+
+class _Signature(NamedTuple):
+    names: tuple       # the dynamic arguments' names, in call order
+    in_tree: tree.TreeDef
+    leaves: tuple      # ((shape, dtype, weak), ...) of the dynamic leaves
+    static: tuple      # ((name, value), ...) of the static arguments
+    backend: str
+
+
+class _Entry(NamedTuple):
+    module: object
+    out_tree: tree.TreeDef
+    executable: object
+
+
+class Lowered:
+    """A traced function: the Module, and its text before or after optimisation."""
+
+    def __init__(self, module, out_tree, backend):
+        self.module = module
+        self.out_tree = out_tree
+        self.backend = backend
+
+    def as_text(self, stage="traced"):
+        """IR text. stage="traced" is the Module as traced; "optimized" is what the
+        backend compiles (the optimizer pipeline, once it exists, runs in between)."""
+        from jitlib.hlo.printer import print_module
+        if stage not in ("traced", "optimized"):
+            raise ValueError(f"stage must be 'traced' or 'optimized', got {stage!r}")
+        return print_module(self.module, short_locs=True)
+
+    def compile(self):
+        from jitlib.backends import get_backend
+        return get_backend(self.backend).compile(self.module)
+
+    def __str__(self):
+        return self.as_text()
+
+
+class Jitted:
+    """The callable `jit` returns. Also has `.lower`, `.cache_info`, `.clear_cache`."""
+
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend=None):
+        functools.update_wrapper(self, fn)
+        self.fn = fn
+        self.backend = backend
+        self._signature = _python_signature(fn)
+        self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
+        self._cache = {}
+        self._hits = self._misses = 0
+        self._lock = threading.Lock()
+
+    # -- the call path
+
+    def __call__(self, *args, **kwargs):
+        if current_trace() is not None:
+            return self.fn(*args, **kwargs)   # inside another trace: inline
+        bound = self._bind(args, kwargs)
+        key, dynamic, flat = self._key(bound)
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = self._compile(key, bound, dynamic)
+                    self._cache[key] = entry
+                    self._misses += 1
+                    if config.debug_level() >= 1:
+                        log.info("jitlib: compiled %s for %s", self.__name__, key)
+                else:
+                    self._hits += 1
+        else:
+            self._hits += 1
+        arrays = [np.asarray(x, dtype=shape_dtype[1])
+                  for x, shape_dtype in zip(flat, key.leaves)]
+        outs = entry.executable(*arrays)
+        return tree.unflatten(entry.out_tree, list(outs))
+
+    def lower(self, *args, **kwargs):
+        """Trace for these arguments (no compile) and return a `Lowered`."""
+        bound = self._bind(args, kwargs)
+        key, dynamic, _ = self._key(bound)
+        module, out_tree = self._trace(bound, dynamic, key)
+        return Lowered(module, out_tree, key.backend)
+
+    def cache_info(self):
+        return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def clear_cache(self):
+        with self._lock:
+            self._cache.clear()
+            self._hits = self._misses = 0
+
+    def __get__(self, obj, objtype=None):
+        # jit on a method: bind like a function would
+        return self if obj is None else functools.partial(self, obj)
+
+    # -- signature, tracing, compiling
+
+    def _bind(self, args, kwargs):
+        if self._signature is None:
+            return _Bound(dict(enumerate(args)), kwargs)
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise errors.JitlibTypeError(
+                f"{self.__name__}{self._signature}: {e}",
+                hint="call the jitted function with the same arguments as the original") \
+                from None
+        return _Bound(bound.arguments, {}, bound)
+
+    def _key(self, bound):
+        static, names, dynamic = [], [], []
+        for name, value in bound.arguments.items():
+            if name in self._static:
+                try:
+                    hash(value)
+                except TypeError:
+                    raise errors.JitlibTypeError(
+                        f"static argument {name!r} of {self.__name__} is an unhashable "
+                        f"{type(value).__name__}: static arguments key the compile cache",
+                        hint="pass a hashable value (a tuple instead of a list), or make "
+                             "the argument dynamic") from None
+                static.append((name, value))
+            else:
+                names.append(name)
+                dynamic.append(value)
+        flat, in_tree = tree.flatten(tuple(dynamic))
+        leaf_names = _leaf_names(names, in_tree)
+        leaves = tuple(abstract_leaf(x, f"argument {leaf_names[i]!r} of {self.__name__}")
+                       for i, x in enumerate(flat))
+        backend = self.backend or config.default_backend()
+        key = _Signature(tuple(names), in_tree, leaves, tuple(static), backend)
+        return key, dynamic, flat
+
+    def _trace(self, bound, dynamic, key):
+        trace = Trace(self.__name__)
+        names = _leaf_names(key.names, key.in_tree)
+        tracers = [trace.new_parameter(shape, dtype, name, weak=weak)
+                   for (shape, dtype, weak), name in zip(key.leaves, names)]
+        traced_args = tree.unflatten(key.in_tree, tracers)
+        call_args = dict(bound.arguments)
+        call_args.update(zip(key.names, traced_args))
+        with trace.active():
+            try:
+                out = bound.call(self.fn, call_args)
+            except errors.JitlibError:
+                raise
+            except Exception as e:
+                # NumPy sometimes turns our error into its own (buf[0] = tracer raises
+                # "setting an array element with a sequence"): surface ours.
+                cause = _jitlib_cause(e)
+                if cause is None:
+                    raise
+                raise cause.with_traceback(cause.__traceback__) from None
+            flat_out, out_tree = tree.flatten(out)
+            results = [_result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
+        module = trace.module(results)
+        verify(module)   # a tracer bug must surface here, as IR, not in a backend
+        return module, out_tree
+
+    def _compile(self, key, bound, dynamic):
+        from jitlib.backends import get_backend
+        module, out_tree = self._trace(bound, dynamic, key)
+        if config.debug_level() >= 2:
+            log.info("jitlib: traced %s\n%s", self.__name__, module)
+        return _Entry(module, out_tree, get_backend(key.backend).compile(module))
+
+
+class _Bound:
+    """Arguments by name, and how to call the function with replacements."""
+
+    def __init__(self, arguments, kwargs, bound=None):
+        self.arguments = dict(arguments)
+        self.arguments.update(kwargs)
+        self._bound = bound
+
+    def call(self, fn, values):
+        if self._bound is None:
+            return fn(*[values[i] for i in sorted(values)])
+        sig = self._bound.signature
+        ordered = {name: values[name] for name in sig.parameters if name in values}
+        bound = inspect.BoundArguments(sig, ordered)
+        return fn(*bound.args, **bound.kwargs)
+
+
+def _jitlib_cause(exc):
+    seen = set()
+    while exc is not None and id(exc) not in seen:
+        if isinstance(exc, errors.JitlibError):
+            return exc
+        seen.add(id(exc))
+        exc = exc.__cause__ or exc.__context__
+    return None
+
+
+def _python_signature(fn):
+    try:
+        return inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+
+
+def _static_names(fn, signature, static_argnums, static_argnames):
+    if isinstance(static_argnums, int):
+        static_argnums = (static_argnums,)
+    if isinstance(static_argnames, str):
+        static_argnames = (static_argnames,)
+    names = set(static_argnames)
+    if signature is None:
+        return names | set(static_argnums)
+    params = list(signature.parameters.values())
+    for i in static_argnums:
+        if not -len(params) <= i < len(params) or params[i].kind not in (
+                inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
+            raise errors.JitlibTypeError(
+                f"static_argnums={i} does not name a positional parameter of "
+                f"{getattr(fn, '__name__', fn)}{signature}")
+        names.add(params[i].name)
+    unknown = names - set(signature.parameters)
+    if unknown:
+        raise errors.JitlibTypeError(
+            f"static_argnames {sorted(unknown)} are not parameters of "
+            f"{getattr(fn, '__name__', fn)}{signature}")
+    return names
+
+
+def _leaf_names(arg_names, in_tree):
+    """A parameter name per leaf: the argument's name, numbered within pytrees."""
+    out = []
+    for name, child in zip(arg_names, in_tree.children):
+        n = child.num_leaves
+        label = name if isinstance(name, str) else f"arg{name}"
+        out.extend([label] if n == 1 else [f"{label}_{i}" for i in range(n)])
+    return out
+
+
+def _result_instr(x, fn_name, index):
+    if isinstance(x, Tracer):
+        return x.instr
+    try:
+        return as_instr(x)
+    except errors.JitlibError:
+        raise errors.JitlibTypeError(
+            f"output {index} of {fn_name} is a {type(x).__name__}, not an array",
+            hint="return arrays, scalars, or pytrees (tuples, lists, dicts) of them") from None
+
+
+def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None):
+    """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
+    default "gpu" where a CUDA GPU and Triton are present, else "cpu"."""
+    if fn is None:
+        return functools.partial(jit, static_argnums=static_argnums,
+                                 static_argnames=static_argnames, backend=backend)
+    if isinstance(fn, Jitted):
+        fn = fn.fn
+    return Jitted(fn, static_argnums, static_argnames, backend)
+
+
+def make_ir(fn, *, static_argnums=(), static_argnames=()):
+    """`make_ir(f)(*args)` returns the traced Module, like jax.make_jaxpr."""
+    jitted = fn if isinstance(fn, Jitted) else jit(
+        fn, static_argnums=static_argnums, static_argnames=static_argnames,
+        backend="interpreter")
+
+    @functools.wraps(jitted.fn)
+    def trace_only(*args, **kwargs):
+        return jitted.lower(*args, **kwargs).module
+    return trace_only
+
+
+__all__ = ["jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "dtypes"]

@@ -1,0 +1,57 @@
+"""The backend interface: a `Backend` compiles a `Module` into an `Executable`."""
+import numpy as np
+
+from jitlib.errors import JitlibTypeError
+from jitlib.hlo import dtypes
+
+
+class Executable:
+    """A compiled module. Call it with one NumPy array per parameter; get a list of results.
+
+    Subclasses implement `_execute(arrays)`; `__call__` checks the arguments first, so every
+    backend rejects a wrong argument the same way instead of casting it silently.
+    """
+
+    def __init__(self, module, backend_name):
+        self.module = module
+        self.backend_name = backend_name
+
+    def __call__(self, *arrays) -> list[np.ndarray]:
+        return self._execute(check_args(self.module, arrays))
+
+    def _execute(self, arrays):
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.module.name!r} on {self.backend_name}>"
+
+
+class Backend:
+    """Compiles modules for one target; `name` is its registry name."""
+
+    name = None
+
+    def compile(self, module) -> Executable:
+        raise NotImplementedError
+
+    def __repr__(self):
+        return f"<{type(self).__name__} {self.name!r}>"
+
+
+def check_args(module, arrays):
+    """`arrays` as ndarrays, checked against `module`'s parameter count, shapes and dtypes."""
+    params = module.params
+    if len(arrays) != len(params):
+        raise JitlibTypeError(
+            f"module {module.name!r} takes {len(params)} arguments, got {len(arrays)}")
+    out = []
+    for p, a in zip(params, arrays):
+        a = np.asarray(a)
+        if a.dtype != p.dtype or a.shape != p.shape:
+            got = f"{dtypes.name(a.dtype) if dtypes.is_supported(a.dtype) else a.dtype}" \
+                  f"[{','.join(map(str, a.shape))}]"
+            raise JitlibTypeError(
+                f"argument {p.attrs['index']} ({p.attrs['name']}) of module {module.name!r} "
+                f"must be {p.type_str}, got {got}")
+        out.append(a)
+    return out

@@ -1,0 +1,507 @@
+"""The JAX backend: lowers a module to `jax.lax` and runs it under `jax.jit` on the CPU.
+
+It is the oracle the native backends are checked against, so every rule reproduces the
+reference interpreter's definition (the op comments in `jitlib/hlo/ops.py`) wherever the op is
+exact. Where XLA's own op answers differently, the rule forces the interpreter's answer and its
+comment says how.
+
+One difference no rule can undo: XLA on the CPU flushes subnormal f32, f64 and bf16 values to
+zero, arguments and results alike. Cross-checks keep subnormals out.
+
+Importing this module turns on jax's 64-bit mode for the whole process, so f64 and i64 values
+stay 64-bit.
+"""
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from jitlib.backends.base import Backend, Executable
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+jax.config.update("jax_enable_x64", True)
+
+_CPU = jax.devices("cpu")[0]
+
+# op -> rule(instr, *operand_values) -> value. Parameters are bound by `_lower`, not a rule.
+lower_rules = {}
+
+
+def _lowers(*ops):
+    def register(rule):
+        for op in ops:
+            lower_rules[Op(op)] = rule
+        return rule
+    return register
+
+
+def _full(x, value):
+    """An array like `x` filled with `value` cast (wrapping, as NumPy's astype) to x's dtype."""
+    return lax.full_like(x, np.array(value).astype(x.dtype))
+
+
+def _isnan(x):
+    return lax.ne(x, x)
+
+
+def _any(x):
+    return lax.reduce_or(x, tuple(range(x.ndim)))
+
+
+# -- leaves
+
+@_lowers(Op.CONSTANT)
+def _constant(instr):
+    return jnp.asarray(instr.attrs["value"].array)
+
+
+@_lowers(Op.IOTA)
+def _iota(instr):
+    # Counted in i64 and converted, as np.arange(n).astype(dtype): lax has no bool iota, and
+    # narrow integer iotas then wrap the same way.
+    shape, dim = instr.shape, instr.attrs["dimension"]
+    index = lax.broadcasted_iota(np.int64, shape, dim) if shape else np.int64(0)
+    return _convert(jnp.asarray(index), instr.dtype)
+
+
+# -- elementwise binary: each a function of two jax values, reused as combiners below
+
+def _add(a, b):
+    return lax.bitwise_or(a, b) if a.dtype == dtypes.BOOL else lax.add(a, b)
+
+
+def _mul(a, b):
+    return lax.bitwise_and(a, b) if a.dtype == dtypes.BOOL else lax.mul(a, b)
+
+
+def _safe_divisor(a, b):
+    """b with 0 (and -1 for signed types) replaced by 1, and the masks of where.
+
+    XLA has its own answers for x/0 (-1) and leaves INT_MIN/-1 to the target; dividing by 1
+    instead makes rem come out 0 there, and div is patched by the caller.
+    """
+    by_zero = lax.eq(b, _full(b, 0))
+    by_minus_one = lax.eq(b, _full(b, -1)) if dtypes.is_signed(b.dtype) else None
+    bad = by_zero if by_minus_one is None else lax.bitwise_or(by_zero, by_minus_one)
+    return lax.select(bad, _full(b, 1), b), by_zero, by_minus_one
+
+
+def _div(a, b):
+    if dtypes.is_float(a.dtype):
+        return lax.div(a, b)
+    safe, by_zero, by_minus_one = _safe_divisor(a, b)
+    q = lax.div(a, safe)   # truncates toward zero, as C
+    if by_minus_one is not None:
+        q = lax.select(by_minus_one, lax.neg(a), q)   # INT_MIN / -1 wraps to INT_MIN
+    return lax.select(by_zero, _full(a, 0), q)
+
+
+def _rem(a, b):
+    if dtypes.is_float(a.dtype):
+        return lax.rem(a, b)   # C fmod: the sign of the dividend
+    safe, _, _ = _safe_divisor(a, b)
+    return lax.rem(a, safe)
+
+
+def _int_pow(x, y):
+    """x**y with wrapping: square-and-multiply over y's bits, by selects as y is an array.
+
+    A negative exponent gives 1/x truncated: 1 for x == 1, +-1 for x == -1 by y's parity,
+    0 otherwise.
+    """
+    one, zero = _full(x, 1), _full(x, 0)
+    signed = dtypes.is_signed(x.dtype)
+    exponent = lax.max(y, zero) if signed else y
+
+    def body(state):
+        acc, base, e = state
+        odd = lax.ne(lax.bitwise_and(e, one), zero)
+        return (lax.select(odd, lax.mul(acc, base), acc), lax.mul(base, base),
+                lax.shift_right_logical(e, one))
+
+    acc, _, _ = lax.while_loop(lambda s: _any(lax.ne(s[2], zero)), body, (one, x, exponent))
+    if not signed:
+        return acc
+    minus_one = _full(x, -1)
+    odd_y = lax.ne(lax.bitwise_and(y, one), zero)
+    inverse = lax.select(lax.eq(x, one), one,
+                         lax.select(lax.eq(x, minus_one),
+                                    lax.select(odd_y, minus_one, one), zero))
+    return lax.select(lax.lt(y, zero), inverse, acc)
+
+
+def _pow(x, y):
+    return lax.pow(x, y) if dtypes.is_float(x.dtype) else _int_pow(x, y)
+
+
+# NumPy's maximum/minimum: the first operand if it wins or is NaN, else the second. XLA's
+# max/min propagate NaN too, but pick +0.0 over -0.0 whatever the order, so select instead.
+def _max(a, b):
+    if not dtypes.is_float(a.dtype):
+        return lax.max(a, b)
+    return lax.select(lax.bitwise_or(lax.gt(a, b), _isnan(a)), a, b)
+
+
+def _min(a, b):
+    if not dtypes.is_float(a.dtype):
+        return lax.min(a, b)
+    return lax.select(lax.bitwise_or(lax.lt(a, b), _isnan(a)), a, b)
+
+
+_BINARY = {
+    Op.ADD: _add, Op.SUB: lax.sub, Op.MUL: _mul, Op.DIV: _div, Op.REM: _rem, Op.POW: _pow,
+    Op.MAX: _max, Op.MIN: _min, Op.ATAN2: lax.atan2, Op.AND: lax.bitwise_and,
+    Op.OR: lax.bitwise_or, Op.XOR: lax.bitwise_xor,
+}
+
+
+@_lowers(*_BINARY)
+def _binary(instr, a, b):
+    return _BINARY[instr.op](a, b)
+
+
+_COMPARE = {"EQ": lax.eq, "NE": lax.ne, "LT": lax.lt, "LE": lax.le, "GT": lax.gt, "GE": lax.ge}
+
+
+@_lowers(Op.COMPARE)
+def _compare(instr, a, b):
+    return _COMPARE[instr.attrs["direction"]](a, b)
+
+
+# -- elementwise unary
+
+def _abs(x):
+    return x if dtypes.is_unsigned(x.dtype) else lax.abs(x)   # lax.abs rejects unsigned
+
+
+def _sign(x):
+    if not dtypes.is_float(x.dtype) or x.dtype == dtypes.bfloat16:
+        return lax.sign(x)
+    # NumPy's sign(-0.0) is +0.0 (ml_dtypes' bf16 sign keeps -0.0, as XLA's does).
+    return lax.select(lax.eq(x, _full(x, 0)), _full(x, 0), lax.sign(x))
+
+
+def _round(x):
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+_UNARY = {
+    Op.NEG: lax.neg, Op.ABS: _abs, Op.SIGN: _sign, Op.EXP: lax.exp, Op.EXPM1: lax.expm1,
+    Op.LOG: lax.log, Op.LOG1P: lax.log1p, Op.SQRT: lax.sqrt, Op.RSQRT: lax.rsqrt,
+    Op.TANH: lax.tanh, Op.LOGISTIC: lax.logistic, Op.SIN: lax.sin, Op.COS: lax.cos,
+    Op.TAN: lax.tan, Op.FLOOR: lax.floor, Op.CEIL: lax.ceil, Op.ROUND: _round,
+    Op.NOT: lax.bitwise_not, Op.IS_FINITE: lax.is_finite,
+}
+
+
+@_lowers(*_UNARY)
+def _unary(instr, x):
+    return _UNARY[instr.op](x)
+
+
+# Sources an f32 cannot hold exactly: XLA converts them to f16/bf16 through f32 with two
+# round-to-nearest steps, which double-rounds; NumPy and ml_dtypes round once.
+_WIDER_THAN_F32 = frozenset(np.dtype(t) for t in (
+    np.float64, np.int32, np.int64, np.uint32, np.uint64))
+
+
+def _to_f32_round_to_odd(x):
+    """x in f32, rounded to odd: truncated, with the last bit set if inexact.
+
+    Rounding that to f16 or bf16 (at least two bits shorter) then equals rounding x directly.
+    """
+    f32 = np.dtype(np.float32)
+    r = lax.convert_element_type(x, f32)
+    if dtypes.is_float(x.dtype):
+        back = lax.convert_element_type(r, x.dtype)
+        inexact = lax.bitwise_and(lax.ne(back, x), lax.eq(x, x))
+        away = lax.gt(lax.abs(back), lax.abs(x))
+    else:
+        # f32 -> int saturates, so a value rounded up to 2**bits cannot be converted back.
+        bits = 8 * x.dtype.itemsize - dtypes.is_signed(x.dtype)
+        over = lax.ge(r, lax.full_like(r, 2.0 ** bits))
+        back = lax.convert_element_type(lax.select(over, lax.full_like(r, 0), r), x.dtype)
+        above = lax.select(lax.ge(x, _full(x, 0)), lax.gt(back, x), lax.lt(back, x))
+        inexact = lax.bitwise_or(over, lax.ne(back, x))
+        away = lax.bitwise_or(over, above)
+    truncated = lax.select(away, lax.nextafter(r, lax.full_like(r, 0)), r)
+    as_bits = lax.bitcast_convert_type(truncated, np.uint32)
+    as_bits = lax.select(inexact, lax.bitwise_or(as_bits, np.uint32(1)), as_bits)
+    return lax.bitcast_convert_type(as_bits, f32)
+
+
+def _convert(x, dtype):
+    if x.dtype == dtype:
+        return x
+    if dtype == dtypes.BOOL:
+        return lax.ne(x, _full(x, 0))
+    if dtype in (dtypes.from_name("f16"), dtypes.bfloat16) and x.dtype in _WIDER_THAN_F32:
+        x = _to_f32_round_to_odd(x)
+    return lax.convert_element_type(x, dtype)
+
+
+@_lowers(Op.CONVERT)
+def _convert_rule(instr, x):
+    return _convert(x, instr.dtype)
+
+
+# -- elementwise n-ary
+
+@_lowers(Op.SELECT)
+def _select(instr, pred, on_true, on_false):
+    return lax.select(pred, on_true, on_false)
+
+
+@_lowers(Op.CLAMP)
+def _clamp(instr, lo, x, hi):
+    # As np.clip: minimum(maximum(x, lo), hi), so NaN anywhere gives NaN.
+    lo, hi = (lax.broadcast_in_dim(b, x.shape, ()) if b.shape != x.shape else b
+              for b in (lo, hi))
+    return _min(_max(x, lo), hi)
+
+
+# -- data movement
+
+@_lowers(Op.BROADCAST_IN_DIM)
+def _broadcast_in_dim(instr, x):
+    return lax.broadcast_in_dim(x, instr.shape, instr.attrs["dims"])
+
+
+@_lowers(Op.RESHAPE)
+def _reshape(instr, x):
+    return lax.reshape(x, instr.shape)
+
+
+@_lowers(Op.TRANSPOSE)
+def _transpose(instr, x):
+    return lax.transpose(x, instr.attrs["perm"])
+
+
+@_lowers(Op.SLICE)
+def _slice(instr, x):
+    a = instr.attrs
+    return lax.slice(x, a["start"], a["limit"], a["strides"])
+
+
+@_lowers(Op.PAD)
+def _pad(instr, x, value):
+    a = instr.attrs
+    return lax.pad(x, value, list(zip(a["low"], a["high"], a["interior"])))
+
+
+@_lowers(Op.CONCATENATE)
+def _concatenate(instr, *xs):
+    return lax.concatenate(xs, instr.attrs["dim"])
+
+
+@_lowers(Op.REVERSE)
+def _reverse(instr, x):
+    return lax.rev(x, instr.attrs["dims"])
+
+
+def _clamp_index(i, hi):
+    """Integer index `i` clamped into [0, hi], as i64.
+
+    Clamped in i's own dtype first, so a huge unsigned index does not wrap negative; this also
+    lets indices of different dtypes meet in one lax op, which wants them alike.
+    """
+    if dtypes.is_signed(i.dtype):
+        i = lax.max(i, _full(i, 0))
+    i = lax.min(i, _full(i, min(hi, int(np.iinfo(i.dtype).max))))
+    return lax.convert_element_type(i, np.int64)
+
+
+@_lowers(Op.DYNAMIC_SLICE)
+def _dynamic_slice(instr, x, *starts):
+    sizes = instr.attrs["sizes"]
+    starts = [_clamp_index(s, d - n) for s, d, n in zip(starts, x.shape, sizes)]
+    return lax.dynamic_slice(x, starts, sizes)
+
+
+@_lowers(Op.DYNAMIC_UPDATE_SLICE)
+def _dynamic_update_slice(instr, x, update, *starts):
+    starts = [_clamp_index(s, d - n) for s, d, n in zip(starts, x.shape, update.shape)]
+    return lax.dynamic_update_slice(x, update, starts)
+
+
+@_lowers(Op.GATHER)
+def _gather(instr, x, idx):
+    axis = instr.attrs["axis"]
+    idx = _clamp_index(idx, x.shape[axis] - 1)
+    return jnp.take(x, idx, axis=axis, mode="clip")
+
+
+def _drop_index(idx, n):
+    """Indices as i64 with those outside [0, n) replaced by n, which mode="drop" drops.
+
+    jax wraps negative indices before dropping, so they must go first.
+    """
+    out = lax.ge(idx, _full(idx, n)) if n <= np.iinfo(idx.dtype).max else \
+        lax.full_like(idx, False, dtype=np.bool_)
+    if dtypes.is_signed(idx.dtype):
+        out = lax.bitwise_or(out, lax.lt(idx, _full(idx, 0)))
+    idx = lax.convert_element_type(idx, np.int64)
+    return lax.select(out, lax.full_like(idx, n), idx)
+
+
+def _last_write_wins(pos, n):
+    """Drop every update but the last (in index order) to each position.
+
+    XLA leaves the order of duplicate "set" updates unspecified; the spec says the last wins.
+    """
+    order = lax.reshape(lax.iota(np.int64, pos.size), pos.shape)
+    # Slot n collects the already-dropped updates, so no index here is out of range.
+    last = jnp.full((n + 1,), -1, np.int64).at[pos].max(order, mode="promise_in_bounds")
+    return lax.select(lax.eq(last[pos], order), pos, lax.full_like(pos, n))
+
+
+# bool add and mul are or and and: the max and min of False < True.
+_SCATTER_BOOL = {"add": "max", "mul": "min"}
+_SCATTER_METHOD = {"add": "add", "mul": "multiply", "min": "min", "max": "max", "set": "set"}
+
+
+@_lowers(Op.SCATTER)
+def _scatter(instr, x, idx, updates):
+    axis, mode = instr.attrs["axis"], instr.attrs["mode"]
+    n = x.shape[axis]
+    if n == 0:
+        return x   # every update is out of range; jax would refuse to index the empty axis
+    pos = _drop_index(idx, n)
+    if mode == "set":
+        pos = _last_write_wins(pos, n)
+    if x.dtype == dtypes.BOOL:
+        mode = _SCATTER_BOOL.get(mode, mode)
+    target = x.at[(slice(None),) * axis + (pos,)]
+    return getattr(target, _SCATTER_METHOD[mode])(updates, mode="drop")
+
+
+# -- reductions
+
+def _identity(op, dtype):
+    """The exact identity of the combiner of the reduction or scan `op`, as a 0-d array.
+
+    Float add's is -0.0, not +0.0: -0.0 + x is x for every x, -0.0 included.
+    """
+    combiner = O.REDUCE_COMBINER[op]
+    if combiner is Op.ADD and dtypes.is_float(dtype):
+        return np.array(-0.0, dtype)
+    return _empty_result(op, dtype)
+
+
+def _empty_result(op, dtype):
+    """What reducing nothing gives, as NumPy: 0 (+0.0), 1, the lowest, the highest, all ones."""
+    value = {
+        Op.ADD: 0, Op.MUL: 1, Op.MAX: dtypes.lowest(dtype), Op.MIN: dtypes.highest(dtype),
+        Op.AND: -1, Op.OR: 0,
+    }[O.REDUCE_COMBINER[op]]
+    return np.array(value).astype(dtype)
+
+
+@_lowers(*O.REDUCE)
+def _reduce(instr, x):
+    dims = instr.attrs["dims"]
+    if any(x.shape[d] == 0 for d in dims):
+        return lax.full(instr.shape, _empty_result(instr.op, x.dtype))
+    # The combiner is the binary rule, so NaN and bool behave as in the elementwise op.
+    combine = _BINARY[O.REDUCE_COMBINER[instr.op]]
+    return lax.reduce(x, _identity(instr.op, x.dtype), combine, dims)
+
+
+@_lowers(*O.ARG_REDUCE)
+def _arg_reduce(instr, x):
+    # A reduction over (value, index) pairs: a strict order (NaN beats everything, ties go to
+    # the lower index) makes the result independent of the order XLA combines in.
+    axis = instr.attrs["axis"]
+    beats = lax.gt if instr.op is Op.ARGMAX else lax.lt
+    worst = dtypes.lowest(x.dtype) if instr.op is Op.ARGMAX else dtypes.highest(x.dtype)
+
+    def pick(a, b):
+        (va, ia), (vb, ib) = a, b
+        nan_a, nan_b = _isnan(va), _isnan(vb)
+        tie = lax.bitwise_or(lax.eq(va, vb), lax.bitwise_and(nan_a, nan_b))
+        a_wins = lax.bitwise_or(
+            lax.bitwise_or(beats(va, vb), lax.bitwise_and(nan_a, lax.bitwise_not(nan_b))),
+            lax.bitwise_and(tie, lax.lt(ia, ib)))
+        return lax.select(a_wins, va, vb), lax.select(a_wins, ia, ib)
+
+    index = lax.broadcasted_iota(np.int64, x.shape, axis)
+    init = (np.array(worst).astype(x.dtype), np.array(np.iinfo(np.int64).max))
+    _, found = lax.reduce((x, index), init, pick, (axis,))
+    return _convert(found, instr.dtype)
+
+
+@_lowers(*O.CUMULATIVE)
+def _cumulative(instr, x):
+    # A sequential scan, as NumPy's accumulate: every partial result rounds as the
+    # interpreter's does, and it compiles to far less than lax's log-depth scans.
+    axis, reverse = instr.attrs["axis"], instr.attrs["reverse"]
+    combine = _BINARY[O.REDUCE_COMBINER[instr.op]]
+
+    def step(acc, row):
+        acc = combine(acc, row)
+        return acc, acc
+
+    rows = jnp.moveaxis(x, axis, 0)
+    start = lax.full(rows.shape[1:], _identity(instr.op, x.dtype))
+    _, out = lax.scan(step, start, rows, reverse=reverse)
+    return jnp.moveaxis(out, 0, axis)
+
+
+# -- contraction
+
+@_lowers(Op.DOT_GENERAL)
+def _dot_general(instr, lhs, rhs):
+    a = instr.attrs
+    dims = ((a["lhs_contract"], a["rhs_contract"]), (a["lhs_batch"], a["rhs_batch"]))
+    return lax.dot_general(lhs, rhs, dims, precision=lax.Precision.HIGHEST,
+                           preferred_element_type=instr.dtype)
+
+
+assert set(lower_rules) == set(Op) - {Op.PARAMETER}, \
+    sorted(set(Op) - {Op.PARAMETER} - set(lower_rules))
+
+
+# -- compiling and running
+
+def _lower(module):
+    """A jax function from the module's parameters to the list of its results."""
+    def run(*args):
+        env = dict(zip(module.params, args))
+        for instr in module.instructions:
+            if instr in env:
+                continue
+            value = lower_rules[instr.op](instr, *(env[x] for x in instr.operands))
+            if value.shape != instr.shape or value.dtype != instr.dtype:
+                raise AssertionError(f"jax lowering of {instr!r} gave "
+                                     f"{value.dtype}{list(value.shape)}")
+            # XLA's simplifier rewrites across ops as if floats were reals (x / broadcast(c)
+            # becomes x * broadcast(1 / c), which rounds differently): a barrier after each
+            # instruction keeps every op's rounding its own.
+            env[instr] = lax.optimization_barrier(value)
+        return [env[r] for r in module.results]
+    return run
+
+
+class JaxExecutable(Executable):
+    def __init__(self, module, backend_name):
+        super().__init__(module, backend_name)
+        on_cpu = jax.sharding.SingleDeviceSharding(_CPU)
+        specs = [jax.ShapeDtypeStruct(p.shape, p.dtype, sharding=on_cpu) for p in module.params]
+        with jax.default_device(_CPU):
+            self._compiled = jax.jit(_lower(module)).lower(*specs).compile()
+
+    def _execute(self, arrays):
+        results = self._compiled(*(jax.device_put(a, _CPU) for a in arrays))
+        # Copies: a view of a jax buffer is read-only, and results are the caller's to write.
+        return [np.array(r) for r in results]
+
+
+class JaxBackend(Backend):
+    """Lowers each module to jax.lax and compiles it with XLA for the CPU."""
+
+    name = "jax"
+
+    def compile(self, module):
+        return JaxExecutable(module, self.name)

@@ -1,0 +1,197 @@
+"""Error types raised by jitlib, and the helper that finds the user's source location.
+
+Every jitlib error records where in *user* code it happened (the first stack frame that is
+not jitlib, NumPy or a functools/contextlib wrapper), so messages point at the line the user
+wrote rather than at tracer internals.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import linecache
+import os
+import sys
+
+import numpy
+
+__all__ = [
+    "SourceLocation",
+    "user_location",
+    "JitlibError",
+    "TracerConversionError",
+    "UnsupportedError",
+    "ShapeError",
+    "JitlibIndexError",
+    "JitlibTypeError",
+    "VerifierError",
+    "InterpretError",
+]
+
+
+@dataclasses.dataclass(frozen=True)
+class SourceLocation:
+    """A position in Python source: file path, 1-based line number and function name."""
+
+    file: str
+    line: int
+    function: str
+
+    def short(self) -> str:
+        """Return ``"basename.py:LINE"``."""
+        return f"{os.path.basename(self.file)}:{self.line}"
+
+    def source_line(self) -> str | None:
+        """Return the stripped text of the source line, or None if it is unavailable."""
+        text = linecache.getline(self.file, self.line).strip()
+        return text or None
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line} in {self.function}"
+
+
+# --- locating user code -----------------------------------------------------------------------
+
+_USER, _INTERNAL, _NUMPY = 0, 1, 2
+
+
+def _real(path: str) -> str:
+    return os.path.normcase(os.path.realpath(path))
+
+
+def _dir_prefix(module_file: str) -> str:
+    # Trailing separator so ".../jitlib_extra/x.py" does not match ".../jitlib".
+    return os.path.join(_real(os.path.dirname(module_file)), "")
+
+
+_PKG_PREFIX = _dir_prefix(__file__)
+_NUMPY_PREFIX = _dir_prefix(numpy.__file__)
+_INTERNAL_FILES = frozenset(_real(m.__file__) for m in (functools, contextlib))
+# Pseudo-filenames that are never user code; "<jitlib" is reserved for code jitlib generates.
+_INTERNAL_PSEUDO = ("<frozen ", "<jitlib")
+
+# Keyed by co_filename rather than by code object: internal-ness depends only on the file,
+# str hashes are cached (code-object hashes are recomputed each time), and we avoid keeping
+# dynamically created code objects alive.
+_category_cache: dict[str, int] = {}
+
+
+# Modules shipped inside the package that are user code all the same (the demo).
+_USER_FILES: set[str] = set()
+
+
+def treat_as_user_code(path: str) -> None:
+    """Report locations in `path` although it lies inside the jitlib package."""
+    _USER_FILES.add(_real(path))
+    _category_cache.clear()
+
+
+def _classify(filename: str) -> int:
+    if filename.startswith("<"):
+        category = _INTERNAL if filename.startswith(_INTERNAL_PSEUDO) else _USER
+    else:
+        real = _real(filename)
+        if real in _USER_FILES:
+            category = _USER
+        elif real.startswith(_PKG_PREFIX) or real in _INTERNAL_FILES:
+            category = _INTERNAL
+        elif real.startswith(_NUMPY_PREFIX):
+            category = _NUMPY
+        else:
+            category = _USER
+    _category_cache[filename] = category
+    return category
+
+
+def user_location(skip_numpy: bool = True) -> SourceLocation | None:
+    """Return the location of the innermost user frame, starting from the caller.
+
+    Frames in the jitlib package, in functools/contextlib, and (if ``skip_numpy``) in NumPy
+    are skipped. Returns None if no user frame is found.
+    """
+    frame = sys._getframe(1)
+    cache = _category_cache
+    while frame is not None:
+        code = frame.f_code
+        filename = code.co_filename
+        category = cache.get(filename)
+        if category is None:
+            category = _classify(filename)
+        if category == _USER or (category == _NUMPY and not skip_numpy):
+            return SourceLocation(filename, frame.f_lineno, code.co_name)
+        frame = frame.f_back
+    return None
+
+
+# --- exceptions --------------------------------------------------------------------------------
+
+
+def _rebuild(cls, message, location, hint):
+    # Pickle support: the constructor is keyword-only and would otherwise re-capture a location.
+    return cls(message, location=location, hint=hint)
+
+
+class JitlibError(Exception):
+    """Base class of all jitlib errors; carries a user source location and an optional hint."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        location: SourceLocation | None = None,
+        hint: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.location = location if location is not None else user_location()
+        self.hint = hint
+
+    def __str__(self) -> str:
+        lines = []
+        loc = self.location
+        if loc is not None:
+            lines.append(f"{loc}: {self.message}")
+            source = loc.source_line()
+            if source:
+                lines.append(f"  {source}")
+        else:
+            lines.append(str(self.message))
+        if self.hint:
+            lines.append(f"hint: {self.hint}")
+        return "\n".join(lines)
+
+    def __reduce__(self):
+        return _rebuild, (type(self), self.message, self.location, self.hint)
+
+
+class TracerConversionError(JitlibError):
+    """A traced value was used where a concrete Python/NumPy value is needed.
+
+    For example ``bool()``/``if`` on a tracer, ``float()``, ``int()``, ``np.asarray()``, or
+    ``len()`` of a 0-d tracer.
+    """
+
+
+class UnsupportedError(JitlibError):
+    """An unsupported NumPy function or language feature was used."""
+
+
+class ShapeError(JitlibError, ValueError):
+    """Shapes do not match, e.g. an invalid broadcast or reshape."""
+
+
+class JitlibTypeError(JitlibError, TypeError):
+    """Wrong argument structure, an unhashable static argument, or a bad dtype."""
+
+
+class VerifierError(JitlibError):
+    """An IR module failed verification (it is ill-typed or malformed)."""
+
+
+class InterpretError(JitlibError):
+    """The reference interpreter failed while evaluating IR."""
+
+
+class JitlibIndexError(JitlibError, IndexError):
+    """An index NumPy rejects (out of bounds, too many indices, ...), found while tracing."""

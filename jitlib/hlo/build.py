@@ -1,0 +1,195 @@
+"""The builder: one function per op, each inferring and checking the result type.
+
+Everything that creates IR (the tracer, the parser, passes, transforms) goes
+through `make`, so every instruction is well typed by construction.
+
+Source locations: while a trace is active it installs a location source with
+`locations(fn)`; each new instruction records where the user's code built it.
+Passes that rewrite an instruction pass its `loc` on explicitly.
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+from jitlib.hlo import dtypes
+from jitlib.hlo.ir import Instr, Literal
+from jitlib.hlo.ops import Op
+from jitlib.hlo.shape_rules import infer
+
+_state = threading.local()   # per thread: traces in two threads must not mix locations
+
+
+@contextlib.contextmanager
+def locations(source):
+    """Record `source()` as the location of every instruction built inside."""
+    saved = getattr(_state, "source", None)
+    _state.source = source
+    try:
+        yield
+    finally:
+        _state.source = saved
+
+
+def make(op, operands=(), attrs=None, loc=None):
+    """Build (or find, since instructions are interned) a type-checked instruction."""
+    attrs = dict(attrs or {})
+    shape, dtype = infer(op, operands, attrs)
+    if loc is None:
+        source = getattr(_state, "source", None)
+        if source is not None:
+            loc = source()
+    return Instr.make(op, shape, dtype, operands, attrs, loc)
+
+
+def _ints(xs):
+    return tuple(int(x) for x in xs)
+
+
+# -- leaves
+
+def parameter(index, shape, dtype, name=None, loc=None):
+    name = name if name is not None else f"p{index}"
+    return make(Op.PARAMETER, (), dict(index=int(index), name=str(name), shape=_ints(shape),
+                                       dtype=dtypes.name(dtype)), loc)
+
+
+def constant(value, dtype=None, loc=None):
+    """A constant; `value` is anything np.array accepts (scalars stay 0-d)."""
+    lit = value if isinstance(value, Literal) else Literal(value, dtype)
+    dtypes.canonicalize(lit.dtype)
+    return make(Op.CONSTANT, (), dict(value=lit), loc)
+
+
+def iota(shape, dtype, dimension=0, loc=None):
+    return make(Op.IOTA, (), dict(shape=_ints(shape), dtype=dtypes.name(dtype),
+                                  dimension=int(dimension)), loc)
+
+
+# -- elementwise
+
+def unary(op, x, loc=None):
+    return make(op, (x,), None, loc)
+
+
+def binary(op, x, y, loc=None):
+    return make(op, (x, y), None, loc)
+
+
+def compare(x, y, direction, loc=None):
+    return make(Op.COMPARE, (x, y), dict(direction=direction), loc)
+
+
+def convert(x, dtype, loc=None):
+    dtype = dtypes.canonicalize(dtype)
+    if x.dtype == dtype:
+        return x
+    return make(Op.CONVERT, (x,), dict(dtype=dtypes.name(dtype)), loc)
+
+
+def select(pred, on_true, on_false, loc=None):
+    return make(Op.SELECT, (pred, on_true, on_false), None, loc)
+
+
+def clamp(lo, x, hi, loc=None):
+    return make(Op.CLAMP, (lo, x, hi), None, loc)
+
+
+# -- data movement
+
+def broadcast_in_dim(x, shape, dims, loc=None):
+    shape, dims = _ints(shape), _ints(dims)
+    if x.shape == shape and dims == tuple(range(len(shape))):
+        return x
+    return make(Op.BROADCAST_IN_DIM, (x,), dict(shape=shape, dims=dims), loc)
+
+
+def broadcast_to(x, shape, loc=None):
+    """NumPy-style broadcast: align trailing dims."""
+    shape = _ints(shape)
+    offset = len(shape) - x.ndim
+    return broadcast_in_dim(x, shape, range(offset, len(shape)), loc)
+
+
+def reshape(x, shape, loc=None):
+    shape = _ints(shape)
+    if x.shape == shape:
+        return x
+    return make(Op.RESHAPE, (x,), dict(shape=shape), loc)
+
+
+def transpose(x, perm, loc=None):
+    perm = _ints(perm)
+    if perm == tuple(range(x.ndim)):
+        return x
+    return make(Op.TRANSPOSE, (x,), dict(perm=perm), loc)
+
+
+def slice(x, start, limit, strides=None, loc=None):  # noqa: A001 - the op's name
+    strides = _ints(strides) if strides is not None else (1,) * x.ndim
+    start, limit = _ints(start), _ints(limit)
+    if start == (0,) * x.ndim and limit == x.shape and strides == (1,) * x.ndim:
+        return x
+    return make(Op.SLICE, (x,), dict(start=start, limit=limit, strides=strides), loc)
+
+
+def pad(x, value, low, high, interior=None, loc=None):
+    interior = _ints(interior) if interior is not None else (0,) * x.ndim
+    return make(Op.PAD, (x, value), dict(low=_ints(low), high=_ints(high),
+                                        interior=interior), loc)
+
+
+def concatenate(xs, dim, loc=None):
+    xs = tuple(xs)
+    if len(xs) == 1:
+        return xs[0]
+    return make(Op.CONCATENATE, xs, dict(dim=int(dim)), loc)
+
+
+def reverse(x, dims, loc=None):
+    dims = _ints(dims)
+    if not dims:
+        return x
+    return make(Op.REVERSE, (x,), dict(dims=dims), loc)
+
+
+def dynamic_slice(x, starts, sizes, loc=None):
+    return make(Op.DYNAMIC_SLICE, (x, *starts), dict(sizes=_ints(sizes)), loc)
+
+
+def dynamic_update_slice(x, update, starts, loc=None):
+    return make(Op.DYNAMIC_UPDATE_SLICE, (x, update, *starts), None, loc)
+
+
+def gather(x, indices, axis, loc=None):
+    return make(Op.GATHER, (x, indices), dict(axis=int(axis)), loc)
+
+
+def scatter(x, indices, updates, axis, mode="add", loc=None):
+    return make(Op.SCATTER, (x, indices, updates), dict(axis=int(axis), mode=mode), loc)
+
+
+# -- reductions
+
+def reduce(op, x, dims, loc=None):
+    return make(op, (x,), dict(dims=tuple(sorted(_ints(dims)))), loc)
+
+
+def arg_reduce(op, x, axis, index_dtype=dtypes.INDEX, loc=None):
+    return make(op, (x,), dict(axis=int(axis), dtype=dtypes.name(index_dtype)), loc)
+
+
+def cumulative(op, x, axis, reverse=False, loc=None):
+    return make(op, (x,), dict(axis=int(axis), reverse=bool(reverse)), loc)
+
+
+def dot_general(lhs, rhs, lhs_contract, rhs_contract, lhs_batch=(), rhs_batch=(), loc=None):
+    return make(Op.DOT_GENERAL, (lhs, rhs), dict(
+        lhs_contract=_ints(lhs_contract), rhs_contract=_ints(rhs_contract),
+        lhs_batch=_ints(lhs_batch), rhs_batch=_ints(rhs_batch)), loc)
+
+
+def full(value, shape, dtype, loc=None):
+    """A scalar constant broadcast to `shape` (kept scalar until broadcast)."""
+    return broadcast_in_dim(constant(np.array(value, dtype=dtypes.canonicalize(dtype)),
+                                     loc=loc), shape, (), loc)

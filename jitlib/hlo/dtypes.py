@@ -1,0 +1,132 @@
+"""Element types of the IR: NumPy dtypes under short, printable names.
+
+Promotion is NumPy 2's own (NEP 50): we ask `np.result_type`, passing Python
+scalars as the weak values they are, so traced code promotes exactly as eager
+NumPy does.
+"""
+import ml_dtypes
+import numpy as np
+
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+
+_NAMES = {
+    np.dtype(np.bool_): "bool",
+    np.dtype(np.int8): "i8", np.dtype(np.int16): "i16",
+    np.dtype(np.int32): "i32", np.dtype(np.int64): "i64",
+    np.dtype(np.uint8): "u8", np.dtype(np.uint16): "u16",
+    np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
+    np.dtype(np.float16): "f16", bfloat16: "bf16",
+    np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+}
+_BY_NAME = {name: dt for dt, name in _NAMES.items()}
+
+SUPPORTED = tuple(_NAMES)
+FLOATS = (np.dtype(np.float16), bfloat16, np.dtype(np.float32), np.dtype(np.float64))
+SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
+UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
+INTEGERS = SIGNED + UNSIGNED
+BOOL = np.dtype(np.bool_)
+INDEX = np.dtype(np.int64)   # NumPy's intp on 64-bit: argmax, sizes, indices
+
+
+def canonicalize(dtype) -> np.dtype:
+    """A supported np.dtype from anything np.dtype accepts, or a short IR name."""
+    if isinstance(dtype, str) and dtype in _BY_NAME:
+        return _BY_NAME[dtype]
+    dt = np.dtype(dtype)
+    if dt not in _NAMES:
+        raise TypeError(f"jitlib does not support dtype {dt}; supported: "
+                        + ", ".join(str(d) for d in SUPPORTED))
+    return dt
+
+
+def is_supported(dtype) -> bool:
+    try:
+        canonicalize(dtype)
+    except TypeError:
+        return False
+    return True
+
+
+def name(dtype) -> str:
+    """The short IR name: f32, i64, bool, bf16, ..."""
+    return _NAMES[canonicalize(dtype)]
+
+
+def from_name(short: str) -> np.dtype:
+    try:
+        return _BY_NAME[short]
+    except KeyError:
+        raise ValueError(f"unknown dtype name {short!r}; known: {', '.join(_BY_NAME)}") from None
+
+
+def is_float(dtype) -> bool:
+    return canonicalize(dtype) in FLOATS
+
+
+def is_integer(dtype) -> bool:
+    return canonicalize(dtype) in INTEGERS
+
+
+def is_signed(dtype) -> bool:
+    return canonicalize(dtype) in SIGNED
+
+
+def is_unsigned(dtype) -> bool:
+    return canonicalize(dtype) in UNSIGNED
+
+
+def is_bool(dtype) -> bool:
+    return canonicalize(dtype) == BOOL
+
+
+def result_type(*args) -> np.dtype:
+    """NumPy 2 promotion. Python bool/int/float/complex arguments are weak."""
+    return canonicalize(np.result_type(*args))
+
+
+def accumulation_type(dtype) -> np.dtype:
+    """The dtype NumPy's sum/prod/cumsum give for `dtype` by default.
+
+    Small integers and bool accumulate in the platform integer (int64/uint64);
+    floats keep their type.
+    """
+    dt = np.dtype(dtype)
+    if dt == BOOL or (dt in SIGNED and dt.itemsize < 8):
+        return np.dtype(np.int64)
+    if dt in UNSIGNED and dt.itemsize < 8:
+        return np.dtype(np.uint64)
+    return dt
+
+
+def mean_type(dtype) -> np.dtype:
+    """The dtype of np.mean/np.var: integers and bool give float64."""
+    dt = np.dtype(dtype)
+    return dt if dt in FLOATS else np.dtype(np.float64)
+
+
+def finfo(dtype):
+    return ml_dtypes.finfo(dtype) if np.dtype(dtype) == bfloat16 else np.finfo(dtype)
+
+
+def iinfo(dtype):
+    return np.iinfo(dtype)
+
+
+def lowest(dtype):
+    """The identity of max: -inf for floats, the minimum for integers, False for bool."""
+    dt = np.dtype(dtype)
+    if dt in FLOATS:
+        return -np.inf
+    if dt == BOOL:
+        return False
+    return int(np.iinfo(dt).min)
+
+
+def highest(dtype):
+    dt = np.dtype(dtype)
+    if dt in FLOATS:
+        return np.inf
+    if dt == BOOL:
+        return True
+    return int(np.iinfo(dt).max)

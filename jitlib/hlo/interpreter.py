@@ -1,0 +1,564 @@
+"""The reference interpreter: the meaning of every op, written in NumPy.
+
+Each op has one rule in `eval_rules`, `rule(instr, *operand_values) -> ndarray`,
+returning an array of exactly `instr.shape` and `instr.dtype`. Where NumPy has
+the op, the rule IS eager NumPy, so a traced program equals the eager one to
+the bit wherever NumPy itself is deterministic. Every other backend is checked
+against these rules.
+
+Arithmetic happens in the operand dtype: float16 through NumPy's float16 loops,
+bfloat16 through ml_dtypes' loops (which compute in float32 and round each
+result to bfloat16). Overflow, division by zero and NaN are values, not
+errors, so NumPy's floating-point warnings are silenced while evaluating.
+
+Where NumPy has no answer, the rules below define one: integer div/rem are C's
+(x/0 == x%0 == 0, INT_MIN/-1 == INT_MIN); a signed integer to a negative power
+is the integer part of 1/x**n; empty max/min reductions give the identity;
+bfloat16 dot accumulates in float32 and rounds once; a gather from an empty
+axis with indices to take is an error.
+"""
+import numpy as np
+
+from jitlib.errors import InterpretError
+from jitlib.hlo import dtypes
+from jitlib.hlo.ops import Op
+from jitlib.hlo.printer import print_instr, value_names
+
+eval_rules = {}
+
+
+def _one(dtype):
+    return np.ones((), dtype)
+
+
+def _zero(dtype):
+    return np.zeros((), dtype)
+
+
+def _ufunc(fn):
+    """A rule that is exactly the NumPy ufunc `fn` on the operand values."""
+    def rule(instr, *xs):
+        return fn(*xs)
+    rule.__name__ = f"_{fn.__name__}"
+    return rule
+
+
+# -- leaves
+
+def _parameter(instr):
+    raise ValueError("a parameter has a value only as an argument of the module that "
+                     "lists it in its params")
+
+
+eval_rules[Op.PARAMETER] = _parameter
+
+
+def _constant(instr):
+    return instr.attrs["value"].array
+
+
+eval_rules[Op.CONSTANT] = _constant
+
+
+def _iota(instr):
+    if not instr.shape:
+        return _zero(instr.dtype)
+    dim = instr.attrs["dimension"]
+    n = instr.shape[dim]
+    # Count in int64, then convert: np.arange has no bool loop.
+    line = np.arange(n, dtype=np.int64).astype(instr.dtype)
+    axis_shape = [1] * len(instr.shape)
+    axis_shape[dim] = n
+    return np.broadcast_to(line.reshape(axis_shape), instr.shape)
+
+
+eval_rules[Op.IOTA] = _iota
+
+
+# -- elementwise unary
+
+eval_rules[Op.NEG] = _ufunc(np.negative)
+eval_rules[Op.ABS] = _ufunc(np.absolute)       # INT_MIN stays INT_MIN, as NumPy
+eval_rules[Op.SIGN] = _ufunc(np.sign)
+eval_rules[Op.EXP] = _ufunc(np.exp)
+eval_rules[Op.EXPM1] = _ufunc(np.expm1)
+eval_rules[Op.LOG] = _ufunc(np.log)
+eval_rules[Op.LOG1P] = _ufunc(np.log1p)
+eval_rules[Op.SQRT] = _ufunc(np.sqrt)
+
+
+def _rsqrt(instr, x):
+    return np.divide(_one(x.dtype), np.sqrt(x))
+
+
+eval_rules[Op.RSQRT] = _rsqrt
+eval_rules[Op.TANH] = _ufunc(np.tanh)
+
+
+def _logistic(instr, x):
+    # exp(-|x|) lies in (0, 1], so neither branch overflows: 1/(1+e) for x >= 0,
+    # e/(1+e) for x < 0 (and NaN, which propagates through e).
+    e = np.exp(np.negative(np.absolute(x)))
+    one = _one(x.dtype)
+    denom = np.add(one, e)
+    return np.where(x >= 0, np.divide(one, denom), np.divide(e, denom))
+
+
+eval_rules[Op.LOGISTIC] = _logistic
+eval_rules[Op.SIN] = _ufunc(np.sin)
+eval_rules[Op.COS] = _ufunc(np.cos)
+eval_rules[Op.TAN] = _ufunc(np.tan)
+eval_rules[Op.FLOOR] = _ufunc(np.floor)
+eval_rules[Op.CEIL] = _ufunc(np.ceil)
+eval_rules[Op.ROUND] = _ufunc(np.round)        # half to even
+eval_rules[Op.NOT] = _ufunc(np.invert)         # logical on bool, bitwise on integers
+eval_rules[Op.IS_FINITE] = _ufunc(np.isfinite)
+
+
+def _convert(instr, x):
+    if instr.dtype == dtypes.BOOL:
+        return x != 0          # NaN converts to True
+    # Float -> int of NaN or out-of-range values is whatever NumPy's cast gives.
+    return x.astype(instr.dtype)
+
+
+eval_rules[Op.CONVERT] = _convert
+
+
+# -- elementwise binary
+
+eval_rules[Op.ADD] = _ufunc(np.add)            # bool: logical or
+eval_rules[Op.SUB] = _ufunc(np.subtract)
+eval_rules[Op.MUL] = _ufunc(np.multiply)       # bool: logical and
+
+
+def _div(instr, x, y):
+    if dtypes.is_float(x.dtype):
+        return np.divide(x, y)
+    # Integers: C division, truncating toward zero; x/0 == 0; INT_MIN/-1 wraps.
+    # Divisors 0 and -1 are answered directly so NumPy never sees them.
+    special = (y == 0) | (y == -1) if dtypes.is_signed(x.dtype) else (y == 0)
+    safe = np.where(special, _one(y.dtype), y)
+    # x - fmod(x, y) is an exact multiple of y, so floor division is truncation.
+    quotient = np.floor_divide(np.subtract(x, np.fmod(x, safe)), safe)
+    quotient = np.where(y == 0, _zero(x.dtype), quotient)
+    if dtypes.is_signed(x.dtype):
+        quotient = np.where(y == -1, np.negative(x), quotient)
+    return quotient
+
+
+eval_rules[Op.DIV] = _div
+
+
+def _rem(instr, x, y):
+    if dtypes.is_float(x.dtype):
+        return np.fmod(x, y)
+    # Integers: the dividend's sign; x%0 == 0 and x%-1 == 0. Both are x%1,
+    # which also keeps INT_MIN % -1 away from the hardware.
+    special = (y == 0) | (y == -1) if dtypes.is_signed(x.dtype) else (y == 0)
+    return np.fmod(x, np.where(special, _one(y.dtype), y))
+
+
+eval_rules[Op.REM] = _rem
+
+
+def _pow(instr, x, y):
+    if not dtypes.is_signed(x.dtype):
+        return np.power(x, y)          # floats, and unsigned (wraps on overflow)
+    # Signed integers: NumPy raises on negative exponents; we define x**-n as the
+    # integer part of 1/x**n: 1 for x == 1, +-1 for x == -1 by parity, else 0.
+    negative = y < 0
+    positive_part = np.power(x, np.where(negative, _zero(y.dtype), y))
+    one, zero = _one(x.dtype), _zero(x.dtype)
+    minus_one = np.negative(one)
+    odd = np.bitwise_and(y, _one(y.dtype)) == 1
+    reciprocal = np.where(x == 1, one,
+                          np.where(x == -1, np.where(odd, minus_one, one), zero))
+    return np.where(negative, reciprocal, positive_part)
+
+
+eval_rules[Op.POW] = _pow
+eval_rules[Op.MAX] = _ufunc(np.maximum)        # NaN-propagating
+eval_rules[Op.MIN] = _ufunc(np.minimum)
+eval_rules[Op.ATAN2] = _ufunc(np.arctan2)
+eval_rules[Op.AND] = _ufunc(np.bitwise_and)    # logical on bool
+eval_rules[Op.OR] = _ufunc(np.bitwise_or)
+eval_rules[Op.XOR] = _ufunc(np.bitwise_xor)
+
+_COMPARE_UFUNCS = {"EQ": np.equal, "NE": np.not_equal, "LT": np.less,
+                   "LE": np.less_equal, "GT": np.greater, "GE": np.greater_equal}
+
+
+def _compare(instr, x, y):
+    return _COMPARE_UFUNCS[instr.attrs["direction"]](x, y)
+
+
+eval_rules[Op.COMPARE] = _compare
+
+
+# -- elementwise n-ary
+
+def _select(instr, pred, on_true, on_false):
+    return np.where(pred, on_true, on_false)
+
+
+eval_rules[Op.SELECT] = _select
+
+
+def _clamp(instr, lo, x, hi):
+    return np.minimum(np.maximum(x, lo), hi)
+
+
+eval_rules[Op.CLAMP] = _clamp
+
+
+# -- data movement
+
+def _broadcast_in_dim(instr, x):
+    shape, dims = instr.attrs["shape"], instr.attrs["dims"]
+    placed = [1] * len(shape)
+    for size, out_dim in zip(x.shape, dims):
+        placed[out_dim] = size
+    return np.broadcast_to(x.reshape(placed), shape)
+
+
+eval_rules[Op.BROADCAST_IN_DIM] = _broadcast_in_dim
+
+
+def _reshape(instr, x):
+    return np.reshape(x, instr.attrs["shape"])
+
+
+eval_rules[Op.RESHAPE] = _reshape
+
+
+def _transpose(instr, x):
+    return np.transpose(x, instr.attrs["perm"])
+
+
+eval_rules[Op.TRANSPOSE] = _transpose
+
+
+def _slice(instr, x):
+    a = instr.attrs
+    return x[tuple(slice(*bounds) for bounds in zip(a["start"], a["limit"], a["strides"]))]
+
+
+eval_rules[Op.SLICE] = _slice
+
+
+def _pad(instr, x, value):
+    a = instr.attrs
+    # Pad by the positive parts of low/high, then crop by the negative parts.
+    grow_lo = [max(lo, 0) for lo in a["low"]]
+    grow_hi = [max(hi, 0) for hi in a["high"]]
+    spread = [d + max(d - 1, 0) * it for d, it in zip(x.shape, a["interior"])]
+    full_shape = [lo + n + hi for lo, n, hi in zip(grow_lo, spread, grow_hi)]
+    full = np.full(full_shape, value, dtype=x.dtype)
+    full[tuple(slice(lo, lo + n, it + 1)
+               for lo, n, it in zip(grow_lo, spread, a["interior"]))] = x
+    return full[tuple(slice(max(-lo, 0), size - max(-hi, 0))
+                      for lo, hi, size in zip(a["low"], a["high"], full_shape))]
+
+
+eval_rules[Op.PAD] = _pad
+
+
+def _concatenate(instr, *xs):
+    return np.concatenate(xs, axis=instr.attrs["dim"])
+
+
+eval_rules[Op.CONCATENATE] = _concatenate
+
+
+def _reverse(instr, x):
+    return np.flip(x, axis=instr.attrs["dims"])
+
+
+eval_rules[Op.REVERSE] = _reverse
+
+
+def _clamped_window(starts, sizes, shape):
+    """Slices for a window of `sizes` at `starts`, moved so it fits in `shape`."""
+    return tuple(slice(b, b + n) for b, n in (
+        (min(max(int(s), 0), d - n), n) for s, n, d in zip(starts, sizes, shape)))
+
+
+def _dynamic_slice(instr, x, *starts):
+    return x[_clamped_window(starts, instr.attrs["sizes"], x.shape)]
+
+
+eval_rules[Op.DYNAMIC_SLICE] = _dynamic_slice
+
+
+def _dynamic_update_slice(instr, x, update, *starts):
+    out = x.copy()
+    out[_clamped_window(starts, update.shape, x.shape)] = update
+    return out
+
+
+eval_rules[Op.DYNAMIC_UPDATE_SLICE] = _dynamic_update_slice
+
+
+def _as_index(idx):
+    """Indices as int64; uint64 values past int64 are out of range anyway."""
+    if idx.dtype == np.uint64:
+        idx = np.minimum(idx, np.uint64(np.iinfo(np.int64).max))
+    return idx.astype(np.int64)
+
+
+def _gather(instr, x, idx):
+    axis = instr.attrs["axis"]
+    # An empty axis has no index to clamp to: np.take raises unless idx is empty too.
+    clipped = np.clip(_as_index(idx), 0, max(x.shape[axis] - 1, 0))
+    return np.take(x, clipped, axis=axis)
+
+
+eval_rules[Op.GATHER] = _gather
+
+_SCATTER_UFUNCS = {"add": np.add, "mul": np.multiply, "min": np.minimum, "max": np.maximum}
+
+
+def _scatter(instr, x, idx, upd):
+    axis, mode = instr.attrs["axis"], instr.attrs["mode"]
+    out = x.copy()
+    target = np.moveaxis(out, axis, 0)     # a view: writes land in out
+    flat = _as_index(idx).reshape(-1)
+    rows = np.moveaxis(upd.reshape(x.shape[:axis] + flat.shape + x.shape[axis + 1:]), axis, 0)
+    inside = (flat >= 0) & (flat < x.shape[axis])
+    flat, rows = flat[inside], rows[inside]
+    if mode == "set":
+        # NumPy does not promise which duplicate wins a fancy assignment, so pick
+        # each index's last update explicitly.
+        targets, first_from_end = np.unique(flat[::-1], return_index=True)
+        target[targets] = rows[len(flat) - 1 - first_from_end]
+    else:
+        _SCATTER_UFUNCS[mode].at(target, flat, rows)   # duplicates combine in order
+    return out
+
+
+eval_rules[Op.SCATTER] = _scatter
+
+
+# -- reductions
+
+def _reduces_empty(x, dims):
+    return any(x.shape[d] == 0 for d in dims)
+
+
+def _reduce_sum(instr, x):
+    return np.sum(x, axis=instr.attrs["dims"], dtype=x.dtype)    # pairwise, as NumPy
+
+
+eval_rules[Op.REDUCE_SUM] = _reduce_sum
+
+
+def _reduce_prod(instr, x):
+    return np.prod(x, axis=instr.attrs["dims"], dtype=x.dtype)
+
+
+eval_rules[Op.REDUCE_PROD] = _reduce_prod
+
+
+def _reduce_max(instr, x):
+    dims = instr.attrs["dims"]
+    # The identity only where needed: an empty max must not raise.
+    extra = {"initial": dtypes.lowest(x.dtype)} if _reduces_empty(x, dims) else {}
+    return np.max(x, axis=dims, **extra)
+
+
+eval_rules[Op.REDUCE_MAX] = _reduce_max
+
+
+def _reduce_min(instr, x):
+    dims = instr.attrs["dims"]
+    extra = {"initial": dtypes.highest(x.dtype)} if _reduces_empty(x, dims) else {}
+    return np.min(x, axis=dims, **extra)
+
+
+eval_rules[Op.REDUCE_MIN] = _reduce_min
+
+
+def _reduce_and(instr, x):
+    dims = instr.attrs["dims"]
+    if dtypes.is_bool(x.dtype):
+        return np.all(x, axis=dims)
+    return np.bitwise_and.reduce(x, axis=dims, initial=np.invert(_zero(x.dtype))[()])
+
+
+eval_rules[Op.REDUCE_AND] = _reduce_and
+
+
+def _reduce_or(instr, x):
+    dims = instr.attrs["dims"]
+    if dtypes.is_bool(x.dtype):
+        return np.any(x, axis=dims)
+    return np.bitwise_or.reduce(x, axis=dims, initial=_zero(x.dtype)[()])
+
+
+eval_rules[Op.REDUCE_OR] = _reduce_or
+
+
+def _argmax(instr, x):
+    return np.argmax(x, axis=instr.attrs["axis"]).astype(instr.dtype)   # first NaN wins
+
+
+eval_rules[Op.ARGMAX] = _argmax
+
+
+def _argmin(instr, x):
+    return np.argmin(x, axis=instr.attrs["axis"]).astype(instr.dtype)
+
+
+eval_rules[Op.ARGMIN] = _argmin
+
+
+def _scan(accumulate):
+    """A cumulative rule from `accumulate(x, axis)`; `reverse` scans from the end."""
+    def rule(instr, x):
+        axis = instr.attrs["axis"]
+        if instr.attrs["reverse"]:
+            return np.flip(accumulate(np.flip(x, axis), axis), axis)
+        return accumulate(x, axis)
+    return rule
+
+
+eval_rules[Op.CUMSUM] = _scan(lambda x, axis: np.cumsum(x, axis=axis, dtype=x.dtype))
+eval_rules[Op.CUMPROD] = _scan(lambda x, axis: np.cumprod(x, axis=axis, dtype=x.dtype))
+eval_rules[Op.CUMMAX] = _scan(lambda x, axis: np.maximum.accumulate(x, axis=axis))
+eval_rules[Op.CUMMIN] = _scan(lambda x, axis: np.minimum.accumulate(x, axis=axis))
+
+
+# -- contraction
+
+def _dot_general(instr, lhs, rhs):
+    a = instr.attrs
+    lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    lfree = tuple(i for i in range(lhs.ndim) if i not in lc + lb)
+    rfree = tuple(i for i in range(rhs.ndim) if i not in rc + rb)
+    batch = [lhs.shape[i] for i in lb]
+    m = int(np.prod([lhs.shape[i] for i in lfree], dtype=np.int64))
+    n = int(np.prod([rhs.shape[i] for i in rfree], dtype=np.int64))
+    k = int(np.prod([lhs.shape[i] for i in lc], dtype=np.int64))
+    # [batch, free, contract] @ [batch, contract, free] as one np.matmul: for plain
+    # `a @ b` these are views of the operands, so BLAS sees what eager NumPy gives it.
+    left = np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k])
+    right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
+    if lhs.dtype == dtypes.bfloat16:
+        # NumPy's bfloat16 matmul returns float32; we round that to bfloat16.
+        left, right = left.astype(np.float32), right.astype(np.float32)
+    # Integers accumulate (and wrap) in their own type; bool is an or of ands.
+    return np.matmul(left, right).reshape(instr.shape).astype(instr.dtype, copy=False)
+
+
+eval_rules[Op.DOT_GENERAL] = _dot_general
+
+assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))
+
+
+# -- evaluation
+
+def _instr_text(instr, module=None):
+    """The instruction's IR line, named as in `module`'s text when there is one."""
+    if module is not None:
+        names = value_names(module)
+    else:
+        names = {operand: str(i) for i, operand in enumerate(instr.operands)}
+        names[instr] = "out"
+    return print_instr(instr, names, short_locs=True)
+
+
+def _type_of(value):
+    dt = value.dtype
+    name = dtypes.name(dt) if dtypes.is_supported(dt) else str(dt)
+    return f"{name}[{','.join(map(str, value.shape))}]"
+
+
+def _apply(instr, values, module=None):
+    """Run `instr`'s rule on operand values; errors quote the instruction's IR line."""
+    try:
+        out = np.asarray(eval_rules[instr.op](instr, *values))
+    except Exception as e:
+        raise InterpretError(f"evaluating `{_instr_text(instr, module)}` failed: "
+                             f"{type(e).__name__}: {e}", location=instr.loc) from e
+    if out.shape != instr.shape or out.dtype != instr.dtype:
+        raise InterpretError(f"the {instr.op} rule returned {_type_of(out)} for "
+                             f"`{_instr_text(instr, module)}`", location=instr.loc,
+                             hint="this is a bug in the reference interpreter")
+    return out
+
+
+def evaluate_instr(instr, values):
+    """Evaluate one instruction on concrete operand values (as constant folding does).
+
+    `values` holds one array per operand, of the operand's shape and dtype. The
+    result may be a read-only view of an operand or of a constant: copy it
+    before writing into it.
+    """
+    values = [np.asarray(v) for v in values]
+    if len(values) != len(instr.operands):
+        raise InterpretError(f"`{_instr_text(instr)}` has {len(instr.operands)} operands, "
+                             f"got {len(values)} values", location=instr.loc)
+    for i, (operand, value) in enumerate(zip(instr.operands, values)):
+        if value.shape != operand.shape or value.dtype != operand.dtype:
+            raise InterpretError(f"operand {i} of `{_instr_text(instr)}` is "
+                                 f"{operand.type_str}, got a value of {_type_of(value)}",
+                                 location=instr.loc)
+    with np.errstate(all="ignore"):
+        return _apply(instr, values)
+
+
+def _check_args(module, args):
+    if len(args) != len(module.params):
+        want = ", ".join(p.type_str for p in module.params)
+        raise InterpretError(f"module {module.name!r} takes {len(module.params)} "
+                             f"arguments ({want}), got {len(args)}")
+    values = []
+    for param, arg in zip(module.params, args):
+        value = np.asarray(arg)
+        if value.shape != param.shape or value.dtype != param.dtype:
+            raise InterpretError(
+                f"argument {param.attrs['index']} ({param.attrs['name']}) of module "
+                f"{module.name!r} must be {param.type_str}, got {_type_of(value)}",
+                hint="convert or reshape the argument; evaluate() does not promote")
+        values.append(value)
+    return values
+
+
+def _needs_copy(value, args):
+    # A result must not alias an argument or a constant's read-only array, nor be
+    # a read-only broadcast view: the caller may write into it.
+    return (not value.flags.owndata or not value.flags.writeable
+            or any(value is a for a in args))
+
+
+def evaluate(module, args):
+    """Run `module` on `args` (one array per parameter); returns its results as arrays.
+
+    Arguments must match the parameters' shapes and dtypes exactly. Each
+    intermediate value is dropped after its last use. Results are fresh,
+    writable arrays.
+    """
+    args = _check_args(module, list(args))
+    order = module.instructions
+    last_use = {}
+    for step, instr in enumerate(order):
+        for operand in instr.operands:
+            last_use[operand] = step
+    for result in module.results:
+        last_use[result] = len(order)
+    dead_after = [[] for _ in order]
+    for step, instr in enumerate(order):
+        end = last_use.get(instr, step)
+        if end < len(order):
+            dead_after[end].append(instr)
+
+    env = dict(zip(module.params, args))
+    with np.errstate(all="ignore"):
+        for step, instr in enumerate(order):
+            if instr not in env:
+                env[instr] = _apply(instr, [env[o] for o in instr.operands], module)
+            for instr_done in dead_after[step]:
+                del env[instr_done]
+    results = [env[r] for r in module.results]
+    return [np.array(r, order="C") if _needs_copy(r, args) else r for r in results]

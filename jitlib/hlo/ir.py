@@ -1,0 +1,185 @@
+"""Instructions and modules.
+
+An `Instr` is immutable and interned: building the same op on the same
+operands with the same attributes returns the same object, so identity is
+structural equality, CSE is free, and instructions can key dicts cheaply.
+The source location is metadata, not identity: the first builder wins.
+
+A `Module` is a function: typed parameters in order, and a tuple of results.
+Its instructions are everything reachable from the results, in a
+deterministic topological order.
+"""
+import weakref
+
+import numpy as np
+
+from jitlib.hlo import dtypes
+from jitlib.hlo.ops import Op
+
+
+class Literal:
+    """A constant's value: an immutable NumPy array, hashable by content."""
+
+    __slots__ = ("array", "_hash")
+
+    def __init__(self, value, dtype=None):
+        arr = np.array(value, dtype=dtype)
+        arr.setflags(write=False)
+        self.array = arr
+        # bytes make NaN payloads and -0.0 distinct, which is what CSE needs.
+        self._hash = hash((arr.dtype.str, arr.shape, arr.tobytes()))
+
+    @property
+    def shape(self):
+        return self.array.shape
+
+    @property
+    def dtype(self):
+        return self.array.dtype
+
+    def __hash__(self):
+        return self._hash
+
+    def __eq__(self, other):
+        if not isinstance(other, Literal):
+            return NotImplemented
+        a, b = self.array, other.array
+        return (a.dtype == b.dtype and a.shape == b.shape
+                and a.tobytes() == b.tobytes())
+
+    def __repr__(self):
+        return f"Literal({self.array!r})"
+
+
+class Attrs(dict):
+    """Read-only attribute dict; values are hashable (ints, strs, tuples, Literals)."""
+
+    def _readonly(self, *a, **k):
+        raise TypeError("Instr attributes are immutable")
+
+    __setitem__ = __delitem__ = update = pop = popitem = clear = setdefault = _readonly
+
+
+_EMPTY_ATTRS = Attrs()
+
+
+class Instr:
+    """One SSA value: `shape dtype op(operands) attrs`.
+
+    Build instructions through `jitlib.hlo.build`, which infers and checks the
+    result type; `Instr.make` is the raw, unchecked constructor.
+    """
+
+    __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "__weakref__")
+    _interned = weakref.WeakValueDictionary()
+
+    @classmethod
+    def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None):
+        op = Op(op)
+        shape = tuple(int(d) for d in shape)
+        dtype = dtypes.canonicalize(dtype)
+        operands = tuple(operands)
+        attr_items = tuple(sorted((k, _normalize_attr(v)) for k, v in (attrs or {}).items()))
+        # typed key: True == 1 == 1.0 in Python, but not as attributes
+        key = (op, shape, dtype, operands, tuple((k, _typed(v)) for k, v in attr_items))
+        found = cls._interned.get(key)
+        if found is not None:
+            return found
+        self = object.__new__(cls)
+        self.op = op
+        self.shape = shape
+        self.dtype = dtype
+        self.operands = operands
+        self.attrs = Attrs(attr_items) if attr_items else _EMPTY_ATTRS
+        self.loc = loc
+        cls._interned[key] = self
+        return self
+
+    def __setattr__(self, name, value):
+        if hasattr(self, "loc"):
+            raise AttributeError("Instr is immutable")
+        object.__setattr__(self, name, value)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def type_str(self):
+        return f"{dtypes.name(self.dtype)}[{','.join(map(str, self.shape))}]"
+
+    def __repr__(self):
+        args = ", ".join(f"%{id(o) & 0xffff:x}" for o in self.operands)
+        attrs = "".join(f" {k}={v}" for k, v in self.attrs.items())
+        return f"<{self.type_str} {self.op.value}({args}){attrs}>"
+
+
+def _normalize_attr(value):
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    if isinstance(value, (tuple, list)):
+        return tuple(_normalize_attr(v) for v in value)
+    return value
+
+
+def _typed(value):
+    if isinstance(value, tuple):
+        return tuple(_typed(v) for v in value)
+    return (type(value), value)
+
+
+class Module:
+    """A function in the IR: named, typed parameters and a tuple of results."""
+
+    def __init__(self, name, params, results):
+        self.name = name
+        self.params = tuple(params)
+        self.results = tuple(results)
+        for i, p in enumerate(self.params):
+            if p.op is not Op.PARAMETER or p.attrs.get("index") != i:
+                raise ValueError(f"parameter {i} of module {name!r} is {p!r}")
+        self._order = None
+
+    @property
+    def instructions(self):
+        """Every instruction, parameters first, then operands before users."""
+        if self._order is None:
+            self._order = _toposort(self.params, self.results)
+        return self._order
+
+    def __str__(self):
+        from jitlib.hlo.printer import print_module
+        return print_module(self)
+
+    def as_text(self):
+        return str(self)
+
+    def __repr__(self):
+        return f"<Module {self.name}: {len(self.instructions)} instructions>"
+
+
+def _toposort(params, results):
+    order, seen = list(params), set(params)
+    for root in results:
+        if root in seen:
+            continue
+        stack = [(root, False)]   # iterative DFS: deep chains must not hit recursion limits
+        while stack:
+            node, expanded = stack.pop()
+            if node in seen:
+                continue
+            if expanded:
+                seen.add(node)
+                order.append(node)
+                continue
+            stack.append((node, True))
+            for operand in reversed(node.operands):
+                if operand not in seen:
+                    stack.append((operand, False))
+    return tuple(order)

@@ -1,0 +1,124 @@
+"""The op vocabulary of jitlib's IR, in one short file.
+
+Each op is a name; its typing rule lives in `shape_rules.py`, its meaning in
+`interpreter.py` (the reference), its lowering in each backend's rule table.
+The property sets below are what passes and transforms ask about an op.
+"""
+import enum
+
+
+class Op(str, enum.Enum):
+    # -- leaves
+    PARAMETER = "parameter"
+    CONSTANT = "constant"
+    IOTA = "iota"
+    # -- elementwise unary
+    NEG = "neg"
+    ABS = "abs"
+    SIGN = "sign"
+    EXP = "exp"
+    EXPM1 = "expm1"
+    LOG = "log"
+    LOG1P = "log1p"
+    SQRT = "sqrt"
+    RSQRT = "rsqrt"
+    TANH = "tanh"
+    LOGISTIC = "logistic"
+    SIN = "sin"
+    COS = "cos"
+    TAN = "tan"
+    FLOOR = "floor"
+    CEIL = "ceil"
+    ROUND = "round"          # half to even, as np.round
+    NOT = "not"              # logical on bool, bitwise on integers
+    IS_FINITE = "is_finite"
+    CONVERT = "convert"
+    # -- elementwise binary
+    ADD = "add"
+    SUB = "sub"
+    MUL = "mul"
+    DIV = "div"              # ints: truncates toward zero; x/0 == 0
+    REM = "rem"              # sign of the dividend (C fmod); ints: x%0 == 0
+    POW = "pow"
+    MAX = "max"              # NaN-propagating, as np.maximum
+    MIN = "min"
+    ATAN2 = "atan2"
+    AND = "and"
+    OR = "or"
+    XOR = "xor"
+    COMPARE = "compare"      # attr direction: EQ NE LT LE GT GE
+    # -- elementwise n-ary
+    SELECT = "select"        # select(pred, on_true, on_false)
+    CLAMP = "clamp"          # clamp(lo, x, hi)
+    # -- data movement
+    BROADCAST_IN_DIM = "broadcast_in_dim"
+    RESHAPE = "reshape"
+    TRANSPOSE = "transpose"
+    SLICE = "slice"
+    PAD = "pad"              # pad(x, scalar pad value)
+    CONCATENATE = "concatenate"
+    REVERSE = "reverse"
+    DYNAMIC_SLICE = "dynamic_slice"                # (x, *scalar starts)
+    DYNAMIC_UPDATE_SLICE = "dynamic_update_slice"  # (x, update, *scalar starts)
+    GATHER = "gather"        # take along one axis; indices clamped into range
+    SCATTER = "scatter"      # mode add|set|mul|min|max along one axis; OOB dropped
+    # -- reductions
+    REDUCE_SUM = "reduce_sum"
+    REDUCE_PROD = "reduce_prod"
+    REDUCE_MAX = "reduce_max"
+    REDUCE_MIN = "reduce_min"
+    REDUCE_AND = "reduce_and"
+    REDUCE_OR = "reduce_or"
+    ARGMAX = "argmax"
+    ARGMIN = "argmin"
+    CUMSUM = "cumsum"
+    CUMPROD = "cumprod"
+    CUMMAX = "cummax"
+    CUMMIN = "cummin"
+    # -- contraction
+    DOT_GENERAL = "dot_general"
+
+    def __str__(self):
+        return self.value
+
+
+O = Op
+
+LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA})
+UNARY = frozenset({
+    O.NEG, O.ABS, O.SIGN, O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH,
+    O.LOGISTIC, O.SIN, O.COS, O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.NOT, O.IS_FINITE, O.CONVERT,
+})
+BINARY = frozenset({
+    O.ADD, O.SUB, O.MUL, O.DIV, O.REM, O.POW, O.MAX, O.MIN, O.ATAN2, O.AND, O.OR, O.XOR,
+    O.COMPARE,
+})
+ELEMENTWISE = UNARY | BINARY | {O.SELECT, O.CLAMP}
+# Unary ops defined only on floating-point operands.
+FLOAT_ONLY = frozenset({
+    O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.LOGISTIC, O.SIN, O.COS,
+    O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.IS_FINITE, O.ATAN2,
+})
+# Ops defined only on bool and integer operands.
+BITWISE = frozenset({O.NOT, O.AND, O.OR, O.XOR})
+COMMUTATIVE = frozenset({O.ADD, O.MUL, O.MAX, O.MIN, O.AND, O.OR, O.XOR})
+ASSOCIATIVE = frozenset({O.ADD, O.MUL, O.MAX, O.MIN, O.AND, O.OR, O.XOR})
+MOVEMENT = frozenset({
+    O.BROADCAST_IN_DIM, O.RESHAPE, O.TRANSPOSE, O.SLICE, O.PAD, O.CONCATENATE, O.REVERSE,
+    O.DYNAMIC_SLICE, O.DYNAMIC_UPDATE_SLICE, O.GATHER, O.SCATTER,
+})
+REDUCE = frozenset({
+    O.REDUCE_SUM, O.REDUCE_PROD, O.REDUCE_MAX, O.REDUCE_MIN, O.REDUCE_AND, O.REDUCE_OR,
+})
+ARG_REDUCE = frozenset({O.ARGMAX, O.ARGMIN})
+CUMULATIVE = frozenset({O.CUMSUM, O.CUMPROD, O.CUMMAX, O.CUMMIN})
+
+COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+SCATTER_MODES = ("add", "set", "mul", "min", "max")
+
+# The binary op each reduction and scan folds with.
+REDUCE_COMBINER = {
+    O.REDUCE_SUM: O.ADD, O.REDUCE_PROD: O.MUL, O.REDUCE_MAX: O.MAX,
+    O.REDUCE_MIN: O.MIN, O.REDUCE_AND: O.AND, O.REDUCE_OR: O.OR,
+    O.CUMSUM: O.ADD, O.CUMPROD: O.MUL, O.CUMMAX: O.MAX, O.CUMMIN: O.MIN,
+}

@@ -1,0 +1,339 @@
+"""Read the IR text that `printer` writes back into a Module.
+
+Grammar, one construct a line (blank lines and lines starting with `#` or `//` are skipped):
+
+    module   := 'module' NAME '(' [param {',' param}] ')' '{'
+                instr*
+                'return' '(' [ref {',' ref}] ')'
+                '}'
+    param    := ref ':' type
+    instr    := ref '=' type OP '(' args ')' {',' NAME '=' value} [loc]
+    args     := [ref {',' ref}]  |  literal            (a literal only for constant)
+    type     := DTYPE '[' [INT {',' INT}] ']'
+    value    := INT | 'true' | 'false' | NAME | STRING | '[' [value {',' value}] ']'
+    literal  := scalar | '{' [scalar {',' scalar}] '}' | 'hex' STRING
+    scalar   := INT | FLOAT | 'nan' | 'inf' | '-inf' | 'true' | 'false'
+    loc      := 'loc(' STRING ':' INT ' ' FUNCTION ')'        (to the end of the line)
+    ref      := '%' NAME-or-INT
+
+Every instruction is built with `build.make`, so it is type-checked, and its printed
+type must equal the inferred one. Attributes the type restates (`printer.implied_attrs`)
+may be left out; they are restored from the type. STRINGs are JSON string literals.
+Instructions are interned: text equal to IR that already exists parses to the existing
+objects, which keep the locations they were first built with.
+"""
+import json
+import re
+
+import numpy as np
+
+from jitlib.errors import SourceLocation
+from jitlib.hlo import build, dtypes
+from jitlib.hlo.ir import Literal, Module
+from jitlib.hlo.ops import Op
+from jitlib.hlo.printer import float_value, format_type, implied_attrs
+from jitlib.hlo.shape_rules import IRTypeError
+from jitlib.hlo.verifier import attr_error
+
+
+class ParseError(ValueError):
+    """Malformed IR text; the message names the line number and shows the line."""
+
+    def __init__(self, message, lineno=None, line=None):
+        self.lineno = lineno
+        self.line = line
+        if lineno is not None:
+            message = f"line {lineno}: {message}\n  {line.strip()}"
+        super().__init__(message)
+
+
+_TOKEN = re.compile(r"""
+    (?P<string>"(?:[^"\\]|\\.)*")
+  | (?P<ref>%[A-Za-z0-9_.]+)
+  | (?P<number>[-+]?(?:(?:inf|nan)\b|(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?))
+  | (?P<name>[A-Za-z_][A-Za-z0-9_.]*)
+  | (?P<punct>[()\[\]{},=:])
+""", re.VERBOSE)
+_SPACE = re.compile(r"\s*")
+_LOC = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):(\d+) (.*)\)\s*\Z')
+_INT = re.compile(r"[-+]?\d+\Z")
+
+
+class _Line:
+    """A cursor over the tokens of one line."""
+
+    def __init__(self, lineno, text):
+        self.lineno, self.text, self.pos = lineno, text, 0
+
+    def error(self, message):
+        return ParseError(message, self.lineno, self.text)
+
+    def _start(self):
+        return _SPACE.match(self.text, self.pos).end()
+
+    def peek(self):
+        """(kind, text) of the next token, or (None, '') at the end of the line."""
+        start = self._start()
+        if start == len(self.text):
+            return None, ""
+        m = _TOKEN.match(self.text, start)
+        if m is None:
+            raise self.error(f"unexpected character {self.text[start]!r}")
+        return m.lastgroup, m.group()
+
+    def next(self):
+        kind, text = self.peek()
+        if kind is None:
+            raise self.error("unexpected end of line")
+        self.pos = self._start() + len(text)
+        return kind, text
+
+    def accept(self, text):
+        if self.peek()[1] == text:
+            self.next()
+            return True
+        return False
+
+    def expect(self, text):
+        kind, got = self.peek()
+        if got != text:
+            raise self.error(f"expected {text!r}, got {got or 'end of line'!r}")
+        self.next()
+
+    def expect_kind(self, kind, what):
+        got_kind, got = self.peek()
+        if got_kind != kind:
+            raise self.error(f"expected {what}, got {got or 'end of line'!r}")
+        return self.next()[1]
+
+    def end(self):
+        kind, got = self.peek()
+        if kind is not None:
+            raise self.error(f"unexpected {got!r} at end of line")
+
+    def rest(self):
+        return self.text[self._start():]
+
+
+def parse_module(text: str) -> Module:
+    """Parse a module printed by `printer.print_module`; raises `ParseError`."""
+    lines = [_Line(i + 1, s) for i, s in enumerate(text.splitlines())
+             if s.strip() and not s.lstrip().startswith(("#", "//"))]
+    if not lines:
+        raise ParseError("empty module text")
+    # Locations come from the text alone, never from a trace that happens to be active.
+    with build.locations(lambda: None):
+        return _parse_lines(lines)
+
+
+def _parse_lines(lines):
+    name, params, env = _parse_header(lines[0])
+    for k, line in enumerate(lines[1:], start=1):
+        if line.peek()[1] == "return":
+            results = _parse_return(line, env)
+            break
+        if line.peek()[1] == "}":
+            raise line.error("missing 'return' line before '}'")
+        label, instr = _parse_instr(line, env)
+        if label in env:
+            raise line.error(f"%{label} is defined twice")
+        env[label] = instr
+    else:
+        raise lines[-1].error("missing 'return' line")
+    tail = lines[k + 1:]
+    if not tail or tail[0].text.strip() != "}":
+        where = tail[0] if tail else lines[k]
+        raise where.error("expected '}' closing the module")
+    if len(tail) > 1:
+        raise tail[1].error("text after the end of the module")
+    return Module(name, params, results)
+
+
+def _parse_header(line):
+    line.expect("module")
+    name = line.expect_kind("name", "a module name")
+    line.expect("(")
+    params, env = [], {}
+    while not line.accept(")"):
+        if params:
+            line.expect(",")
+        label = line.expect_kind("ref", "a parameter like %x")[1:]
+        line.expect(":")
+        shape, dtype = _parse_type(line)
+        if label in env:
+            raise line.error(f"parameter %{label} is declared twice")
+        param = build.parameter(len(params), shape, dtype, name=label)
+        params.append(param)
+        env[label] = param
+    line.expect("{")
+    line.end()
+    return name, params, env
+
+
+def _parse_return(line, env):
+    line.expect("return")
+    line.expect("(")
+    results = []
+    while not line.accept(")"):
+        if results:
+            line.expect(",")
+        results.append(_parse_ref(line, env))
+    line.end()
+    return results
+
+
+def _parse_ref(line, env):
+    label = line.expect_kind("ref", "a value like %0")[1:]
+    if label not in env:
+        raise line.error(f"%{label} is not defined (values must be defined before use)")
+    return env[label]
+
+
+def _parse_type(line):
+    name = line.expect_kind("name", "a type like f32[4]")
+    try:
+        dtype = dtypes.from_name(name)
+    except ValueError as e:
+        raise line.error(str(e)) from None
+    line.expect("[")
+    shape = []
+    while not line.accept("]"):
+        if shape:
+            line.expect(",")
+        shape.append(_parse_int(line, "a dimension"))
+    return tuple(shape), dtype
+
+
+def _parse_int(line, what):
+    kind, text = line.next()
+    if kind != "number" or not _INT.match(text):
+        raise line.error(f"expected {what} (an integer), got {text!r}")
+    return int(text)
+
+
+def _parse_instr(line, env):
+    label = line.expect_kind("ref", "an instruction like %0 = ...")[1:]
+    line.expect("=")
+    shape, dtype = _parse_type(line)
+    op_name = line.expect_kind("name", "an op name")
+    try:
+        op = Op(op_name)
+    except ValueError:
+        raise line.error(f"unknown op {op_name!r}") from None
+    if op is Op.PARAMETER:
+        raise line.error("parameters are declared in the module header")
+    line.expect("(")
+    operands, attrs = [], {}
+    if op is Op.CONSTANT:
+        attrs["value"] = _parse_literal(line, shape, dtype)
+        line.expect(")")
+    else:
+        while not line.accept(")"):
+            if operands:
+                line.expect(",")
+            operands.append(_parse_ref(line, env))
+    while line.accept(","):
+        key = line.expect_kind("name", "an attribute name")
+        line.expect("=")
+        if key in attrs:
+            raise line.error(f"attribute {key!r} given twice")
+        attrs[key] = _parse_value(line)
+    loc = _parse_loc(line)
+    for key, value in implied_attrs(op, shape, dtype).items():
+        attrs.setdefault(key, value)
+    problem = attr_error(op, attrs)
+    if problem:
+        raise line.error(problem)
+    try:
+        instr = build.make(op, operands, attrs, loc)
+    except IRTypeError as e:
+        raise line.error(str(e)) from None
+    if instr.shape != shape or instr.dtype != dtype:
+        raise line.error(f"the line says {instr.op} gives {format_type(shape, dtype)}, "
+                         f"but it gives {instr.type_str}")
+    return label, instr
+
+
+def _parse_value(line):
+    kind, text = line.next()
+    if text == "[":
+        items = []
+        while not line.accept("]"):
+            if items:
+                line.expect(",")
+            items.append(_parse_value(line))
+        return tuple(items)
+    if kind == "number" and _INT.match(text):
+        return int(text)
+    if kind == "name" and text in ("true", "false"):
+        return text == "true"
+    if kind == "name":
+        return text
+    if kind == "string":
+        return json.loads(text)
+    raise line.error(f"bad attribute value {text!r}")
+
+
+def _parse_loc(line):
+    if line.peek() != ("name", "loc"):
+        line.end()
+        return None
+    m = _LOC.match(line.rest())
+    if not m:
+        raise line.error('bad location; expected loc("FILE":LINE FUNCTION)')
+    return SourceLocation(json.loads(m.group(1)), int(m.group(2)), m.group(3))
+
+
+# -- constants
+
+def _parse_literal(line, shape, dtype):
+    size = int(np.prod(shape, dtype=np.int64))
+    if line.accept("hex"):
+        return Literal(_from_hex(line, json.loads(line.expect_kind("string", "a hex string")),
+                                 shape, dtype))
+    if not line.accept("{"):
+        if shape:
+            raise line.error(f"a constant of shape {list(shape)} needs a {{...}} list")
+        return Literal(_parse_scalar(line, dtype))
+    values = []
+    while not line.accept("}"):
+        if values:
+            line.expect(",")
+        values.append(_parse_scalar(line, dtype))
+    if len(values) != size:
+        raise line.error(f"constant has {len(values)} elements; its type needs {size}")
+    array = np.array(values, dtype=dtype) if values else np.zeros(0, dtype)
+    return Literal(array.reshape(shape))
+
+
+def _parse_scalar(line, dtype):
+    kind, text = line.next()
+    if dtype == dtypes.BOOL:
+        if text not in ("true", "false"):
+            raise line.error(f"expected true or false, got {text!r}")
+        return np.array(text == "true")
+    if kind != "number":
+        raise line.error(f"expected a number, got {text!r}")
+    if dtypes.is_float(dtype):
+        return float_value(float(text), dtype)
+    if not _INT.match(text):
+        raise line.error(f"expected an integer, got {text!r}")
+    info = dtypes.iinfo(dtype)
+    if not info.min <= int(text) <= info.max:
+        raise line.error(f"{text} is out of range for {dtypes.name(dtype)}")
+    return np.array(int(text), dtype=dtype)
+
+
+def _from_hex(line, digits, shape, dtype):
+    try:
+        raw = bytes.fromhex(digits)
+    except ValueError:
+        raise line.error("bad hex constant") from None
+    width = dtype.itemsize
+    size = int(np.prod(shape, dtype=np.int64))
+    if len(raw) != size * width:
+        raise line.error(f"hex constant has {len(raw)} bytes; its type needs {size * width}")
+    array = np.frombuffer(raw, dtype=f"<u{width}").astype(f"u{width}").view(dtype)
+    if dtype == dtypes.BOOL and raw.translate(None, b"\0\1"):
+        raise line.error("bool constant bytes must be 00 or 01")
+    return array.reshape(shape)

@@ -1,0 +1,313 @@
+"""Typing rules: for each op, the result (shape, dtype) from operands and attributes.
+
+The builder runs these to construct instructions; the verifier runs them again
+to check a parsed or rewritten module. A rule raises `IRTypeError` naming the op
+and the offending operand types.
+"""
+import numpy as np
+
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+
+class IRTypeError(TypeError):
+    """An op's operands or attributes do not type-check."""
+
+
+def _type(x):
+    return x.type_str
+
+
+def _fail(op, operands, why):
+    types = ", ".join(_type(x) for x in operands)
+    raise IRTypeError(f"{Op(op).value}({types}): {why}")
+
+
+def _check_axes(op, operands, axes, ndim, what="dims"):
+    if len(set(axes)) != len(axes) or any(not 0 <= a < ndim for a in axes):
+        _fail(op, operands, f"{what}={tuple(axes)} must be distinct and in [0, {ndim})")
+
+
+def _typed(op, operands, attrs):
+    # parameter, constant, iota: the type is an attribute.
+    if op is Op.CONSTANT:
+        lit = attrs["value"]
+        return lit.shape, lit.dtype
+    shape = tuple(attrs["shape"])
+    if any(d < 0 for d in shape):
+        _fail(op, operands, f"negative dimension in {shape}")
+    if op is Op.IOTA and not 0 <= attrs["dimension"] < max(len(shape), 1):
+        _fail(op, operands, f"iota dimension {attrs['dimension']} out of range")
+    return shape, dtypes.canonicalize(attrs["dtype"])
+
+
+def _unary(op, operands, attrs):
+    (x,) = operands
+    if op is Op.CONVERT:
+        return x.shape, dtypes.canonicalize(attrs["dtype"])
+    if op in O.FLOAT_ONLY and not dtypes.is_float(x.dtype):
+        _fail(op, operands, "needs a floating-point operand")
+    if op in O.BITWISE and dtypes.is_float(x.dtype):
+        _fail(op, operands, "needs a bool or integer operand")
+    if op in (Op.NEG, Op.ABS, Op.SIGN) and dtypes.is_bool(x.dtype):
+        _fail(op, operands, "is not defined on bool")
+    if op is Op.IS_FINITE:
+        return x.shape, dtypes.BOOL
+    return x.shape, x.dtype
+
+
+def _binary(op, operands, attrs):
+    x, y = operands
+    if x.shape != y.shape or x.dtype != y.dtype:
+        _fail(op, operands, "operands must have the same shape and dtype "
+              "(broadcast and convert explicitly)")
+    if op is Op.COMPARE:
+        if attrs.get("direction") not in O.COMPARE_DIRECTIONS:
+            _fail(op, operands, f"direction must be one of {O.COMPARE_DIRECTIONS}")
+        return x.shape, dtypes.BOOL
+    if op in O.BITWISE and dtypes.is_float(x.dtype):
+        _fail(op, operands, "needs bool or integer operands")
+    if op is Op.ATAN2 and not dtypes.is_float(x.dtype):
+        _fail(op, operands, "needs floating-point operands")
+    if op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.REM, Op.POW) and dtypes.is_bool(x.dtype) \
+            and op not in (Op.ADD, Op.MUL):
+        _fail(op, operands, "is not defined on bool")
+    return x.shape, x.dtype
+
+
+def _select(op, operands, attrs):
+    pred, a, b = operands
+    if pred.dtype != dtypes.BOOL:
+        _fail(op, operands, "predicate must be bool")
+    if not (pred.shape == a.shape == b.shape) or a.dtype != b.dtype:
+        _fail(op, operands, "operands must have the same shape, branches the same dtype")
+    return a.shape, a.dtype
+
+
+def _clamp(op, operands, attrs):
+    lo, x, hi = operands
+    for bound in (lo, hi):
+        if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
+            _fail(op, operands, "bounds must be scalars or match the operand's shape and dtype")
+    return x.shape, x.dtype
+
+
+def _broadcast_in_dim(op, operands, attrs):
+    (x,) = operands
+    shape, dims = tuple(attrs["shape"]), tuple(attrs["dims"])
+    if len(dims) != x.ndim:
+        _fail(op, operands, f"dims={dims} must name one output dim per operand dim")
+    _check_axes(op, operands, dims, len(shape))
+    if list(dims) != sorted(dims):
+        _fail(op, operands, f"dims={dims} must be increasing")
+    for d, out_d in zip(x.shape, dims):
+        if d != 1 and d != shape[out_d]:
+            _fail(op, operands, f"operand dim of size {d} cannot broadcast to {shape[out_d]}")
+    return shape, x.dtype
+
+
+def _reshape(op, operands, attrs):
+    (x,) = operands
+    shape = tuple(attrs["shape"])
+    if any(d < 0 for d in shape) or int(np.prod(shape, dtype=np.int64)) != x.size:
+        _fail(op, operands, f"cannot reshape {x.size} elements to {shape}")
+    return shape, x.dtype
+
+
+def _transpose(op, operands, attrs):
+    (x,) = operands
+    perm = tuple(attrs["perm"])
+    if sorted(perm) != list(range(x.ndim)):
+        _fail(op, operands, f"perm={perm} is not a permutation of {x.ndim} dims")
+    return tuple(x.shape[p] for p in perm), x.dtype
+
+
+def _slice(op, operands, attrs):
+    (x,) = operands
+    start, limit, strides = (tuple(attrs[k]) for k in ("start", "limit", "strides"))
+    if not len(start) == len(limit) == len(strides) == x.ndim:
+        _fail(op, operands, "start, limit and strides need one entry per dim")
+    out = []
+    for d, s, l, st in zip(x.shape, start, limit, strides):
+        if not (0 <= s <= l <= d) or st < 1:
+            _fail(op, operands, f"bad slice start={start} limit={limit} strides={strides}")
+        out.append(-(-(l - s) // st))
+    return tuple(out), x.dtype
+
+
+def _pad(op, operands, attrs):
+    x, value = operands
+    low, high, interior = (tuple(attrs[k]) for k in ("low", "high", "interior"))
+    if value.shape != () or value.dtype != x.dtype:
+        _fail(op, operands, "padding value must be a scalar of the operand's dtype")
+    if not len(low) == len(high) == len(interior) == x.ndim or any(i < 0 for i in interior):
+        _fail(op, operands, "low, high, interior need one entry per dim; interior >= 0")
+    out = []
+    for d, lo, hi, it in zip(x.shape, low, high, interior):
+        n = lo + hi + d + max(d - 1, 0) * it
+        if n < 0:
+            _fail(op, operands, "padding removes more than the whole dimension")
+        out.append(n)
+    return tuple(out), x.dtype
+
+
+def _concatenate(op, operands, attrs):
+    dim = attrs["dim"]
+    if not operands:
+        _fail(op, operands, "needs at least one operand")
+    first = operands[0]
+    _check_axes(op, operands, (dim,), first.ndim, "dim")
+    for x in operands[1:]:
+        if x.dtype != first.dtype or x.ndim != first.ndim or any(
+                a != b for i, (a, b) in enumerate(zip(x.shape, first.shape)) if i != dim):
+            _fail(op, operands, "operands must agree in dtype and in every dim but dim")
+    shape = list(first.shape)
+    shape[dim] = sum(x.shape[dim] for x in operands)
+    return tuple(shape), first.dtype
+
+
+def _reverse(op, operands, attrs):
+    (x,) = operands
+    _check_axes(op, operands, tuple(attrs["dims"]), x.ndim)
+    return x.shape, x.dtype
+
+
+def _check_starts(op, operands, starts):
+    for s in starts:
+        if s.shape != () or not dtypes.is_integer(s.dtype):
+            _fail(op, operands, "start indices must be integer scalars")
+
+
+def _dynamic_slice(op, operands, attrs):
+    x, *starts = operands
+    sizes = tuple(attrs["sizes"])
+    if len(starts) != x.ndim or len(sizes) != x.ndim:
+        _fail(op, operands, "needs one start index and one size per dim")
+    _check_starts(op, operands, starts)
+    if any(not 0 <= s <= d for s, d in zip(sizes, x.shape)):
+        _fail(op, operands, f"sizes={sizes} exceed the operand")
+    return sizes, x.dtype
+
+
+def _dynamic_update_slice(op, operands, attrs):
+    x, update, *starts = operands
+    if len(starts) != x.ndim or update.ndim != x.ndim or update.dtype != x.dtype:
+        _fail(op, operands, "needs an update of the same rank and dtype, one start per dim")
+    _check_starts(op, operands, starts)
+    if any(u > d for u, d in zip(update.shape, x.shape)):
+        _fail(op, operands, "update is larger than the operand")
+    return x.shape, x.dtype
+
+
+def _gather(op, operands, attrs):
+    x, idx = operands
+    axis = attrs["axis"]
+    _check_axes(op, operands, (axis,), x.ndim, "axis")
+    if not dtypes.is_integer(idx.dtype):
+        _fail(op, operands, "indices must be integers")
+    if x.shape[axis] == 0 and idx.size:
+        _fail(op, operands, "cannot gather from an empty axis")
+    return x.shape[:axis] + idx.shape + x.shape[axis + 1:], x.dtype
+
+
+def _scatter(op, operands, attrs):
+    x, idx, upd = operands
+    axis = attrs["axis"]
+    _check_axes(op, operands, (axis,), x.ndim, "axis")
+    if attrs.get("mode") not in O.SCATTER_MODES:
+        _fail(op, operands, f"mode must be one of {O.SCATTER_MODES}")
+    if not dtypes.is_integer(idx.dtype):
+        _fail(op, operands, "indices must be integers")
+    want = x.shape[:axis] + idx.shape + x.shape[axis + 1:]
+    if upd.shape != want or upd.dtype != x.dtype:
+        _fail(op, operands, f"updates must be {dtypes.name(x.dtype)}{list(want)}")
+    return x.shape, x.dtype
+
+
+def _reduce(op, operands, attrs):
+    (x,) = operands
+    dims = tuple(attrs["dims"])
+    _check_axes(op, operands, dims, x.ndim)
+    if op in (Op.REDUCE_AND, Op.REDUCE_OR) and dtypes.is_float(x.dtype):
+        _fail(op, operands, "needs a bool or integer operand")
+    return tuple(d for i, d in enumerate(x.shape) if i not in dims), x.dtype
+
+
+def _arg_reduce(op, operands, attrs):
+    (x,) = operands
+    axis = attrs["axis"]
+    _check_axes(op, operands, (axis,), x.ndim, "axis")
+    if x.shape[axis] == 0:
+        _fail(op, operands, "attempt to get argmax/argmin of an empty sequence")
+    index_dtype = dtypes.canonicalize(attrs["dtype"])
+    if not dtypes.is_integer(index_dtype):
+        _fail(op, operands, "index dtype must be an integer type")
+    return x.shape[:axis] + x.shape[axis + 1:], index_dtype
+
+
+def _cumulative(op, operands, attrs):
+    (x,) = operands
+    _check_axes(op, operands, (attrs["axis"],), x.ndim, "axis")
+    return x.shape, x.dtype
+
+
+def _dot_general(op, operands, attrs):
+    lhs, rhs = operands
+    lc, rc = tuple(attrs["lhs_contract"]), tuple(attrs["rhs_contract"])
+    lb, rb = tuple(attrs["lhs_batch"]), tuple(attrs["rhs_batch"])
+    if lhs.dtype != rhs.dtype:
+        _fail(op, operands, "operands must have the same dtype")
+    if len(lc) != len(rc) or len(lb) != len(rb):
+        _fail(op, operands, "contracting and batch dims must pair up")
+    _check_axes(op, operands, lc + lb, lhs.ndim, "lhs dims")
+    _check_axes(op, operands, rc + rb, rhs.ndim, "rhs dims")
+    for a, b in zip(lc + lb, rc + rb):
+        if lhs.shape[a] != rhs.shape[b]:
+            _fail(op, operands, f"lhs dim {a} (size {lhs.shape[a]}) does not match "
+                                f"rhs dim {b} (size {rhs.shape[b]})")
+    lfree = [d for i, d in enumerate(lhs.shape) if i not in lc + lb]
+    rfree = [d for i, d in enumerate(rhs.shape) if i not in rc + rb]
+    return tuple([lhs.shape[i] for i in lb] + lfree + rfree), lhs.dtype
+
+
+RULES = {}
+for _op in O.LEAF:
+    RULES[_op] = _typed
+for _op in O.UNARY:
+    RULES[_op] = _unary
+for _op in O.BINARY:
+    RULES[_op] = _binary
+for _op in O.REDUCE:
+    RULES[_op] = _reduce
+for _op in O.ARG_REDUCE:
+    RULES[_op] = _arg_reduce
+for _op in O.CUMULATIVE:
+    RULES[_op] = _cumulative
+RULES.update({
+    Op.SELECT: _select, Op.CLAMP: _clamp, Op.BROADCAST_IN_DIM: _broadcast_in_dim,
+    Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.PAD: _pad,
+    Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
+    Op.DOT_GENERAL: _dot_general,
+})
+assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
+
+ARITY = {Op.SELECT: 3, Op.CLAMP: 3, Op.PAD: 2, Op.GATHER: 2, Op.SCATTER: 3,
+         Op.DOT_GENERAL: 2}
+ARITY.update({op: 0 for op in O.LEAF})
+ARITY.update({op: 1 for op in O.UNARY | O.REDUCE | O.ARG_REDUCE | O.CUMULATIVE})
+ARITY.update({op: 2 for op in O.BINARY})
+ARITY.update({Op.BROADCAST_IN_DIM: 1, Op.RESHAPE: 1, Op.TRANSPOSE: 1, Op.SLICE: 1,
+              Op.REVERSE: 1})
+# concatenate, dynamic_slice and dynamic_update_slice are variadic.
+
+
+def infer(op, operands, attrs):
+    """The (shape, dtype) of `op` applied to `operands` with `attrs`."""
+    op = Op(op)
+    n = ARITY.get(op)
+    if n is not None and len(operands) != n:
+        _fail(op, operands, f"takes {n} operands, got {len(operands)}")
+    shape, dtype = RULES[op](op, operands, attrs)
+    return tuple(int(d) for d in shape), dtypes.canonicalize(dtype)

@@ -1,0 +1,184 @@
+"""Cross-checking helpers: compare jitted results against eager NumPy, dtypes included.
+
+The contract under test is ``jitlib.jit(fn, backend=b)(*args) == fn(*args)`` run eagerly:
+same pytree structure, same dtype and shape per leaf, and values equal up to a tolerance that
+depends only on the leaf's dtype (exact for bool and integers). Importing this module imports
+neither jax nor pytest.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any, Callable
+
+import numpy as np
+
+from jitlib import tree
+from jitlib.hlo import dtypes
+
+__all__ = ["TOLERANCES", "tolerance", "assert_allclose_tree", "check_backends"]
+
+# (rtol, atol) for comparing floats produced by two implementations: a few ulps of relative
+# error, plus an absolute floor for results that cancel to near zero.
+TOLERANCES: dict[np.dtype, tuple[float, float]] = {
+    np.dtype(np.float16): (2e-2, 2e-2),
+    dtypes.bfloat16: (4e-2, 4e-2),
+    np.dtype(np.float32): (2e-5, 1e-6),
+    np.dtype(np.float64): (1e-12, 1e-14),
+}
+
+# How many mismatching elements a failure message lists.
+_SHOW = 5
+
+
+def tolerance(dtype) -> tuple[float, float]:
+    """The default ``(rtol, atol)`` for ``dtype``: TOLERANCES for floats, ``(0, 0)`` otherwise."""
+    return TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+
+
+def _as_array(leaf: Any) -> np.ndarray | None:
+    """A leaf as an ndarray; Python scalars take NumPy's dtype for them. None if not numeric."""
+    if isinstance(leaf, (str, bytes)):
+        return None
+    try:
+        arr = np.asarray(leaf)
+    except Exception:  # noqa: BLE001 - e.g. a tracer that escaped: report it as a mismatch
+        return None
+    return None if arr.dtype == object else arr
+
+
+def _leaf_paths(td: tree.TreeDef, prefix: str = "") -> list[str]:
+    """Readable paths (``[0]['w'].mean``) of the leaves of ``td``, in flatten order."""
+    if td.is_leaf():
+        return [prefix or "<root>"]
+    kind = td.node_type
+    if kind is dict:
+        labels = [f"[{k!r}]" for k in td.node_data]
+    elif issubclass(kind, tuple) and hasattr(kind, "_fields"):
+        labels = [f".{f}" for f in kind._fields]
+    else:
+        labels = [f"[{i}]" for i in range(len(td.children))]
+    paths: list[str] = []
+    for label, child in zip(labels, td.children):
+        paths += _leaf_paths(child, prefix + label)
+    return paths
+
+
+def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | None) -> str | None:
+    """Why ``actual`` does not match ``expected``, or None if it does."""
+    a, e = _as_array(actual), _as_array(expected)
+    if a is None and e is None:
+        if type(actual) is not type(expected) or actual != expected:
+            return f"non-array leaves differ: {actual!r} != {expected!r}"
+        return None
+    if a is None or e is None:
+        return f"{type(actual).__name__} leaf, expected {type(expected).__name__}"
+    if a.dtype != e.dtype:
+        return f"dtype {a.dtype} != expected {e.dtype}"
+    if a.shape != e.shape:
+        return f"shape {a.shape} != expected {e.shape}"
+    if not (np.issubdtype(e.dtype, np.floating) or e.dtype == dtypes.bfloat16):
+        bad = a != e
+        detail = ""
+    else:
+        default_rtol, default_atol = tolerance(e.dtype)
+        rtol = default_rtol if rtol is None else rtol
+        atol = default_atol if atol is None else atol
+        # float64 holds every narrower float exactly, so the comparison itself adds no error.
+        a64, e64 = a.astype(np.float64), e.astype(np.float64)
+        a_nan, e_nan = np.isnan(a64), np.isnan(e64)
+        finite = np.isfinite(a64) & np.isfinite(e64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            err = np.abs(a64 - e64)
+            close = err <= atol + rtol * np.abs(e64)
+            # Infinities must match exactly (sign included); NaNs must sit at the same places.
+            bad = np.where(finite, ~close, (a64 != e64) & ~(a_nan & e_nan))
+            if finite.any():
+                rel = err[finite] / np.maximum(np.abs(e64[finite]), np.finfo(np.float64).tiny)
+                detail = (f" (max abs err {err[finite].max():.3g}, max rel err {rel.max():.3g};"
+                          f" rtol={rtol:g}, atol={atol:g})")
+            else:
+                detail = ""
+    if not bad.any():
+        return None
+    idx = np.argwhere(np.atleast_1d(bad))[:_SHOW]
+    flat_a, flat_e = np.atleast_1d(a), np.atleast_1d(e)
+    shown = ", ".join(
+        f"at {tuple(int(i) for i in ix) if a.ndim else ()}: {flat_a[tuple(ix)].item()!r} "
+        f"vs {flat_e[tuple(ix)].item()!r}"
+        for ix in idx
+    )
+    return f"{int(bad.sum())}/{bad.size} elements differ{detail}; {shown}"
+
+
+def assert_allclose_tree(actual: Any, expected: Any, *, rtol: float | None = None,
+                         atol: float | None = None, err_msg: str = "") -> None:
+    """Assert that two pytrees match: structure, per-leaf dtype and shape, and values.
+
+    Float leaves are compared with ``rtol``/``atol`` (defaults per dtype from TOLERANCES),
+    NaNs must be at the same positions and infinities must agree in sign. Bool and integer
+    leaves must be equal exactly, whatever ``rtol``/``atol`` say. Python scalars compare as
+    0-d arrays of NumPy's dtype for them (float -> float64, int -> int64, bool -> bool).
+    Raises AssertionError naming every mismatching leaf.
+    """
+    a_leaves, a_def = tree.flatten(actual)
+    e_leaves, e_def = tree.flatten(expected)
+    prefix = f"{err_msg}\n" if err_msg else ""
+    if a_def != e_def:
+        raise AssertionError(f"{prefix}tree structure differs:\n  actual:   {a_def}\n"
+                             f"  expected: {e_def}")
+    problems = []
+    for path, a, e in zip(_leaf_paths(e_def), a_leaves, e_leaves):
+        why = _compare_leaf(a, e, rtol, atol)
+        if why is not None:
+            problems.append(f"  leaf {path}: {why}")
+    if problems:
+        raise AssertionError(prefix + "results differ:\n" + "\n".join(problems))
+
+
+def _traced_ir(jitted: Callable, args: tuple, kwargs: dict) -> str:
+    """The traced IR of ``jitted`` for a failure message, or why it is unavailable."""
+    try:
+        return jitted.lower(*args, **kwargs).as_text()
+    except Exception as exc:  # noqa: BLE001 - a diagnostic must not mask the real failure
+        return f"<IR unavailable: {type(exc).__name__}: {exc}>"
+
+
+def check_backends(fn: Callable, *args: Any, backends=("interpreter", "jax"),
+                   static_argnums=(), static_argnames=(), rtol: float | None = None,
+                   atol: float | None = None, kwargs: dict | None = None) -> Any:
+    """Assert that ``jitlib.jit(fn, backend=b)`` matches eager ``fn`` for each backend ``b``.
+
+    ``fn`` runs eagerly on deep copies of the arguments, so in-place updates in ``fn`` cannot
+    leak into the jitted runs. Each jitted call must also leave its arguments unmodified.
+    On a mismatch the AssertionError names the backend and shows the traced IR; an exception
+    raised by a jitted call gets a note naming the backend. Returns the eager result.
+    """
+    import jitlib  # jitlib imports its backends, which may be heavy; only pay when checking
+
+    kwargs = {} if kwargs is None else kwargs
+    eager_args, eager_kwargs = copy.deepcopy((args, kwargs))
+    expected = fn(*eager_args, **eager_kwargs)
+    for backend in backends:
+        before = copy.deepcopy((args, kwargs))
+        jitted = jitlib.jit(fn, backend=backend, static_argnums=static_argnums,
+                            static_argnames=static_argnames)
+        try:
+            actual = jitted(*args, **kwargs)
+        except Exception as exc:
+            exc.add_note(f"raised by jitlib.jit({_name(fn)}, backend={backend!r})")
+            raise
+        context = f"jitlib.jit({_name(fn)}, backend={backend!r})"
+        try:
+            assert_allclose_tree(actual, expected, rtol=rtol, atol=atol,
+                                 err_msg=f"{context} differs from eager NumPy")
+        except AssertionError as exc:
+            ir = _traced_ir(jitted, args, kwargs)
+            raise AssertionError(f"{exc}\ntraced IR:\n{ir}") from None
+        assert_allclose_tree((args, kwargs), before, rtol=0.0, atol=0.0,
+                             err_msg=f"{context} modified its arguments")
+    return expected
+
+
+def _name(fn: Callable) -> str:
+    return getattr(fn, "__qualname__", None) or repr(fn)

@@ -1,0 +1,84 @@
+"""The active trace: parameters, constants, and the stack of traces in progress.
+
+A trace turns the leaves of the user's arguments into parameter tracers, runs
+the function, and collects the results into an `hlo.Module`. Traces nest
+(a jitted function called inside another one's trace is inlined), so the
+active one is the top of a per-thread stack.
+"""
+import contextlib
+import threading
+
+import numpy as np
+
+from jitlib import errors
+from jitlib.hlo import build, dtypes
+from jitlib.hlo.ir import Module
+
+_state = threading.local()
+
+
+def _stack():
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    return stack
+
+
+def current_trace():
+    """The innermost active Trace, or None outside of tracing."""
+    stack = _stack()
+    return stack[-1] if stack else None
+
+
+class Trace:
+    """One function being traced into one Module."""
+
+    def __init__(self, name):
+        self.name = name
+        self.params = []
+
+    def new_parameter(self, shape, dtype, name, weak=False):
+        """A tracer for the next parameter; `weak` marks a Python scalar argument,
+        which promotes like the Python scalar it stands for (NEP 50)."""
+        from jitlib.trace.tracer import Tracer
+        instr = build.parameter(len(self.params), shape, dtype, name)
+        self.params.append(instr)
+        return Tracer(instr, weak=weak)
+
+    @contextlib.contextmanager
+    def active(self):
+        stack = _stack()
+        stack.append(self)
+        try:
+            with build.locations(errors.user_location):
+                yield self
+        finally:
+            stack.pop()
+
+    def module(self, results):
+        return Module(self.name, self.params, results)
+
+
+def abstract_leaf(x, what):
+    """(shape, dtype, weak) of an argument leaf, or a clear error for what cannot be traced.
+
+    Python scalars are weak: they become 0-d parameters of NumPy's default type that
+    promote like Python scalars, so `f(x, 2.0)` keeps float32 math float32.
+    """
+    weak = isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    if weak:
+        arr = np.asarray(x)
+    elif isinstance(x, (np.ndarray, np.generic)):
+        arr = x
+    elif hasattr(x, "__array__") or hasattr(x, "__dlpack__"):
+        arr = np.asarray(x)
+    else:
+        raise errors.JitlibTypeError(
+            f"{what} is a {type(x).__name__}, which jitlib cannot trace",
+            hint="pass NumPy arrays or Python scalars, or mark the argument static "
+                 "with static_argnums/static_argnames")
+    if not dtypes.is_supported(arr.dtype):
+        raise errors.JitlibTypeError(
+            f"{what} has dtype {arr.dtype}, which jitlib does not support",
+            hint="supported dtypes: " + ", ".join(str(d) for d in dtypes.SUPPORTED))
+    return tuple(arr.shape), dtypes.canonicalize(arr.dtype), weak

@@ -1,0 +1,446 @@
+"""The Tracer: a stand-in for an ndarray that records operations as IR.
+
+NumPy hands control to a Tracer through its own protocols: operators,
+`__array_ufunc__` (every ufunc), `__array_function__` (np.sum, np.reshape, ...)
+and `__getitem__`/`__setitem__`. So unmodified NumPy code traces.
+
+In-place NumPy idioms keep their meaning: a Tracer's value can be replaced
+(`x += 1`, `x[i] = v`, `out=`), and every name bound to the same Tracer sees the
+new value. A *view* (basic slicing, transpose, reshape, ...) re-derives its value
+from its base whenever the base changed, and a write through a basic-slicing
+view is written back into the base, as in NumPy. Writes through views NumPy
+could not have written through (or that we cannot map back) raise instead.
+"""
+import builtins
+import operator
+
+import numpy as np
+
+from jitlib import errors
+from jitlib.hlo import build, dtypes
+from jitlib.hlo.ir import Instr
+
+
+class View:
+    """How a view's value follows its base: `derive(base_instr) -> instr`, and for
+    writable views `write(base_instr, new_view_instr) -> new base instr`."""
+
+    __slots__ = ("derive", "write", "what")
+
+    def __init__(self, derive, write=None, what="this view"):
+        self.derive, self.write, self.what = derive, write, what
+
+
+class Tracer:
+    __slots__ = ("_instr", "_base", "_view", "_derived_from", "_weak", "__weakref__")
+    __array_priority__ = 1000
+    __hash__ = None  # like ndarray: mutable, compares elementwise
+
+    def __init__(self, instr, *, base=None, view=None, weak=False):
+        assert isinstance(instr, Instr), instr
+        self._instr = instr
+        self._base = base
+        self._view = view
+        self._derived_from = base.instr if base is not None else None
+        self._weak = weak
+
+    # -- value and in-place update
+
+    @property
+    def instr(self):
+        """The current IR value (re-derived from the base if this is a view)."""
+        if self._base is not None:
+            base_value = self._base.instr
+            if base_value is not self._derived_from:
+                self._instr = self._view.derive(base_value)
+                self._derived_from = base_value
+        return self._instr
+
+    def _assign(self, new):
+        """Replace this array's value in place (NumPy's write semantics)."""
+        new = as_instr(new)
+        if new.shape != self.shape:
+            new = broadcast(new, self.shape)
+        new = build.convert(new, self.dtype)
+        if self._base is None:
+            self._instr = new
+            return
+        if self._view.write is None:
+            raise errors.UnsupportedError(
+                f"writing into {self._view.what} is not supported inside jit: NumPy would "
+                "write through to the array it views, which jitlib cannot reproduce here",
+                hint="take a .copy() of the view before writing to it, or write into the "
+                     "original array with an index")
+        self._base._assign(self._view.write(self._base.instr, new))
+        # the view now reads `new`: keep it rather than re-deriving it from the base
+        self._instr, self._derived_from = new, self._base.instr
+
+    def _make_view(self, derive, write=None, what="this view"):
+        return Tracer(derive(self.instr), base=self, view=View(derive, write, what))
+
+    # -- array attributes
+
+    @property
+    def shape(self):
+        return self.instr.shape
+
+    @property
+    def dtype(self):
+        return self.instr.dtype
+
+    @property
+    def ndim(self):
+        return len(self.instr.shape)
+
+    @property
+    def size(self):
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self):
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
+
+    @property
+    def T(self):
+        return _method("transpose")(self)
+
+    @property
+    def mT(self):
+        return _method("swapaxes")(self, -1, -2)
+
+    @property
+    def real(self):
+        return _method("real")(self)
+
+    @property
+    def imag(self):
+        return _method("imag")(self)
+
+    @property
+    def at(self):
+        from jitlib.trace.indexing import AtIndexer
+        return AtIndexer(self)
+
+    def __len__(self):
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __repr__(self):
+        return f"Tracer<{self.instr.type_str}>"
+
+    __str__ = __repr__
+
+    # -- conversions that need a concrete value: each is a user error
+
+    def _concrete(self, what, hint):
+        raise errors.TracerConversionError(
+            f"{what} needs a concrete value, but this array ({self.instr.type_str}) is "
+            "traced: its value is not known while jit traces the function", hint=hint)
+
+    def __bool__(self):
+        self._concrete("Python control flow on an array (if/while/and/or/not, bool())",
+                       "use np.where(cond, a, b) for a value-dependent choice, or mark "
+                       "the argument static with static_argnums")
+
+    def __float__(self):
+        self._concrete("float()", "keep the value an array (x[()] or x.reshape(()))")
+
+    def __int__(self):
+        self._concrete("int()", "keep the value an array, or make the argument static")
+
+    def __complex__(self):
+        self._concrete("complex()", "jitlib does not support complex numbers")
+
+    def __index__(self):
+        self._concrete("Using an array as a Python index",
+                       "index with the array itself (x[idx] with an integer array works)")
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete("Converting to a NumPy array (np.asarray/np.array, or writing it "
+                       "into a NumPy array)",
+                       "create arrays with jitlib.numpy (jnp.zeros, ...) or np.zeros_like "
+                       "on a traced array; to index a NumPy array with a traced index, "
+                       "wrap it first: jnp.asarray(table)[idx]")
+
+    def item(self, *args):
+        self._concrete(".item()", "keep the value an array")
+
+    def tolist(self):
+        self._concrete(".tolist()", "keep the value an array")
+
+    # -- NumPy protocols
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        from jitlib.trace import ufuncs
+        return ufuncs.dispatch(ufunc, method, inputs, kwargs)
+
+    def __array_function__(self, func, types, args, kwargs):
+        from jitlib.trace.registry import FUNCTIONS, lookup
+        lookup("sum")   # make sure the function table is loaded
+        impl = FUNCTIONS.get(func)
+        if impl is None:
+            name = getattr(func, "__module__", "numpy").replace("numpy._core.", "numpy.")
+            raise errors.UnsupportedError(
+                f"{name}.{func.__name__} is not supported on traced arrays",
+                hint="see docs/numpy_support.md for what jitlib traces; jitlib.numpy may "
+                     "have an equivalent")
+        return impl(*args, **kwargs)
+
+    def __array_namespace__(self, *, api_version=None):
+        import jitlib.numpy
+        return jitlib.numpy
+
+    # -- indexing
+
+    def __getitem__(self, index):
+        from jitlib.trace import indexing
+        return indexing.getitem(self, index)
+
+    def __setitem__(self, index, value):
+        from jitlib.trace import indexing
+        indexing.setitem(self, index, value)
+
+    # -- methods: the implementations are NumPy's functions, by name
+
+    def astype(self, dtype, copy=True):
+        return _method("astype")(self, dtype)
+
+    def copy(self):
+        return Tracer(self.instr)
+
+    def __copy__(self):
+        return self.copy()
+
+    def __deepcopy__(self, memo):
+        return self.copy()
+
+
+def _method(name):
+    from jitlib.trace.registry import lookup
+    return lookup(name)
+
+
+def _forward(name):
+    def method(self, *args, **kwargs):
+        return _method(name)(self, *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin",
+              "any", "all", "cumsum", "cumprod", "reshape", "ravel", "flatten", "transpose",
+              "swapaxes", "squeeze", "clip", "round", "dot", "take", "repeat", "nonzero",
+              "sort", "argsort", "diagonal", "trace", "conj", "ptp", "fill"):
+    if not hasattr(Tracer, _name):
+        setattr(Tracer, _name, _forward(_name))
+
+
+def _ufunc_operator(ufunc, reflected=False, inplace=False):
+    def op(self, other):
+        from jitlib.trace import ufuncs
+        if not _is_operand(other):
+            return NotImplemented
+        if inplace:
+            return ufuncs.apply(ufunc, (self, other), out=(self,), operator=True)
+        operands = (other, self) if reflected else (self, other)
+        return ufuncs.apply(ufunc, operands, operator=True)
+    return op
+
+
+def _is_operand(x):
+    # Let Python try the other operand's reflected method for things we do not know.
+    return isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, list, tuple))
+
+
+_BINARY_OPERATORS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.true_divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "lshift": np.left_shift, "rshift": np.right_shift,
+}
+for _name, _uf in _BINARY_OPERATORS.items():
+    setattr(Tracer, f"__{_name}__", _ufunc_operator(_uf))
+    setattr(Tracer, f"__r{_name}__", _ufunc_operator(_uf, reflected=True))
+    setattr(Tracer, f"__i{_name}__", _ufunc_operator(_uf, inplace=True))
+for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
+                   "ge": np.greater_equal, "eq": np.equal, "ne": np.not_equal}.items():
+    setattr(Tracer, f"__{_name}__", _ufunc_operator(_uf))
+
+
+def _unary_operator(ufunc):
+    def op(self):
+        from jitlib.trace import ufuncs
+        return ufuncs.apply(ufunc, (self,), operator=True)
+    return op
+
+
+Tracer.__neg__ = _unary_operator(np.negative)
+Tracer.__pos__ = _unary_operator(np.positive)
+Tracer.__abs__ = _unary_operator(np.absolute)
+Tracer.__invert__ = _unary_operator(np.invert)
+
+
+def _matmul(self, other):
+    return _method("matmul")(self, other) if _is_operand(other) else NotImplemented
+
+
+def _rmatmul(self, other):
+    return _method("matmul")(other, self) if _is_operand(other) else NotImplemented
+
+
+def _imatmul(self, other):
+    self._assign(_method("matmul")(self, other))
+    return self
+
+
+def _divmod(self, other):
+    from jitlib.trace import ufuncs
+    return ufuncs.apply(np.divmod, (self, other))
+
+
+def _rdivmod(self, other):
+    from jitlib.trace import ufuncs
+    return ufuncs.apply(np.divmod, (other, self))
+
+
+Tracer.__matmul__, Tracer.__rmatmul__, Tracer.__imatmul__ = _matmul, _rmatmul, _imatmul
+Tracer.__divmod__, Tracer.__rdivmod__ = _divmod, _rdivmod
+
+
+# -- coercion helpers shared by every implementation
+
+def is_tracer(x):
+    return isinstance(x, Tracer)
+
+
+def is_weak(x):
+    """Python scalars, and tracers standing for Python scalar arguments, are weak (NEP 50)."""
+    if isinstance(x, Tracer):
+        return x._weak
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+
+
+def promotion_key(x):
+    """What np.result_type / ufunc.resolve_dtypes should see for `x`."""
+    if isinstance(x, Tracer):
+        return _weak_type(x.dtype) if x._weak else x.dtype
+    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+        return type(x)
+    if isinstance(x, complex):
+        raise errors.JitlibTypeError("jitlib does not support complex numbers")
+    return concrete(x).dtype
+
+
+def _weak_type(dtype):
+    if dtypes.is_bool(dtype):
+        return bool
+    return int if dtypes.is_integer(dtype) else float
+
+
+def result_type(*xs):
+    """NumPy 2 promotion of arrays, tracers and (weak) Python scalars."""
+    keys = [promotion_key(x) for x in xs]
+    if all(isinstance(k, type) for k in keys):
+        # only weak values: NumPy's default types (bool, int64, float64)
+        return dtypes.result_type(*[np.asarray(k()).dtype for k in keys])
+    return dtypes.result_type(*[k if isinstance(k, np.dtype) else k() for k in keys])
+
+
+def concrete(x, dtype=None):
+    """A concrete (non-traced) value as an ndarray, rejecting what jitlib cannot handle."""
+    try:
+        arr = np.asarray(x, dtype=dtype)
+    except (ValueError, TypeError) as e:
+        raise errors.JitlibTypeError(f"cannot use {type(x).__name__} value as an array: {e}",
+                                     hint="pass rectangular numeric arrays") from None
+    if not dtypes.is_supported(arr.dtype):
+        raise errors.JitlibTypeError(
+            f"arrays of dtype {arr.dtype} are not supported inside jit",
+            hint="use a numeric or bool dtype")
+    return arr
+
+
+def as_instr(x, dtype=None):
+    """The IR value of a tracer or a concrete value, optionally converted to `dtype`."""
+    if isinstance(x, Tracer):
+        instr = x.instr
+        return build.convert(instr, dtype) if dtype is not None else instr
+    if isinstance(x, Instr):
+        return build.convert(x, dtype) if dtype is not None else x
+    if dtype is not None and is_weak(x):
+        # NumPy 2 refuses Python ints that do not fit the target integer type.
+        return build.constant(np.asarray(x, dtype=dtype))
+    arr = concrete(x)
+    if dtype is not None:
+        arr = arr.astype(dtype)
+    return build.constant(arr)
+
+
+def shape_of(x):
+    if isinstance(x, (Tracer, Instr)):
+        return x.shape
+    return np.shape(x)
+
+
+def broadcast_shapes(*shapes):
+    try:
+        return tuple(np.broadcast_shapes(*shapes))
+    except ValueError:
+        raise errors.ShapeError(
+            "operands could not be broadcast together with shapes "
+            + " ".join(str(tuple(s)) for s in shapes),
+            hint="broadcasting aligns trailing dimensions, which must be equal or 1; "
+                 "reshape or add an axis (x[:, None]) to line them up") from None
+
+
+def broadcast(instr, shape):
+    """NumPy-style broadcast of an IR value to `shape`."""
+    shape = tuple(shape)
+    if instr.shape == shape:
+        return instr
+    if broadcast_shapes(instr.shape, shape) != shape:
+        raise errors.ShapeError(f"cannot broadcast shape {instr.shape} to {shape}",
+                                hint="the target must have the array's trailing "
+                                     "dimensions, or 1s where it stretches")
+    offset = len(shape) - instr.ndim
+    keep = [i for i, d in enumerate(instr.shape) if d == shape[i + offset]]
+    if len(keep) != instr.ndim:   # drop the size-1 dims that stretch, then broadcast
+        instr = build.reshape(instr, [instr.shape[i] for i in keep])
+    return build.broadcast_in_dim(instr, shape, [i + offset for i in keep])
+
+
+def wrap(instr):
+    return Tracer(instr)
+
+
+def normalize_axis(axis, ndim, what="axis"):
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        if isinstance(axis, Tracer):
+            axis._concrete("an axis argument", "axes must be Python ints")
+        raise errors.JitlibTypeError(f"{what} must be an int, got {type(axis).__name__}")
+    axis = operator.index(axis)
+    if not -ndim <= axis < ndim:
+        raise errors.ShapeError(f"{what} {axis} is out of bounds for array of dimension {ndim}")
+    return axis % ndim
+
+
+def normalize_axes(axis, ndim):
+    """None -> all axes; int or tuple -> sorted tuple of non-negative axes."""
+    if axis is None:
+        return tuple(range(ndim))
+    if isinstance(axis, (tuple, list)):
+        axes = tuple(normalize_axis(a, ndim) for a in axis)
+        if len(set(axes)) != len(axes):
+            raise errors.ShapeError("repeated axis")
+        return tuple(sorted(axes))
+    return (normalize_axis(axis, ndim),)

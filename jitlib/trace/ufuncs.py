@@ -1,0 +1,485 @@
+"""NumPy ufuncs on tracers: one builder per ufunc, keyed by the ufunc object.
+
+NumPy itself picks each ufunc's loop (`ufunc.resolve_dtypes`, with Python scalars
+passed as the weak types they are), so the result dtype is eager NumPy's by
+construction. A builder then sees operands already converted to the loop's
+input dtype and broadcast to one shape, and emits IR in the loop's output dtype.
+"""
+import math
+
+import numpy as np
+
+from jitlib import errors
+from jitlib.hlo import build as B
+from jitlib.hlo import dtypes
+from jitlib.hlo.ops import Op
+from jitlib.trace import tracer as T
+
+BUILDERS = {}
+
+
+def builder(*ufuncs):
+    def register(fn):
+        for uf in ufuncs:
+            BUILDERS[uf] = fn
+        return fn
+    return register
+
+
+# -- small IR helpers: every operand has the same shape and dtype
+
+def _c(value, like):
+    """`value` as a constant broadcast to `like`'s shape and dtype."""
+    return B.full(value, like.shape, like.dtype)
+
+
+def _cmp(a, b, direction):
+    return B.compare(a, b, direction)
+
+
+def _and(*ps):
+    out = ps[0]
+    for p in ps[1:]:
+        out = B.binary(Op.AND, out, p)
+    return out
+
+
+def _neq(a, b):
+    return B.compare(a, b, "NE")
+
+
+def _lt0(x):
+    return _cmp(x, _c(0, x), "LT")
+
+
+# -- arithmetic
+
+def _simple(op, bool_op=None):
+    def build_op(*xs):
+        if bool_op is not None and dtypes.is_bool(xs[0].dtype):
+            return B.make(bool_op, xs)
+        return B.make(op, xs)
+    return build_op
+
+
+builder(np.add)(_simple(Op.ADD, Op.OR))
+builder(np.subtract)(_simple(Op.SUB))
+builder(np.multiply)(_simple(Op.MUL, Op.AND))
+builder(np.true_divide)(_simple(Op.DIV))
+builder(np.fmod)(_simple(Op.REM))
+builder(np.power)(_simple(Op.POW))
+builder(np.maximum)(_simple(Op.MAX, Op.OR))
+builder(np.minimum)(_simple(Op.MIN, Op.AND))
+builder(np.arctan2)(_simple(Op.ATAN2))
+builder(np.bitwise_and)(_simple(Op.AND))
+builder(np.bitwise_or)(_simple(Op.OR))
+builder(np.bitwise_xor)(_simple(Op.XOR))
+builder(np.invert)(_simple(Op.NOT))
+builder(np.negative)(_simple(Op.NEG))
+
+
+def _truth(x):
+    # NumPy's logical loops may run on numbers: truth is `!= 0`
+    return x if dtypes.is_bool(x.dtype) else _neq(x, _c(0, x))
+
+
+def _logical(op):
+    def build_op(*xs):
+        return B.make(op, [_truth(x) for x in xs])
+    return build_op
+
+
+builder(np.logical_and)(_logical(Op.AND))
+builder(np.logical_or)(_logical(Op.OR))
+builder(np.logical_xor)(_logical(Op.XOR))
+builder(np.logical_not)(_logical(Op.NOT))
+
+
+@builder(np.absolute, np.fabs)
+def _abs(x):
+    return x if dtypes.is_bool(x.dtype) or dtypes.is_unsigned(x.dtype) else B.unary(Op.ABS, x)
+builder(np.sign)(_simple(Op.SIGN))
+builder(np.exp)(_simple(Op.EXP))
+builder(np.expm1)(_simple(Op.EXPM1))
+builder(np.log)(_simple(Op.LOG))
+builder(np.log1p)(_simple(Op.LOG1P))
+builder(np.sqrt)(_simple(Op.SQRT))
+builder(np.tanh)(_simple(Op.TANH))
+builder(np.sin)(_simple(Op.SIN))
+builder(np.cos)(_simple(Op.COS))
+builder(np.tan)(_simple(Op.TAN))
+builder(np.rint)(_simple(Op.ROUND))
+
+
+@builder(np.positive, np.conjugate)
+def _identity(x):
+    return x
+
+
+def _float_or_int(float_op):
+    # NumPy 2 defines floor/ceil/trunc on integers as the identity.
+    def build_op(x):
+        return B.unary(float_op, x) if dtypes.is_float(x.dtype) else x
+    return build_op
+
+
+builder(np.floor)(_float_or_int(Op.FLOOR))
+builder(np.ceil)(_float_or_int(Op.CEIL))
+
+
+@builder(np.trunc)
+def _trunc(x):
+    if not dtypes.is_float(x.dtype):
+        return x
+    return B.select(_lt0(x), B.unary(Op.CEIL, x), B.unary(Op.FLOOR, x))
+
+
+@builder(np.square)
+def _square(x):
+    return B.binary(Op.MUL, x, x)
+
+
+@builder(np.reciprocal)
+def _reciprocal(x):
+    return B.binary(Op.DIV, _c(1, x), x)
+
+
+@builder(np.exp2)
+def _exp2(x):
+    return B.binary(Op.POW, _c(2, x), x)
+
+
+@builder(np.log2)
+def _log2(x):
+    return B.binary(Op.DIV, B.unary(Op.LOG, x), _c(math.log(2), x))
+
+
+@builder(np.log10)
+def _log10(x):
+    return B.binary(Op.DIV, B.unary(Op.LOG, x), _c(math.log(10), x))
+
+
+@builder(np.deg2rad, np.radians)
+def _deg2rad(x):
+    return B.binary(Op.MUL, x, _c(math.pi / 180, x))
+
+
+@builder(np.rad2deg, np.degrees)
+def _rad2deg(x):
+    return B.binary(Op.MUL, x, _c(180 / math.pi, x))
+
+
+@builder(np.hypot)
+def _hypot(a, b):
+    return B.unary(Op.SQRT, B.binary(Op.ADD, B.binary(Op.MUL, a, a), B.binary(Op.MUL, b, b)))
+
+
+@builder(np.float_power)
+def _float_power(a, b):
+    return B.binary(Op.POW, a, b)
+
+
+# -- division with NumPy's floor semantics (npy_divmod)
+
+def _floor_divide_int(a, b):
+    q, r = B.binary(Op.DIV, a, b), B.binary(Op.REM, a, b)
+    if dtypes.is_unsigned(a.dtype):
+        return q
+    fix = _and(_neq(r, _c(0, r)), _neq(_lt0(r), _lt0(b)))
+    return B.select(fix, B.binary(Op.SUB, q, _c(1, q)), q)
+
+
+def _remainder_int(a, b):
+    r = B.binary(Op.REM, a, b)
+    if dtypes.is_unsigned(a.dtype):
+        return r
+    fix = _and(_neq(r, _c(0, r)), _neq(_lt0(r), _lt0(b)))
+    return B.select(fix, B.binary(Op.ADD, r, b), r)
+
+
+def _divmod_float(a, b):
+    if a.dtype.itemsize == 2:
+        # NumPy computes half-precision divmod in float32 and rounds once
+        f32 = np.dtype(np.float32)
+        div, mod = _divmod_float(B.convert(a, f32), B.convert(b, f32))
+        return B.convert(div, a.dtype), B.convert(mod, a.dtype)
+    mod = B.binary(Op.REM, a, b)
+    div = B.binary(Op.DIV, B.binary(Op.SUB, a, mod), b)
+    fix = _and(_neq(mod, _c(0, mod)), _neq(_lt0(b), _lt0(mod)))
+    mod = B.select(fix, B.binary(Op.ADD, mod, b), mod)
+    # a zero remainder takes the divisor's sign
+    mod = B.select(_cmp(mod, _c(0, mod), "EQ"),
+                   B.select(_lt0(b), _c(-0.0, mod), _c(0.0, mod)), mod)
+    div = B.select(fix, B.binary(Op.SUB, div, _c(1, div)), div)
+    floordiv = B.unary(Op.FLOOR, div)
+    round_up = _cmp(B.binary(Op.SUB, div, floordiv), _c(0.5, div), "GT")
+    floordiv = B.select(round_up, B.binary(Op.ADD, floordiv, _c(1, div)), floordiv)
+    signed_zero = B.select(_lt0(B.binary(Op.DIV, a, b)), _c(-0.0, div), _c(0.0, div))
+    floordiv = B.select(_cmp(div, _c(0, div), "EQ"), signed_zero, floordiv)
+    # division by zero: NumPy returns a/b and fmod's NaN
+    by_zero = _cmp(b, _c(0, b), "EQ")
+    floordiv = B.select(by_zero, B.binary(Op.DIV, a, b), floordiv)
+    return floordiv, mod
+
+
+@builder(np.floor_divide)
+def _floor_divide(a, b):
+    if dtypes.is_float(a.dtype):
+        return _divmod_float(a, b)[0]
+    return _floor_divide_int(a, b)
+
+
+@builder(np.remainder)
+def _remainder(a, b):
+    if dtypes.is_float(a.dtype):
+        return _divmod_float(a, b)[1]
+    return _remainder_int(a, b)
+
+
+@builder(np.divmod)
+def _divmod(a, b):
+    if dtypes.is_float(a.dtype):
+        return _divmod_float(a, b)
+    return _floor_divide_int(a, b), _remainder_int(a, b)
+
+
+# -- NaN-aware and log-domain
+
+def _isnan(x):
+    return _neq(x, x)
+
+
+@builder(np.fmax)
+def _fmax(a, b):
+    if not dtypes.is_float(a.dtype):
+        return B.make(Op.OR if dtypes.is_bool(a.dtype) else Op.MAX, (a, b))
+    return B.select(_isnan(b), a, B.select(_isnan(a), b, B.binary(Op.MAX, a, b)))
+
+
+@builder(np.fmin)
+def _fmin(a, b):
+    if not dtypes.is_float(a.dtype):
+        return B.make(Op.AND if dtypes.is_bool(a.dtype) else Op.MIN, (a, b))
+    return B.select(_isnan(b), a, B.select(_isnan(a), b, B.binary(Op.MIN, a, b)))
+
+
+@builder(np.logaddexp)
+def _logaddexp(a, b):
+    # max + log1p(exp(-|a - b|)); a == b (both infinite included) gives a + log 2
+    tail = B.unary(Op.LOG1P, B.unary(Op.EXP, B.unary(Op.NEG, B.unary(
+        Op.ABS, B.binary(Op.SUB, a, b)))))
+    out = B.binary(Op.ADD, B.binary(Op.MAX, a, b), tail)
+    return B.select(_cmp(a, b, "EQ"), B.binary(Op.ADD, a, _c(math.log(2), a)), out)
+
+
+@builder(np.logaddexp2)
+def _logaddexp2(a, b):
+    neg_abs = B.unary(Op.NEG, B.unary(Op.ABS, B.binary(Op.SUB, a, b)))
+    tail = B.binary(Op.DIV, B.unary(Op.LOG1P, _exp2(neg_abs)), _c(math.log(2), a))
+    out = B.binary(Op.ADD, B.binary(Op.MAX, a, b), tail)
+    return B.select(_cmp(a, b, "EQ"), B.binary(Op.ADD, a, _c(1, a)), out)
+
+
+# -- comparisons and classification
+
+for _uf, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"),
+                  (np.less_equal, "LE"), (np.greater, "GT"), (np.greater_equal, "GE")):
+    builder(_uf)(lambda a, b, _d=_dir: B.compare(a, b, _d))
+
+
+@builder(np.isnan)
+def _isnan_builder(x):
+    return _isnan(x)
+
+
+@builder(np.isfinite)
+def _isfinite(x):
+    if dtypes.is_float(x.dtype):
+        return B.unary(Op.IS_FINITE, x)
+    return B.full(True, x.shape, dtypes.BOOL)
+
+
+@builder(np.isinf)
+def _isinf(x):
+    if dtypes.is_float(x.dtype):
+        return B.compare(B.unary(Op.ABS, x), _c(np.inf, x), "EQ")
+    return B.full(False, x.shape, dtypes.BOOL)
+
+
+@builder(np.signbit)
+def _signbit(x):
+    if not dtypes.is_float(x.dtype):
+        return _lt0(x) if dtypes.is_signed(x.dtype) else B.full(False, x.shape, dtypes.BOOL)
+    # -0.0 is told apart by 1/x == -inf. The sign of a NaN is not observable in the
+    # IR, so NaNs give False (NumPy reports the sign bit of the NaN's encoding).
+    zero_sign = _lt0(B.binary(Op.DIV, _c(1, x), x))
+    return B.select(_cmp(x, _c(0, x), "EQ"), zero_sign, _lt0(x))
+
+
+# -- shifts, as multiplication and floor division by powers of two
+
+def _pow2(n, like):
+    return B.binary(Op.POW, _c(2, like), n)
+
+
+@builder(np.left_shift)
+def _left_shift(x, n):
+    bits = x.dtype.itemsize * 8
+    shifted = B.binary(Op.MUL, x, _pow2(n, x))   # wraps exactly like the shift
+    return B.select(_cmp(n, _c(bits, n), "GE"), _c(0, x), shifted)
+
+
+@builder(np.right_shift)
+def _right_shift(x, n):
+    bits = x.dtype.itemsize * 8
+    if dtypes.is_unsigned(x.dtype):
+        safe_n = B.select(_cmp(n, _c(bits, n), "GE"), _c(0, n), n)
+        shifted = B.binary(Op.DIV, x, _pow2(safe_n, x))
+        return B.select(_cmp(n, _c(bits, n), "GE"), _c(0, x), shifted)
+    # signed: an arithmetic shift is floor division; 2**(bits-1) does not fit, so
+    # shifts by bits-1 or more leave only the sign
+    too_far = _cmp(n, _c(bits - 1, n), "GE")
+    safe_n = B.select(too_far, _c(0, n), n)
+    shifted = _floor_divide_int(x, _pow2(safe_n, x))
+    return B.select(too_far, B.select(_lt0(x), _c(-1, x), _c(0, x)), shifted)
+
+
+# -- dispatch from NumPy's protocol
+
+_REDUCE_AS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
+              np.logical_and: "all", np.logical_or: "any"}
+_ACCUMULATE_AS = {np.add: "cumsum", np.multiply: "cumprod"}
+_AT_AS = {np.add: "add", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
+
+
+def dispatch(ufunc, method, inputs, kwargs):
+    """`__array_ufunc__`: route a ufunc call (or one of its methods) to jitlib."""
+    from jitlib.trace.registry import lookup
+    if method == "__call__" and ufunc.signature is not None:
+        # a generalized ufunc (matmul, vecdot, ...) is its function, not elementwise
+        out = kwargs.pop("out", None)
+        result = lookup(ufunc.__name__)(*inputs, **kwargs)
+        return result if out is None else _write_out(ufunc, [result], out, True)[0]
+    if method == "__call__":
+        out = kwargs.pop("out", None)
+        where = kwargs.pop("where", True)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("casting", None)
+        kwargs.pop("order", None)
+        kwargs.pop("subok", None)
+        if kwargs:
+            raise errors.UnsupportedError(
+                f"np.{ufunc.__name__} with {', '.join(kwargs)}= is not supported inside jit")
+        return apply(ufunc, inputs, out=out, dtype=dtype, where=where)
+    if method == "reduce" and ufunc in _REDUCE_AS:
+        (x,) = inputs
+        kwargs.setdefault("axis", 0)
+        return lookup(_REDUCE_AS[ufunc])(x, **kwargs)
+    if method == "accumulate" and ufunc in _ACCUMULATE_AS:
+        (x,) = inputs
+        kwargs.setdefault("axis", 0)
+        return lookup(_ACCUMULATE_AS[ufunc])(x, **kwargs)
+    if method == "outer":
+        a, b = inputs
+        a_shape = T.shape_of(a)
+        a = lookup("reshape")(a, tuple(a_shape) + (1,) * len(T.shape_of(b)))
+        return apply(ufunc, (a, b), **kwargs)
+    if method == "at" and ufunc in _AT_AS:
+        target, index, *values = inputs
+        if not isinstance(target, T.Tracer):
+            raise errors.TracerConversionError(
+                f"np.{ufunc.__name__}.at cannot write traced values into a NumPy array",
+                hint="apply it to a traced array (e.g. one made with np.zeros_like)")
+        target._assign(getattr(target.at[index], _AT_AS[ufunc])(*values))
+        return None
+    raise errors.UnsupportedError(
+        f"np.{ufunc.__name__}.{method} is not supported on traced arrays")
+
+
+def _loop(ufunc, inputs, dtype):
+    # resolve_dtypes takes int/float/complex as weak types; bool is the lowest kind anyway
+    keys = tuple(np.dtype(bool) if k is bool else k
+                 for k in (T.promotion_key(x) for x in inputs))
+    extra = {}
+    if dtype is not None:
+        extra["signature"] = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
+    try:
+        return ufunc.resolve_dtypes(keys + (None,) * ufunc.nout, **extra)
+    except TypeError as e:  # NumPy's UFuncTypeError / no-loop errors are TypeErrors
+        raise errors.JitlibTypeError(f"np.{ufunc.__name__}: {e}") from None
+
+
+def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
+    """Trace `ufunc(*inputs, out=out, dtype=dtype, where=where)` with NumPy's semantics.
+
+    `operator`: the call comes from a Python operator (`x * 2.0`), whose result stays
+    weak when every operand is (a Python float times a Python float is a Python
+    float); a real np.* call returns a NumPy scalar, which is strong.
+    """
+    build_fn = BUILDERS.get(ufunc)
+    if build_fn is None:
+        raise errors.UnsupportedError(
+            f"np.{ufunc.__name__} is not supported on traced arrays",
+            hint="see docs/numpy_support.md for the supported ufuncs")
+    if len(inputs) != ufunc.nin:
+        raise errors.JitlibTypeError(
+            f"np.{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
+    inputs = tuple(_coerce_sequence(x) for x in inputs)
+    loop = _loop(ufunc, inputs, dtype)
+    shape = T.broadcast_shapes(*[T.shape_of(x) for x in inputs])
+    operands = [T.broadcast(T.as_instr(x, dt), shape) for x, dt in zip(inputs, loop)]
+    results = build_fn(*operands)
+    if not isinstance(results, tuple):
+        results = (results,)
+    results = [B.convert(r, dt) for r, dt in zip(results, loop[ufunc.nin:])]
+    weak = operator and all(T.is_weak(x) for x in inputs)
+    wrapped = [T.Tracer(r, weak=weak) for r in results]
+    if out is not None or where is not True:
+        wrapped = _write_out(ufunc, wrapped, out, where)
+    return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+def _coerce_sequence(x):
+    # lists and tuples of numbers are arrays to NumPy; tracers inside them are not allowed
+    if isinstance(x, (list, tuple)):
+        if any(isinstance(v, T.Tracer) for v in np.ravel(np.asarray(x, dtype=object))):
+            from jitlib.trace.registry import lookup
+            return lookup("asarray")(x)
+        return T.concrete(x)
+    return x
+
+
+def _write_out(ufunc, results, out, where):
+    if out is None:
+        raise errors.UnsupportedError(
+            f"np.{ufunc.__name__}(..., where=...) without out= leaves elements "
+            "uninitialised in NumPy; jitlib cannot reproduce that",
+            hint="pass out=, or use np.where(mask, f(x), fallback)")
+    if not isinstance(out, tuple):
+        out = (out,)
+    written = []
+    for result, target in zip(results, out):
+        if target is None:
+            written.append(result)
+            continue
+        if not isinstance(target, T.Tracer):
+            raise errors.TracerConversionError(
+                f"np.{ufunc.__name__}(..., out=) cannot write a traced result into a NumPy "
+                "array", hint="allocate the output from a traced array (np.empty_like(x)) "
+                              "or use the return value")
+        if not np.can_cast(result.dtype, target.dtype, "same_kind"):
+            raise errors.JitlibTypeError(
+                f"Cannot cast ufunc '{ufunc.__name__}' output from {result.dtype} to "
+                f"{target.dtype} with casting rule 'same_kind'",
+                hint=f"convert explicitly, e.g. x = (x {ufunc.__name__} y).astype(...)")
+        if T.broadcast_shapes(result.shape, target.shape) != target.shape:
+            raise errors.ShapeError(
+                f"non-broadcastable output operand with shape {target.shape} doesn't match "
+                f"the broadcast shape {result.shape}")
+        value = T.broadcast(B.convert(result.instr, target.dtype), target.shape)
+        if where is not True:
+            mask = T.broadcast(T.as_instr(where, dtypes.BOOL), target.shape)
+            value = B.select(mask, value, target.instr)
+        target._assign(value)
+        written.append(target)
+    return written

@@ -1,0 +1,902 @@
+"""A catalogue of realistic NumPy programs, written exactly as a user would write them.
+
+Every function below is plain NumPy: it runs eagerly as is, and jitlib must trace it through
+NumPy's own protocols and reproduce the eager result, dtypes included. Some programs promote
+to float64 on purpose (``np.sqrt(d)`` is a strong float64 scalar under NEP 50); the jitted
+result must promote the same way.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import math
+from typing import Callable
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class Program:
+    """One catalogue entry: ``fn(*make_args(rng))`` is the computation under test.
+
+    ``rtol``/``atol`` override the per-dtype defaults; only the deepest float32 pipelines set
+    them, to leave room for backends and optimisers that reassociate long sums.
+    """
+
+    name: str
+    fn: Callable
+    make_args: Callable[[np.random.Generator], tuple]
+    static_argnums: tuple = ()
+    rtol: float | None = None
+    atol: float | None = None
+
+
+PROGRAMS: list[Program] = []
+
+
+def program(make_args, *, static_argnums=(), rtol=None, atol=None):
+    """Register the decorated function in PROGRAMS under its own name."""
+
+    def register(fn):
+        PROGRAMS.append(Program(fn.__name__, fn, make_args, tuple(static_argnums), rtol, atol))
+        return fn
+
+    return register
+
+
+# --- input makers ------------------------------------------------------------------------------
+
+
+def normal(rng, *shape, dtype=np.float32, scale=1.0):
+    """Standard-normal samples of ``dtype``, times ``scale``."""
+    return (rng.standard_normal(shape) * scale).astype(dtype)
+
+
+def uniform(rng, *shape, low=0.0, high=1.0, dtype=np.float32):
+    return rng.uniform(low, high, shape).astype(dtype)
+
+
+def ints(rng, *shape, low=0, high=10, dtype=np.int64):
+    return rng.integers(low, high, shape).astype(dtype)
+
+
+def mask(rng, *shape, p=0.5):
+    return rng.random(shape) < p
+
+
+def f32(*shapes):
+    """An args maker: one float32 normal array per shape."""
+    return lambda rng: tuple(normal(rng, *s) for s in shapes)
+
+
+def f64(*shapes):
+    return lambda rng: tuple(normal(rng, *s, dtype=np.float64) for s in shapes)
+
+
+# --- activations -------------------------------------------------------------------------------
+
+
+@program(f32((4, 10)))
+def softmax(x):
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@program(f64((3, 7)))
+def log_softmax(x):
+    shifted = x - np.max(x, axis=-1, keepdims=True)
+    return shifted - np.log(np.sum(np.exp(shifted), axis=-1, keepdims=True))
+
+
+@program(f32((5, 6)))
+def logsumexp(x):
+    m = np.max(x, axis=1)
+    return m + np.log(np.sum(np.exp(x - m[:, None]), axis=1))
+
+
+@program(lambda rng: (normal(rng, 2, 5, 8, scale=4.0),))
+def softmax_float16_logits(x):
+    x = x.astype(np.float16)
+    e = np.exp(x - x.max(axis=-1, keepdims=True))
+    return e / e.sum(axis=-1, keepdims=True)
+
+
+@program(f32((3, 17)))
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * x**3)))
+
+
+@program(f32((3, 17)))
+def gelu_tanh_np_constant(x):
+    # np.sqrt of a Python float is a strong float64 scalar: the result is float64 (NEP 50).
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * np.power(x, 3))))
+
+
+@program(f32((6, 9)))
+def gelu_sigmoid(x):
+    return x / (1.0 + np.exp(-1.702 * x))
+
+
+@program(f32((2, 3, 11)))
+def silu(x):
+    return x * (1 / (1 + np.exp(-x)))
+
+
+@program(lambda rng: (normal(rng, 40, scale=10.0),))
+def softplus(x):
+    return np.maximum(x, 0) + np.log1p(np.exp(-np.abs(x)))
+
+
+@program(f32((4, 12)))
+def mish(x):
+    softplus = np.logaddexp(x, 0)
+    return x * np.tanh(softplus)
+
+
+@program(f64((5, 5)))
+def sigmoid(x):
+    return 1 / (1 + np.exp(-x))
+
+
+@program(f32((3, 8)))
+def relu_family(x):
+    return {
+        "relu": np.maximum(x, 0),
+        "leaky_relu": np.where(x > 0, x, 0.01 * x),
+        "elu": np.where(x > 0, x, np.expm1(np.minimum(x, 0))),
+        "relu6": np.clip(x, 0, 6),
+    }
+
+
+@program(f32((10,)))
+def hard_swish(x):
+    return x * np.clip(x + 3, 0, 6) / 6
+
+
+# --- normalisation -----------------------------------------------------------------------------
+
+
+@program(lambda rng: (normal(rng, 2, 5, 16, scale=3.0), normal(rng, 16), normal(rng, 16)))
+def layernorm(x, gamma, beta, eps=1e-5):
+    mean = x.mean(axis=-1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(var + eps) * gamma + beta
+
+
+@program(f32((4, 32), (32,)))
+def rmsnorm(x, weight):
+    rms = np.sqrt(np.mean(np.square(x), axis=-1, keepdims=True) + 1e-6)
+    return x / rms * weight
+
+
+@program(lambda rng: (normal(rng, 2, 3, 4, 4), normal(rng, 3), uniform(rng, 3, low=0.5, high=2),
+                      normal(rng, 3), normal(rng, 3)))
+def batchnorm_inference(x, running_mean, running_var, gamma, beta):
+    scale = gamma / np.sqrt(running_var + 1e-5)
+    shift = beta - running_mean * scale
+    return x * scale[None, :, None, None] + shift[None, :, None, None]
+
+
+@program(lambda rng: (normal(rng, 50, 4, scale=5.0) + 3,))
+def standardize_features(x):
+    return (x - x.mean(axis=0)) / (x.std(axis=0) + 1e-8)
+
+
+@program(lambda rng: (uniform(rng, 4, 9, low=-2, high=5),))
+def minmax_scale(x):
+    lo = x.min(axis=1, keepdims=True)
+    hi = x.max(axis=1, keepdims=True)
+    return (x - lo) / (hi - lo)
+
+
+@program(lambda rng: (rng.integers(0, 256, (2, 5, 5, 3)).astype(np.uint8),
+                      np.array([0.485, 0.456, 0.406], np.float32),
+                      np.array([0.229, 0.224, 0.225], np.float32)))
+def image_normalize(img, mean, std):
+    x = img.astype(np.float32) / 255.0
+    return (x - mean) / std
+
+
+@program(f32((6, 10)))
+def l2_normalize(x):
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+# --- multilayer perceptrons --------------------------------------------------------------------
+
+
+@program(lambda rng: (normal(rng, 8, 5), normal(rng, 5, 16, scale=0.4), normal(rng, 16),
+                      normal(rng, 16, 3, scale=0.3), normal(rng, 3)))
+def mlp2(x, w1, b1, w2, b2):
+    h = np.maximum(x @ w1 + b1, 0)
+    return h @ w2 + b2
+
+
+@program(lambda rng: (normal(rng, 2, 4, 6),
+                      [(normal(rng, 6, 12, scale=0.4), normal(rng, 12)),
+                       (normal(rng, 12, 12, scale=0.3), normal(rng, 12)),
+                       (normal(rng, 12, 2, scale=0.3), normal(rng, 2))]))
+def mlp3_params_list(x, params):
+    for w, b in params[:-1]:
+        x = np.tanh(np.matmul(x, w) + b)
+    w, b = params[-1]
+    return np.dot(x, w) + b
+
+
+@program(lambda rng: (normal(rng, 7, 4, dtype=np.float64),
+                      {"w1": normal(rng, 4, 8, dtype=np.float64), "b1": np.zeros(8),
+                       "w2": normal(rng, 8, 1, dtype=np.float64), "b2": np.zeros(1)}))
+def mlp_dict_params_f64(x, params):
+    h = np.tanh(x @ params["w1"] + params["b1"])
+    return (h @ params["w2"] + params["b2"]).squeeze(-1)
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+
+def _softmax(x, axis=-1):
+    e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return e / np.sum(e, axis=axis, keepdims=True)
+
+
+@program(f32((6, 8), (6, 8), (6, 8)))
+def attention_single_head(q, k, v):
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    return _softmax(scores) @ v
+
+
+@program(f32((5, 4), (5, 4), (5, 4)))
+def attention_np_sqrt_scale(q, k, v):
+    # np.sqrt(int) is a float64 scalar, so the whole result is float64 (NEP 50).
+    scores = q @ k.T / np.sqrt(q.shape[-1])
+    return _softmax(scores) @ v
+
+
+@program(f32((2, 6, 8), (2, 6, 8), (2, 6, 8)))
+def causal_attention_tril(q, k, v):
+    t = q.shape[1]
+    scores = np.matmul(q, k.transpose(0, 2, 1)) * q.shape[-1] ** -0.5
+    causal = np.tril(np.ones((t, t), dtype=bool))
+    scores = np.where(causal, scores, -np.inf)
+    return _softmax(scores) @ v
+
+
+@program(lambda rng: (normal(rng, 2, 5, 12), normal(rng, 12, 12, scale=0.3),
+                      normal(rng, 12, 12, scale=0.3), normal(rng, 12, 12, scale=0.3),
+                      normal(rng, 12, 12, scale=0.3), 3), static_argnums=(5,), atol=1e-5)
+def multi_head_attention(x, wq, wk, wv, wo, n_heads):
+    b, t, c = x.shape
+    d = c // n_heads
+
+    def heads(y):
+        return y.reshape(b, t, n_heads, d).transpose(0, 2, 1, 3)
+
+    q, k, v = heads(x @ wq), heads(x @ wk), heads(x @ wv)
+    scores = q @ k.transpose(0, 1, 3, 2) / math.sqrt(d)
+    causal = np.arange(t)[:, None] >= np.arange(t)[None, :]
+    scores = np.where(causal, scores, -1e9)
+    out = _softmax(scores) @ v
+    return out.transpose(0, 2, 1, 3).reshape(b, t, c) @ wo
+
+
+@program(f32((2, 3, 5, 4), (2, 3, 5, 4), (2, 3, 5, 4)))
+def attention_einsum(q, k, v):
+    scores = np.einsum("bhqd,bhkd->bhqk", q, k) / 2.0
+    weights = _softmax(scores)
+    return np.einsum("bhqk,bhkd->bhqd", weights, v)
+
+
+def _gpt_params(rng, c=16):
+    return {
+        "ln1": {"g": 1 + normal(rng, c, scale=0.1), "b": normal(rng, c, scale=0.1)},
+        "ln2": {"g": 1 + normal(rng, c, scale=0.1), "b": normal(rng, c, scale=0.1)},
+        "attn": {"w_qkv": normal(rng, c, 3 * c, scale=0.25), "b_qkv": normal(rng, 3 * c),
+                 "w_out": normal(rng, c, c, scale=0.25), "b_out": normal(rng, c)},
+        "mlp": {"w_in": normal(rng, c, 4 * c, scale=0.25), "b_in": normal(rng, 4 * c),
+                "w_out": normal(rng, 4 * c, c, scale=0.12), "b_out": normal(rng, c)},
+    }
+
+
+def _layer_norm(x, p):
+    mu = x.mean(-1, keepdims=True)
+    var = x.var(-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * p["g"] + p["b"]
+
+
+def _gelu(x):
+    return 0.5 * x * (1 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+@program(lambda rng: (normal(rng, 2, 6, 16), _gpt_params(rng), 4), static_argnums=(2,),
+         atol=2e-5)
+def gpt_block(x, params, n_head):
+    b, t, c = x.shape
+    hd = c // n_head
+    a = params["attn"]
+    qkv = _layer_norm(x, params["ln1"]) @ a["w_qkv"] + a["b_qkv"]
+    q, k, v = np.split(qkv, 3, axis=-1)
+    q, k, v = (y.reshape(b, t, n_head, hd).swapaxes(1, 2) for y in (q, k, v))
+    att = (q @ k.swapaxes(-2, -1)) * (1.0 / math.sqrt(hd))
+    future = np.triu(np.ones((t, t), dtype=bool), k=1)
+    att[..., future] = -np.inf
+    y = _softmax(att) @ v
+    y = y.swapaxes(1, 2).reshape(b, t, c)
+    x = x + (y @ a["w_out"] + a["b_out"])
+    m = params["mlp"]
+    h = _gelu(_layer_norm(x, params["ln2"]) @ m["w_in"] + m["b_in"])
+    return x + h @ m["w_out"] + m["b_out"]
+
+
+@program(lambda rng: (normal(rng, 2, 6, 8),))
+def rotary_embedding(x):
+    t, d = x.shape[-2], x.shape[-1]
+    inv_freq = 1.0 / (10000 ** (np.arange(0, d, 2) / d))
+    angles = np.outer(np.arange(t), inv_freq)
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    x1, x2 = x[..., ::2], x[..., 1::2]
+    rotated = np.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], axis=-1)
+    return rotated.reshape(x.shape)
+
+
+@program(lambda rng: (ints(rng, 2, 5, high=20, dtype=np.int32), normal(rng, 20, 8)))
+def embedding_lookup(token_ids, table):
+    emb = table[token_ids]
+    return emb, emb.mean(axis=1)
+
+
+# --- losses and metrics ------------------------------------------------------------------------
+
+
+@program(lambda rng: (normal(rng, 8, 5, scale=2.0), ints(rng, 8, high=5)))
+def cross_entropy(logits, labels):
+    logp = logits - logits.max(axis=1, keepdims=True)
+    logp = logp - np.log(np.exp(logp).sum(axis=1, keepdims=True))
+    return -logp[np.arange(logits.shape[0]), labels].mean()
+
+
+@program(lambda rng: (normal(rng, 7, 5), ints(rng, 7, high=5)))
+def nll_take_along_axis(logits, labels):
+    logp = logits - np.log(np.exp(logits).sum(axis=-1, keepdims=True))
+    picked = np.take_along_axis(logp, labels[:, None], axis=1)
+    return -picked.squeeze(1)
+
+
+@program(lambda rng: (normal(rng, 6, 4), ints(rng, 6, high=4)))
+def cross_entropy_label_smoothing(logits, labels):
+    k = logits.shape[-1]
+    one_hot = (labels[:, None] == np.arange(k)).astype(logits.dtype)
+    target = one_hot * 0.9 + 0.1 / k
+    logp = logits - np.log(np.sum(np.exp(logits), axis=-1, keepdims=True))
+    return np.mean(-np.sum(target * logp, axis=-1))
+
+
+@program(lambda rng: (ints(rng, 7, high=5, dtype=np.int32), 5), static_argnums=(1,))
+def one_hot(labels, k):
+    return {"float": (labels[:, None] == np.arange(k)).astype(np.float32),
+            "bool": np.arange(k)[None, :] == labels[:, None]}
+
+
+@program(f32((4, 6), (4, 6)))
+def regression_losses(pred, target):
+    err = pred - target
+    abs_err = np.abs(err)
+    huber = np.where(abs_err < 1.0, 0.5 * err**2, abs_err - 0.5)
+    return {"mse": np.mean(err**2), "mae": np.mean(abs_err), "huber": huber.mean()}
+
+
+@program(lambda rng: (normal(rng, 12), np.where(mask(rng, 12), 1.0, -1.0).astype(np.float32)))
+def hinge_loss(scores, y):
+    return np.mean(np.maximum(0, 1 - y * scores))
+
+
+@program(lambda rng: (normal(rng, 3, 10, scale=3.0), mask(rng, 3, 10).astype(np.float32)))
+def bce_with_logits(z, y):
+    loss = np.maximum(z, 0) - z * y + np.log1p(np.exp(-np.abs(z)))
+    return loss.mean(axis=1)
+
+
+@program(lambda rng: (normal(rng, 9, 3), ints(rng, 9, high=3)))
+def focal_loss(logits, labels, gamma=2.0):
+    p = _softmax(logits)
+    pt = p[np.arange(len(labels)), labels]
+    return np.sum(-((1 - pt) ** gamma) * np.log(pt)) / len(labels)
+
+
+@program(f32((5, 4), (5, 4), (5, 4)))
+def triplet_loss(anchor, positive, negative, margin=0.5):
+    d_ap = np.sum((anchor - positive) ** 2, axis=1)
+    d_an = np.sum((anchor - negative) ** 2, axis=1)
+    return np.maximum(d_ap - d_an + margin, 0.0).mean()
+
+
+@program(lambda rng: (_softmax(normal(rng, 4, 6, dtype=np.float64)),
+                      _softmax(normal(rng, 4, 6, dtype=np.float64))))
+def entropy_and_kl(p, q):
+    entropy = -(p * np.log(p)).sum(axis=-1)
+    kl = np.sum(p * (np.log(p) - np.log(q)), axis=-1)
+    return entropy, kl
+
+
+@program(lambda rng: (normal(rng, 10, 3), normal(rng, 3), uniform(rng, 3, low=0.5, high=2)))
+def gaussian_log_prob(x, mu, sigma):
+    z = (x - mu) / sigma
+    return -0.5 * np.sum(z**2 + 2 * np.log(sigma) + math.log(2 * math.pi), axis=-1)
+
+
+@program(lambda rng: (normal(rng, 10, 4), ints(rng, 10, high=4)))
+def top1_accuracy(logits, labels):
+    return (logits.argmax(axis=-1) == labels).mean()
+
+
+@program(lambda rng: (normal(rng, 10, 4), ints(rng, 10, high=4, dtype=np.int32)))
+def correct_count(logits, labels):
+    pred = np.argmax(logits, axis=1)
+    return np.sum(pred == labels), np.argmax(logits, axis=1, keepdims=True)
+
+
+@program(f32((5, 8), (5, 8)))
+def cosine_similarity(a, b):
+    num = np.sum(a * b, axis=1)
+    den = np.sqrt(np.sum(a * a, axis=1)) * np.sqrt(np.sum(b * b, axis=1))
+    return num / np.maximum(den, 1e-8)
+
+
+# --- distances and clustering ------------------------------------------------------------------
+
+
+@program(f64((6, 3), (4, 3)))
+def pairwise_sq_dists(a, b):
+    return np.sum(a**2, axis=1)[:, None] + np.sum(b**2, axis=1)[None, :] - 2 * a @ b.T
+
+
+@program(lambda rng: (normal(rng, 5, 3), normal(rng, 4, 3), 0.7), static_argnums=(2,))
+def rbf_kernel(x, y, sigma):
+    d2 = ((x[:, None, :] - y[None, :, :]) ** 2).sum(-1)
+    return np.exp(-d2 / (2 * sigma**2))
+
+
+@program(f32((12, 2), (3, 2)))
+def kmeans_assign(x, centroids):
+    d = ((x[:, None, :] - centroids[None, :, :]) ** 2).sum(axis=-1)
+    labels = d.argmin(axis=1)
+    return labels, d.min(axis=1)
+
+
+@program(lambda rng: (normal(rng, 12, 2), ints(rng, 12, high=3), 3), static_argnums=(2,))
+def kmeans_update(x, labels, k):
+    onehot = (labels[:, None] == np.arange(k)[None, :]).astype(x.dtype)
+    counts = onehot.sum(axis=0)
+    return onehot.T @ x / np.maximum(counts, 1)[:, None]
+
+
+@program(lambda rng: (normal(rng, 8, 3), ints(rng, 8, high=4), 4), static_argnums=(2,))
+def segment_sum(data, segment_ids, num_segments):
+    onehot = (segment_ids[None, :] == np.arange(num_segments)[:, None]).astype(data.dtype)
+    return onehot @ data
+
+
+# --- polynomials, scans, stencils --------------------------------------------------------------
+
+
+@program(lambda rng: (normal(rng, 5, dtype=np.float64), uniform(rng, 7, low=-2, high=2,
+                                                                   dtype=np.float64)))
+def polyval_horner(coeffs, x):
+    y = np.zeros_like(x)
+    for i in range(coeffs.shape[0]):
+        y = y * x + coeffs[i]
+    return y
+
+
+@program(f32((6, 3)))
+def running_mean(x):
+    # float32 / int64 promotes to float64.
+    return np.cumsum(x, axis=0) / np.arange(1, x.shape[0] + 1)[:, None]
+
+
+@program(lambda rng: (normal(rng, 20), 4), static_argnums=(1,))
+def moving_average(x, w):
+    n = x.shape[0]
+    return sum(x[i:n - w + 1 + i] for i in range(w)) / w
+
+
+@program(lambda rng: (normal(rng, 15, dtype=np.float64), 0.9), static_argnums=(1,))
+def discounted_returns(rewards, gamma):
+    out = np.zeros_like(rewards)
+    running = 0.0
+    for t in reversed(range(rewards.shape[0])):
+        running = rewards[t] + gamma * running
+        out[t] = running
+    return out
+
+
+@program(f32((12,)))
+def finite_differences(x):
+    return x[1:] - x[:-1], x[2:] - 2 * x[1:-1] + x[:-2]
+
+
+@program(f32((3, 9)))
+def np_diff(x):
+    return np.diff(x, axis=-1), np.diff(x, n=2, axis=0)
+
+
+@program(lambda rng: (uniform(rng, 20, dtype=np.float64), np.linspace(0.0, 2.0, 20)))
+def trapezoid_integral(y, x):
+    return np.sum((y[1:] + y[:-1]) * (x[1:] - x[:-1]) / 2)
+
+
+@program(f32((6, 7)))
+def laplacian_pad(u):
+    p = np.pad(u, 1)
+    return p[:-2, 1:-1] + p[2:, 1:-1] + p[1:-1, :-2] + p[1:-1, 2:] - 4 * u
+
+
+@program(f64((5, 6)))
+def laplacian_periodic_roll(u):
+    return (np.roll(u, 1, axis=0) + np.roll(u, -1, axis=0) + np.roll(u, 1, axis=1)
+            + np.roll(u, -1, axis=1) - 4 * u)
+
+
+@program(f32((2, 3, 7, 6), (4, 3, 3, 3)), atol=1e-5)
+def conv2d_valid(x, w):
+    kh, kw = w.shape[2:]
+    ho, wo = x.shape[2] - kh + 1, x.shape[3] - kw + 1
+    out = np.zeros((x.shape[0], w.shape[0], ho, wo), dtype=x.dtype)
+    for i in range(kh):
+        for j in range(kw):
+            patch = x[:, :, i:i + ho, j:j + wo]
+            out = out + np.einsum("nchw,oc->nohw", patch, w[:, :, i, j])
+    return out
+
+
+@program(f32((5, 5), (3, 3)))
+def conv2d_single_channel(img, k):
+    h, w = img.shape[0] - 2, img.shape[1] - 2
+    out = np.zeros_like(img[:h, :w])
+    for i in range(3):
+        for j in range(3):
+            out += k[i, j] * img[i:i + h, j:j + w]
+    return out
+
+
+@program(f32((2, 3, 6, 8)))
+def pooling_reshape(x):
+    n, c, h, w = x.shape
+    blocks = x.reshape(n, c, h // 2, 2, w // 2, 2)
+    return blocks.max(axis=(3, 5)), blocks.mean(axis=(3, 5))
+
+
+@program(f32((2, 3, 4)))
+def nearest_upsample(x):
+    n, h, w = x.shape
+    y = np.broadcast_to(x[:, :, None, :, None], (n, h, 2, w, 2))
+    return y.reshape(n, 2 * h, 2 * w)
+
+
+@program(lambda rng: (uniform(rng, 2, 4, 4, 3),))
+def rgb_to_gray_uint8(img):
+    gray = img @ np.array([0.299, 0.587, 0.114], dtype=np.float32)
+    return (gray * 255).round().clip(0, 255).astype(np.uint8)
+
+
+# --- linear algebra building blocks -----------------------------------------------------------
+
+
+@program(f32((4, 10)))
+def gram_matrix(features):
+    return features @ features.T / features.shape[1]
+
+
+@program(f32((4,), (3,)))
+def outer_products(a, b):
+    return np.outer(a, b), a[:, None] * b[None, :], np.multiply.outer(b, a)
+
+
+@program(f32((3, 4), (4, 5), (2, 3, 4), (2, 4, 5), (4,)))
+def einsum_contractions(a, b, x, y, v):
+    return (np.einsum("ij,jk->ik", a, b), np.einsum("bij,bjk->bik", x, y),
+            np.einsum("ij,j->i", a, v), np.einsum("ij->ji", a), np.einsum("i,i->", v, v))
+
+
+@program(f64((3, 4, 5), (4, 5, 2), (3, 4)))
+def tensordot_axes(a, b, c):
+    return (np.tensordot(a, b, axes=([1, 2], [0, 1])), np.tensordot(a, b, axes=2),
+            np.tensordot(c, a, axes=([0, 1], [0, 1])))
+
+
+@program(f32((3, 4, 4), (3, 4)))
+def batched_matvec(a, x):
+    return np.einsum("bij,bj->bi", a, x), (a @ x[..., None])[..., 0]
+
+
+@program(lambda rng: (normal(rng, 3, 3, scale=0.5), 5), static_argnums=(1,))
+def matrix_power_loop(a, n):
+    result = np.eye(a.shape[0], dtype=a.dtype)
+    for _ in range(n):
+        result = result @ a
+    return result
+
+
+# --- masking and selection ---------------------------------------------------------------------
+
+
+@program(f32((4, 6)))
+def clip_with_where(x, lo=-0.5, hi=0.5):
+    return np.where(x > hi, hi, np.where(x < lo, lo, x))
+
+
+@program(lambda rng: (normal(rng, 5, 6), mask(rng, 5, 6, p=0.7)))
+def masked_fill_and_sum(x, keep):
+    return np.where(keep, x, 0.0).sum(axis=1), np.where(~keep, -np.inf, x).max(axis=1)
+
+
+@program(lambda rng: (normal(rng, 4, 7), mask(rng, 4, 7, p=0.7)))
+def masked_mean(x, m):
+    # float32 / int64 counts gives float64.
+    return (x * m).sum(axis=1) / np.maximum(m.sum(axis=1), 1)
+
+
+@program(lambda rng: (uniform(rng, 30), 5), static_argnums=(1,))
+def bin_counts(x, nbins):
+    edges = np.linspace(0, 1, nbins + 1)
+    inside = (x[:, None] >= edges[None, :-1]) & (x[:, None] < edges[None, 1:])
+    return inside.sum(axis=0)
+
+
+@program(lambda rng: (normal(rng, 5, 5),))
+def tril_triu_masks(x):
+    return np.tril(x), np.triu(x, 1), np.tril(x, -1) + np.triu(x.T)
+
+
+@program(lambda rng: (np.where(mask(rng, 4, 5, p=0.2), np.nan, normal(rng, 4, 5)),))
+def nan_to_num_cleanup(x):
+    too_big = x > 2.0
+    x = np.where(too_big, np.inf, np.where(x < -2.0, -np.inf, x))
+    return np.nan_to_num(x, nan=0.0, posinf=1e3, neginf=-1e3), too_big.any()
+
+
+@program(lambda rng: (np.where(mask(rng, 3, 4, p=0.3), np.nan,
+                               normal(rng, 3, 4, dtype=np.float64)),))
+def isfinite_cleanup(x):
+    ok = np.isfinite(x)
+    return np.where(ok, x, 0.0).sum(axis=0) / ok.sum(axis=0).clip(1), np.isnan(x).sum()
+
+
+@program(lambda rng: (normal(rng, 6), mask(rng, 6, p=0.8)))
+def dropout_given_mask(x, keep, rate=0.2):
+    return np.where(keep, x / (1.0 - rate), 0)
+
+
+# --- reductions, scans, shape manipulation -----------------------------------------------------
+
+
+@program(lambda rng: (normal(rng, 6, 5, scale=2.0) + 1,))
+def var_std_ddof(x):
+    return x.var(axis=0, ddof=1), np.std(x, ddof=0), np.var(x, axis=1, keepdims=True)
+
+
+@program(lambda rng: (uniform(rng, 3, 4, low=0.5, high=1.5),))
+def prod_cumprod(x):
+    return x.prod(axis=1), np.cumprod(x, axis=1), np.prod(x)
+
+
+@program(f32((3, 8)))
+def reverse_cumsum(x):
+    flipped = np.flip(np.cumsum(np.flip(x, axis=-1), axis=-1), axis=-1)
+    return flipped, x[:, ::-1].cumsum(1)[:, ::-1]
+
+
+@program(lambda rng: (ints(rng, 3, 7, low=-50, high=50, dtype=np.int32),))
+def roll_shift(x):
+    return np.roll(x, 3), np.roll(x, -1, axis=1), np.roll(x, (1, 2), axis=(0, 1))
+
+
+@program(f32((3, 8)))
+def stack_split_concat(x):
+    parts = np.split(x, 4, axis=1)
+    sums = np.stack([p.sum(axis=1) for p in parts], axis=-1)
+    left, right = np.array_split(x, 2, axis=0)
+    return np.concatenate([x, sums], axis=1), np.vstack([right, left]), np.hstack(parts[::-1])
+
+
+@program(f32((2, 3, 4)))
+def axes_shuffle(x):
+    return (np.moveaxis(x, -1, 0), x.swapaxes(0, 1), np.expand_dims(x, 1).squeeze(1),
+            x[:, None, :, None], x.T, x.reshape(-1, 4).ravel(), np.transpose(x, (1, 2, 0)))
+
+
+@program(lambda rng: (normal(rng, 0, 4), normal(rng, 3, 4)))
+def empty_inputs(x, y):
+    return x.sum(axis=0), x.mean(axis=1), x * 2, x.reshape(-1, 2), np.concatenate([x, y])
+
+
+@program(lambda rng: (np.array(rng.uniform(0.5, 2), np.float32),
+                      np.array(rng.uniform(-2, 2), np.float32)))
+def zero_d_inputs(a, b):
+    return np.sqrt(a * a + b * b), np.arctan2(b, a), np.maximum(a, b) * 2
+
+
+@program(lambda rng: (normal(rng, 4, 4), normal(rng, 4, 4, dtype=np.float16),
+                      ints(rng, 4, 4, dtype=np.int32), ints(rng, 4, 4, dtype=np.int8)))
+def mixed_dtype_promotion(a32, a16, i32, i8):
+    return {
+        "f32+f16": a32 + a16,
+        "f16*2": a16 * 2,
+        "i32*0.5": i32 * 0.5,
+        "i32+f32": i32 + a32,
+        "i8+i32": i8 + i32,
+        "i8*3": i8 * 3,
+        "i32/i32": i32 / (i32 + 11),
+        "f16.sum": a16.sum(axis=0),
+        "i8.sum": i8.sum(),
+        "i32.mean": i32.mean(axis=1),
+    }
+
+
+# --- integers and booleans ---------------------------------------------------------------------
+
+
+@program(lambda rng: (ints(rng, 5, 6, low=-1000, high=1000, dtype=np.int32),
+                      np.where(mask(rng, 5, 6), 1, -1).astype(np.int32)
+                      * ints(rng, 5, 6, low=1, high=20, dtype=np.int32)))
+def integer_arithmetic(a, b):
+    return {
+        "floordiv": a // b,
+        "mod": a % b,
+        "floor_divide_const": np.floor_divide(a, 7),
+        "remainder_neg": np.remainder(-a, 7),
+        "fmod": np.fmod(a, b),
+        "neg_mod_const": a % -3,
+        "abs": np.abs(a),
+        "sign": np.sign(b),
+        "clip": np.clip(a, -5, 5),
+        "matmul": a @ b.T,
+    }
+
+
+@program(lambda rng: (ints(rng, 4, 8, low=-(2**20), high=2**20, dtype=np.int32),
+                      ints(rng, 4, 8, low=0, high=2**20, dtype=np.int32)))
+def bit_ops_int32(a, b):
+    return (a & 0xFF, a | b, a ^ b, ~a, a << 3, a >> 2, np.left_shift(b, 4),
+            np.right_shift(a, b % 8), np.bitwise_and(a, b) == (a & b))
+
+
+@program(lambda rng: (ints(rng, 10, low=-100, high=100), ints(rng, 10, low=1, high=9)))
+def int64_mixed(a, b):
+    q = np.abs(a) // 2 + (a % 3) * b
+    return q, np.maximum(a, b), np.minimum.reduce(a), a.sum(), q.max(), np.power(b, 3)
+
+
+@program(lambda rng: (mask(rng, 4, 6), mask(rng, 4, 6)))
+def bool_logic(a, b):
+    return {
+        "any": np.any(a, axis=1),
+        "all": b.all(),
+        "xor": a ^ b,
+        "not": ~a,
+        "and_or": (a & b) | ~b,
+        "logical": np.logical_or(np.logical_not(a), np.logical_and(a, b)),
+        "count": a.sum(axis=0),
+        "mean": b.mean(),
+        "eq": a == b,
+    }
+
+
+# --- in-place idioms ---------------------------------------------------------------------------
+
+
+@program(f32((3, 4)))
+def inplace_arithmetic(x):
+    y = x.copy()
+    y += 1
+    y *= 2
+    y -= x
+    y /= 3
+    return y
+
+
+@program(f32((3, 5)))
+def shift_right_with_zeros(x):
+    y = np.zeros_like(x)
+    y[:, 1:] = x[:, :-1]
+    return y
+
+
+@program(f32((4, 5)))
+def mask_assign(x):
+    x = x.copy()
+    x[x < 0] = 0
+    x[:, 0] = -1.0
+    x[1] += 10
+    return x
+
+
+@program(f32((3, 3), (3, 3)))
+def ufunc_out_argument(a, b):
+    c = np.empty_like(a)
+    np.add(a, b, out=c)
+    np.multiply(c, 2, out=c)
+    np.exp(-c, out=c)
+    return c
+
+
+@program(lambda rng: (ints(rng, 12, high=5), normal(rng, 12)))
+def scatter_add_at(idx, vals):
+    out = np.zeros_like(vals[:5])
+    np.add.at(out, idx, vals)
+    return out
+
+
+# --- structured results and static arguments ---------------------------------------------------
+
+Stats = collections.namedtuple("Stats", ["mean", "std", "min", "max"])
+
+
+@program(f32((5, 4)))
+def summary_stats_namedtuple(x):
+    return Stats(x.mean(axis=0), x.std(axis=0), x.min(axis=0), x.max(axis=0))
+
+
+@program(f32((6,), (6,)))
+def nested_dict_result(a, b):
+    return {"sum": a + b, "pair": (a * b, [a - b, None]), "scalars": {"dot": a @ b}}
+
+
+@program(lambda rng: (normal(rng, 5), 4), static_argnums=(1,))
+def power_sum_static(x, p):
+    return sum(x**k for k in range(p))
+
+
+@program(lambda rng: (normal(rng, 3, 4), 1.5), static_argnums=(1,))
+def softmax_temperature_static(x, temperature):
+    return _softmax(x / temperature)
+
+
+@program(lambda rng: (normal(rng, 12, 3), normal(rng, 3, scale=0.1), mask(rng, 12).astype(
+    np.float32), 0.5), static_argnums=(3,))
+def logistic_regression_step(x, w, y, lr):
+    p = 1 / (1 + np.exp(-(x @ w)))
+    grad = x.T @ (p - y) / x.shape[0]
+    return w - lr * grad
+
+
+def _adam_args(rng):
+    params = {"w": normal(rng, 3, 3), "b": normal(rng, 3)}
+    grads = {"w": normal(rng, 3, 3), "b": normal(rng, 3)}
+    m = {"w": normal(rng, 3, 3, scale=0.1), "b": normal(rng, 3, scale=0.1)}
+    v = {"w": uniform(rng, 3, 3, high=0.1), "b": uniform(rng, 3, high=0.1)}
+    return params, grads, (m, v), 3
+
+
+@program(_adam_args, static_argnums=(3,))
+def adam_step(params, grads, state, t, lr=1e-2, b1=0.9, b2=0.999):
+    m_state, v_state = state
+    new_params, new_m, new_v = {}, {}, {}
+    for key in params:
+        g = grads[key]
+        m = b1 * m_state[key] + (1 - b1) * g
+        v = b2 * v_state[key] + (1 - b2) * g * g
+        m_hat = m / (1 - b1**t)
+        v_hat = v / (1 - b2**t)
+        new_params[key] = params[key] - lr * m_hat / (np.sqrt(v_hat) + 1e-8)
+        new_m[key], new_v[key] = m, v
+    return new_params, (new_m, new_v)
+
+
+@program(lambda rng: ([normal(rng, 4, 3, scale=3.0), normal(rng, 3, scale=3.0)], 1.0),
+         static_argnums=(1,))
+def clip_by_global_norm(grads, max_norm):
+    norm = np.sqrt(sum(np.sum(g**2) for g in grads))
+    scale = np.minimum(1.0, max_norm / (norm + 1e-6))
+    return [g * scale for g in grads], norm
+
+
+@program(f32((3, 5)))
+def sinusoidal_position_add(x):
+    t, d = x.shape
+    pos = np.arange(t)[:, None]
+    div = np.exp(np.arange(0, d, 2) * (-math.log(10000.0) / d))
+    pe = np.zeros((t, d))
+    pe[:, 0::2] = np.sin(pos * div)
+    pe[:, 1::2] = np.cos(pos * div)[:, : d // 2]
+    return x + pe.astype(np.float32)
