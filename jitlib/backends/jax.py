@@ -3,7 +3,8 @@
 It is the oracle the native backends are checked against, so every rule reproduces the
 reference interpreter's definition (the op comments in `jitlib/hlo/ops.py`) wherever the op is
 exact. Where XLA's own op answers differently, the rule forces the interpreter's answer and its
-comment says how.
+comment says how. Each instruction's value passes through an optimization barrier, so XLA's
+simplifier cannot fuse two ops into one that rounds differently.
 
 One difference no rule can undo: XLA on the CPU flushes subnormal f32, f64 and bf16 values to
 zero, arguments and results alike. Cross-checks keep subnormals out.

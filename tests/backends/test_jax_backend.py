@@ -297,6 +297,21 @@ def test_binary_special_values():
         assert np.signbit(got[2:4]).tolist() == [False, True]
 
 
+@pytest.mark.parametrize("name", FLOATS)
+def test_division_by_a_broadcast_is_division(name):
+    # XLA's simplifier turns x / broadcast(c) into x * broadcast(1 / c) unless kept from it.
+    dt = DT[name]
+    x = B.parameter(0, (500,), dt)
+    c = B.parameter(1, (), dt)
+    seven = B.broadcast_to(B.constant(np.array(7.0, dt)), (500,))
+    module = Module("div", [x, c], [B.binary(Op.DIV, x, B.broadcast_to(c, (500,))),
+                                    B.binary(Op.DIV, x, seven)])
+    values = np.random.default_rng(0).normal(0, 3, 500).astype(dt)
+    got, want = run(module, values, np.array(3.0, dt))
+    for g, w in zip(got, want):
+        assert_exact(g, w)
+
+
 covers(Op.SELECT, Op.CLAMP)
 
 
