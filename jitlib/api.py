@@ -49,14 +49,30 @@ class Lowered:
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
+        self._optimized = None
 
     def as_text(self, stage="traced"):
-        """IR text. stage="traced" is the Module as traced; "optimized" is what the
-        backend compiles (the optimizer pipeline, once it exists, runs in between)."""
+        """IR text. stage="traced": the Module as traced. stage="optimized": after
+        simplification and fusion, one `fusion` op per kernel, headed by one comment
+        line per kernel naming the user lines it covers."""
         from jitlib.hlo.printer import print_module
-        if stage not in ("traced", "optimized"):
+        if stage == "traced":
+            return print_module(self.module, short_locs=True)
+        if stage != "optimized":
             raise ValueError(f"stage must be 'traced' or 'optimized', got {stage!r}")
-        return print_module(self.module, short_locs=True)
+        from jitlib.fusion.fuse import kernel_summary
+        from jitlib.hlo.ops import Op
+        optimized = self.optimized()
+        header = [f"# {kernel_summary(k)}" for k in optimized.instructions
+                  if k.op is Op.FUSION]
+        return "\n".join(header + [print_module(optimized, short_locs=True)])
+
+    def optimized(self):
+        """The Module after the optimizer (simplification, then fusion into kernels)."""
+        if self._optimized is None:
+            from jitlib.fusion import optimize
+            self._optimized = optimize(self.module)
+        return self._optimized
 
     def compile(self):
         from jitlib.backends import get_backend
@@ -71,6 +87,8 @@ class Jitted:
 
     def __init__(self, fn, static_argnums=(), static_argnames=(), backend=None):
         functools.update_wrapper(self, fn)
+        if not hasattr(self, "__name__"):   # partials and callable objects have none
+            self.__name__ = getattr(type(fn), "__name__", "fn")
         self.fn = fn
         self.backend = backend
         self._signature = _python_signature(fn)

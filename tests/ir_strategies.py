@@ -1,12 +1,24 @@
 """Hypothesis strategies for random, well-typed IR modules, and inputs to run them on.
 
-    modules(ops=None, dtypes=None)   -> Module (with source locations)
-    programs(ops=None, dtypes=None)  -> (Module, [one np.ndarray per parameter])
+    modules(ops=None, dtypes=None)         -> Module (with source locations)
+    programs(ops=None, dtypes=None)        -> (Module, [one np.ndarray per parameter])
+    fused_modules(...), fused_programs(...) -> the same, cut into fusions by fusions_of
+    fusions_of(module)                     -> `module` cut into fusions
+    unfuse(module)                         -> `module` with its fusions inlined
 
-A module grows step by step: each step applies an op from `ops` (every `Op` by default)
-to values made so far or to fresh leaves: parameters always, constants and iotas when
-`ops` allows them. Its results are the values no other instruction uses, so every step
-is reachable. Everything is built with `jitlib.hlo.build`; parameters are named p0, p1...
+A module grows step by step: each step applies an op from `ops` (every op but FUSION and
+GET_OUTPUT by default) to values made so far or to fresh leaves: parameters always,
+constants and iotas when `ops` allows them. Its results are the values no other
+instruction uses, so every step is reachable. Everything is built with
+`jitlib.hlo.build`; parameters are named p0, p1... When `ops` names FUSION or GET_OUTPUT,
+a step may build a kernel: a small random body over the other ops of `ops` (all ops when
+there are none), whose results become values in the pool (GET_OUTPUT's kernels have two or
+more results).
+
+fusions_of cuts a module's topological order into consecutive chunks, each a convex group
+of instructions, and makes each chunk one fusion: its inputs are the values it uses from
+outside, its outputs those used outside or returned (in a random order; several make a
+multi-output fusion). Parameters, and now and then constants, stay at the top level.
 
 `dtypes` restricts the element types of data values. Operands that must be of another
 kind are made anyway: bool predicates and convert sources, integer indices and starts
@@ -29,8 +41,9 @@ from jitlib.errors import SourceLocation
 from jitlib.hlo import build
 from jitlib.hlo import dtypes as D
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import Module
+from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
+from jitlib.hlo.printer import sanitize
 
 _NONBOOL = (Op.NEG, Op.ABS, Op.SIGN, Op.SUB, Op.DIV, Op.REM, Op.POW)
 # Dims to draw from; shrinking goes towards the front. About one in ten is empty.
@@ -56,6 +69,8 @@ def accepts(op, dtype) -> bool:
 
 
 def _usable(op, dts):
+    if op in O.KERNEL:
+        return True   # a body can always be made of ops that take dts
     if op is Op.CONVERT:
         return len(set(dts) | {D.BOOL}) > 1
     return any(accepts(op, dt) for dt in dts)
@@ -65,7 +80,8 @@ def _setup(ops, dtypes):
     dts = tuple(D.SUPPORTED if dtypes is None else (D.canonicalize(d) for d in dtypes))
     if not dts:
         raise ValueError("dtypes is empty")
-    chosen = tuple(Op) if ops is None else tuple(Op(op) for op in ops)
+    plain = tuple(op for op in Op if op not in O.KERNEL)
+    chosen = plain if ops is None else tuple(Op(op) for op in ops)
     usable = tuple(op for op in chosen if _usable(op, dts))
     if not usable:
         raise ValueError(f"none of the ops {[str(o) for o in chosen]} takes dtypes "
@@ -99,6 +115,97 @@ def programs(ops=None, dtypes=None, max_steps=8):
         return module, [gen.example(p, rng) for p in module.params]
 
     return draw_program()
+
+
+def fused_modules(ops=None, dtypes=None, max_steps=12):
+    """`modules()`, each cut into fusions by `fusions_of`."""
+    return modules(ops, dtypes, max_steps).flatmap(fusions_of)
+
+
+def fused_programs(ops=None, dtypes=None, max_steps=8):
+    """`programs()`, each module cut into fusions by `fusions_of`; the inputs are the same."""
+    return programs(ops, dtypes, max_steps).flatmap(
+        lambda program: fusions_of(program[0]).map(lambda fused: (fused, program[1])))
+
+
+_KERNEL_NAMES = ("fused_0", "fused_exp_1", "k", "loc", "two words", "")
+
+
+def fusions_of(module):
+    """`module` with its instructions cut into random convex groups, each one fusion.
+
+    Fusions already in `module` are inlined first (fusions do not nest).
+    """
+    module = unfuse(module)
+
+    @st.composite
+    def draw_fused(draw):
+        new = {p: p for p in module.params}
+        keep_constants = draw(st.booleans())
+        todo = []
+        for instr in module.instructions:
+            if instr.op is Op.CONSTANT and keep_constants:
+                new[instr] = instr
+            elif instr not in new:
+                todo.append(instr)
+        # Consecutive runs of a topological order are convex: no path leaves and re-enters.
+        cuts = draw(st.lists(st.booleans(), min_size=len(todo), max_size=len(todo)))
+        chunks = []
+        for instr, cut in zip(todo, cuts):
+            if cut or not chunks:
+                chunks.append([])
+            chunks[-1].append(instr)
+        chunk_of = {instr: k for k, chunk in enumerate(chunks) for instr in chunk}
+        escapes = set(module.results) | {
+            x for instr in todo for x in instr.operands if chunk_of.get(x) != chunk_of[instr]}
+        for chunk in chunks:
+            members = set(chunk)
+            inputs = list(dict.fromkeys(
+                x for instr in chunk for x in instr.operands if x not in members))
+            outputs = draw(st.permutations([i for i in chunk if i in escapes]))
+            name = draw(st.sampled_from(_KERNEL_NAMES))
+            body = _body(sanitize(name), chunk, inputs, outputs)
+            kernel = build.fusion([new[x] for x in inputs], body,
+                                  draw(st.sampled_from(O.FUSION_KINDS)), name, chunk[0].loc)
+            new.update(zip(outputs, build.outputs(kernel)))
+        return Module(module.name, module.params, [new[r] for r in module.results])
+
+    return draw_fused()
+
+
+def _body(name, chunk, inputs, outputs):
+    """A Module computing `outputs` from `inputs` by the instructions of `chunk`."""
+    params = [build.parameter(i, x.shape, x.dtype) for i, x in enumerate(inputs)]
+    env = dict(zip(inputs, params))
+    for instr in chunk:
+        env[instr] = build.make(instr.op, [env[x] for x in instr.operands], instr.attrs,
+                                instr.loc)
+    return Module(name, params, [env[x] for x in outputs])
+
+
+def unfuse(module):
+    """`module` with every fusion's body inlined: the same interned instructions as before
+    `fusions_of` cut it."""
+    env = {p: p for p in module.params}
+    for instr in module.instructions:
+        if instr in env:
+            continue
+        operands = [env[x] for x in instr.operands]
+        if instr.op is Op.FUSION:
+            body = instr.attrs["body"]
+            inner = dict(zip(body.params, operands))
+            for b in body.instructions:
+                if b not in inner:
+                    inner[b] = build.make(b.op, [inner[x] for x in b.operands], b.attrs, b.loc)
+            values = [inner[r] for r in body.results]
+            env[instr] = tuple(values) if is_multi_output(instr) else values[0]
+        elif instr.op is Op.GET_OUTPUT:
+            (value,) = operands
+            multi = is_multi_output(instr.operands[0])
+            env[instr] = value[instr.attrs["index"]] if multi else value
+        else:
+            env[instr] = build.make(instr.op, operands, instr.attrs, instr.loc)
+    return Module(module.name, module.params, [env[r] for r in module.results])
 
 
 def _bounds_for(dtype):
@@ -235,20 +342,41 @@ class _Gen:
 
     # -- the module
 
-    def module(self, max_steps):
+    def module(self, max_steps, name="f"):
         steps = self.integer(1, max_steps)
         made = []
         for _ in range(steps):
             op = self.choice(self.ops)
             instr = _GENERATORS[op](self, op)
             self.used.update(instr.operands)
-            made.append(self.add(instr))
+            if instr.op is Op.GET_OUTPUT:   # its fusion's inputs are used too
+                self.used.update(instr.operands[0].operands)
+            # A multi-output fusion is no value of its own: its get_outputs are.
+            for value in build.outputs(instr) if instr.op is Op.FUSION else [instr]:
+                self.used.update(value.operands)
+                made.append(self.add(value))
         results = [v for v in dict.fromkeys(made) if v not in self.used] or [made[-1]]
         if self.chance(20):
             results.append(self.choice(self.pool))
         if self.chance(10):
             results.append(results[0])
-        return Module("f", self.params, results)
+        return Module(name, self.params, results)
+
+    def kernel(self, min_results):
+        """A fusion of a random body with at least `min_results` results, on pool values."""
+        # Bodies are made of the other ops asked for, or of every op.
+        plain = [op for op in self.ops if op not in O.KERNEL] or None
+        sub = _Gen(self.draw, *_setup(plain, self.dts), wild=self.wild)
+        name = self.choice(_KERNEL_NAMES)
+        body = sub.module(4, sanitize(name))
+        results = list(body.results)
+        while len(results) < min_results:
+            results.append(sub.choice(sub.pool))
+        # A bounded body parameter (an index, a convert's source) needs an equally bounded input.
+        operands = [self.operand(shape=p.shape, dtype=p.dtype) if sub.bounds[p] is None
+                    else self.leaf(p.shape, p.dtype, sub.bounds[p]) for p in body.params]
+        return build.fusion(operands, Module(body.name, body.params, results),
+                            self.choice(O.FUSION_KINDS), name)
 
     def example(self, param, rng):
         """An input for `param`: within its bounds if it has any."""
@@ -459,6 +587,15 @@ def _arg_reduce(g, op):
     return build.arg_reduce(op, x, axis, g.choice(g.index_dts))
 
 
+def _fusion(g, op):
+    return g.kernel(1)
+
+
+def _get_output(g, op):
+    kernel = g.kernel(2)
+    return build.get_output(kernel, g.integer(0, len(kernel.attrs["body"].results) - 1))
+
+
 def _cumulative(g, op):
     x = g.operand(min_ndim=1)
     return build.cumulative(op, x, g.integer(0, x.ndim - 1), g.chance(50))
@@ -488,7 +625,8 @@ _GENERATORS = {Op.PARAMETER: _parameter, Op.CONSTANT: _constant, Op.IOTA: _iota,
                Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse,
                Op.DYNAMIC_SLICE: _dynamic_slice,
                Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
-               Op.SCATTER: _scatter, Op.DOT_GENERAL: _dot_general}
+               Op.SCATTER: _scatter, Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion,
+               Op.GET_OUTPUT: _get_output}
 _GENERATORS.update({op: _unary for op in O.UNARY - {Op.CONVERT}})
 _GENERATORS.update({op: _binary for op in O.BINARY})
 _GENERATORS.update({op: _reduce for op in O.REDUCE})

@@ -155,3 +155,14 @@ def test_import_jitlib_is_light():
             "bad = [m for m in ('jax', 'triton', 'torch') if m in sys.modules]; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_partial_and_callable_objects_can_be_jitted():
+    import functools
+
+    class Scale:
+        def __call__(self, x):
+            return x * 3
+
+    np.testing.assert_array_equal(_jit(functools.partial(np.multiply, 2.0))(np.ones(2)), [2, 2])
+    assert jitlib.make_ir(Scale())(np.ones(2)).name == "Scale"

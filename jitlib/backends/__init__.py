@@ -66,6 +66,6 @@ def default_backend_name():
 
 def _cuda_gpu_visible():
     # Device nodes and the env var answer without loading a CUDA library.
-    if os.environ.get("CUDA_VISIBLE_DEVICES", None) in ("", "-1"):
+    if os.environ.get("CUDA_VISIBLE_DEVICES") in ("", "-1"):
         return False
     return bool(glob.glob("/dev/nvidia[0-9]*"))

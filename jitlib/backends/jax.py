@@ -4,7 +4,8 @@ It is the oracle the native backends are checked against, so every rule reproduc
 reference interpreter's definition (the op comments in `jitlib/hlo/ops.py`) wherever the op is
 exact. Where XLA's own op answers differently, the rule forces the interpreter's answer and its
 comment says how. Each instruction's value passes through an optimization barrier, so XLA's
-simplifier cannot fuse two ops into one that rounds differently.
+simplifier cannot fuse two ops into one that rounds differently. A fusion lowers its body
+inline, by the same rules and with the same barriers.
 
 One difference no rule can undo: XLA on the CPU flushes subnormal f32, f64 and bf16 values to
 zero, arguments and results alike. Cross-checks keep subnormals out.
@@ -20,6 +21,7 @@ from jax import lax
 from jitlib.backends.base import Backend, Executable
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
+from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 
 jax.config.update("jax_enable_x64", True)
@@ -460,6 +462,20 @@ def _dot_general(instr, lhs, rhs):
                            preferred_element_type=instr.dtype)
 
 
+# -- kernels
+
+@_lowers(Op.FUSION)
+def _fusion(instr, *xs):
+    # The body lowers inline, op by op with its barriers, like the top level.
+    results = _walk(instr.attrs["body"], xs)
+    return tuple(results) if len(results) > 1 else results[0]
+
+
+@_lowers(Op.GET_OUTPUT)
+def _get_output(instr, value):
+    return value[instr.attrs["index"]] if is_multi_output(instr.operands[0]) else value
+
+
 assert set(lower_rules) == set(Op) - {Op.PARAMETER}, \
     sorted(set(Op) - {Op.PARAMETER} - set(lower_rules))
 
@@ -469,20 +485,26 @@ assert set(lower_rules) == set(Op) - {Op.PARAMETER}, \
 def _lower(module):
     """A jax function from the module's parameters to the list of its results."""
     def run(*args):
-        env = dict(zip(module.params, args))
-        for instr in module.instructions:
-            if instr in env:
-                continue
-            value = lower_rules[instr.op](instr, *(env[x] for x in instr.operands))
-            if value.shape != instr.shape or value.dtype != instr.dtype:
-                raise AssertionError(f"jax lowering of {instr!r} gave "
-                                     f"{value.dtype}{list(value.shape)}")
-            # XLA's simplifier rewrites across ops as if floats were reals (x / broadcast(c)
-            # becomes x * broadcast(1 / c), which rounds differently): a barrier after each
-            # instruction keeps every op's rounding its own.
-            env[instr] = lax.optimization_barrier(value)
-        return [env[r] for r in module.results]
+        return _walk(module, args)
     return run
+
+
+def _walk(module, args):
+    """The jax values of `module`'s results, given jax values for its parameters."""
+    env = dict(zip(module.params, args))
+    for instr in module.instructions:
+        if instr in env:
+            continue
+        value = lower_rules[instr.op](instr, *(env[x] for x in instr.operands))
+        parts = value if is_multi_output(instr) else (value,)
+        if [(v.shape, v.dtype) for v in parts] != output_types(instr):
+            raise AssertionError(f"jax lowering of {instr!r} gave "
+                                 f"{[f'{v.dtype}{list(v.shape)}' for v in parts]}")
+        # XLA's simplifier rewrites across ops as if floats were reals (x / broadcast(c)
+        # becomes x * broadcast(1 / c), which rounds differently): a barrier after each
+        # instruction keeps every op's rounding its own.
+        env[instr] = lax.optimization_barrier(value)
+    return [env[r] for r in module.results]
 
 
 class JaxExecutable(Executable):

@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from jitlib.hlo import dtypes
-from jitlib.hlo.ir import Instr, Literal
+from jitlib.hlo.ir import Instr, Literal, is_multi_output
 from jitlib.hlo.ops import Op
 from jitlib.hlo.shape_rules import infer
 
@@ -193,3 +193,26 @@ def full(value, shape, dtype, loc=None):
     """A scalar constant broadcast to `shape` (kept scalar until broadcast)."""
     return broadcast_in_dim(constant(np.array(value, dtype=dtypes.canonicalize(dtype)),
                                      loc=loc), shape, (), loc)
+
+
+# -- kernels
+
+def fusion(operands, body, kind, name, loc=None):
+    """A kernel running the Module `body` on `operands` (one per body parameter).
+
+    Its value is the body's result; with several results use `outputs` to get them.
+    """
+    return make(Op.FUSION, tuple(operands), dict(body=body, kind=kind, name=name), loc)
+
+
+def get_output(fusion_instr, index, loc=None):
+    return make(Op.GET_OUTPUT, (fusion_instr,), dict(index=int(index)), loc)
+
+
+def outputs(fusion_instr, loc=None) -> list:
+    """One value per body result: the fusion itself if it has one, else its get_outputs."""
+    if not is_multi_output(fusion_instr):
+        return [fusion_instr]
+    loc = loc if loc is not None else fusion_instr.loc
+    n = len(fusion_instr.attrs["body"].results)
+    return [get_output(fusion_instr, i, loc) for i in range(n)]

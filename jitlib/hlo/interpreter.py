@@ -16,11 +16,15 @@ Where NumPy has no answer, the rules below define one: integer div/rem are C's
 is the integer part of 1/x**n; empty max/min reductions give the identity;
 bfloat16 dot accumulates in float32 and rounds once; a gather from an empty
 axis with indices to take is an error.
+
+A fusion's value is its body's result evaluated on the fusion's operands (a tuple
+of arrays when the body has several results); get_output picks one.
 """
 import numpy as np
 
 from jitlib.errors import InterpretError
 from jitlib.hlo import dtypes
+from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import print_instr, value_names
 
@@ -453,6 +457,25 @@ def _dot_general(instr, lhs, rhs):
 
 eval_rules[Op.DOT_GENERAL] = _dot_general
 
+
+# -- kernels
+
+def _fusion(instr, *xs):
+    # The value of a multi-output fusion is the tuple of its body's results.
+    body = instr.attrs["body"]
+    results = _run(body, _check_args(body, list(xs)))
+    return tuple(results) if len(results) > 1 else results[0]
+
+
+eval_rules[Op.FUSION] = _fusion
+
+
+def _get_output(instr, value):
+    return value[instr.attrs["index"]] if is_multi_output(instr.operands[0]) else value
+
+
+eval_rules[Op.GET_OUTPUT] = _get_output
+
 assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))
 
 
@@ -475,17 +498,25 @@ def _type_of(value):
 
 
 def _apply(instr, values, module=None):
-    """Run `instr`'s rule on operand values; errors quote the instruction's IR line."""
+    """Run `instr`'s rule on operand values; errors quote the instruction's IR line.
+
+    The value of a multi-output fusion is a tuple of arrays, one per body result.
+    """
     try:
-        out = np.asarray(eval_rules[instr.op](instr, *values))
+        out = eval_rules[instr.op](instr, *values)
+    except InterpretError:
+        raise   # from inside a fusion body: it already names the body's line
     except Exception as e:
         raise InterpretError(f"evaluating `{_instr_text(instr, module)}` failed: "
                              f"{type(e).__name__}: {e}", location=instr.loc) from e
-    if out.shape != instr.shape or out.dtype != instr.dtype:
-        raise InterpretError(f"the {instr.op} rule returned {_type_of(out)} for "
-                             f"`{_instr_text(instr, module)}`", location=instr.loc,
-                             hint="this is a bug in the reference interpreter")
-    return out
+    multi = is_multi_output(instr)
+    outs = [np.asarray(o) for o in (out if multi else [out])]
+    for o, (shape, dtype) in zip(outs, output_types(instr)):
+        if o.shape != shape or o.dtype != dtype:
+            raise InterpretError(f"the {instr.op} rule returned {_type_of(o)} for "
+                                 f"`{_instr_text(instr, module)}`", location=instr.loc,
+                                 hint="this is a bug in the reference interpreter")
+    return tuple(outs) if multi else outs[0]
 
 
 def evaluate_instr(instr, values):
@@ -495,17 +526,29 @@ def evaluate_instr(instr, values):
     result may be a read-only view of an operand or of a constant: copy it
     before writing into it.
     """
-    values = [np.asarray(v) for v in values]
+    values = list(values)
     if len(values) != len(instr.operands):
         raise InterpretError(f"`{_instr_text(instr)}` has {len(instr.operands)} operands, "
                              f"got {len(values)} values", location=instr.loc)
-    for i, (operand, value) in enumerate(zip(instr.operands, values)):
-        if value.shape != operand.shape or value.dtype != operand.dtype:
-            raise InterpretError(f"operand {i} of `{_instr_text(instr)}` is "
-                                 f"{operand.type_str}, got a value of {_type_of(value)}",
-                                 location=instr.loc)
+    for i, operand in enumerate(instr.operands):
+        values[i] = _operand_value(instr, i, operand, values[i])
     with np.errstate(all="ignore"):
         return _apply(instr, values)
+
+
+def _operand_value(instr, i, operand, value):
+    """`value` as operand `i` of `instr`: an array, or a tuple for a multi-output fusion."""
+    types = output_types(operand)
+    multi = is_multi_output(operand)
+    parts = list(value) if multi and isinstance(value, (tuple, list)) else [value]
+    parts = [np.asarray(v) for v in parts]
+    got = [(v.shape, v.dtype) for v in parts]
+    if got != types:
+        want = ", ".join(f"{dtypes.name(d)}[{','.join(map(str, s))}]" for s, d in types)
+        raise InterpretError(f"operand {i} of `{_instr_text(instr)}` is "
+                             f"{f'({want})' if multi else want}, got a value of "
+                             f"{', '.join(map(_type_of, parts))}", location=instr.loc)
+    return tuple(parts) if multi else parts[0]
 
 
 def _check_args(module, args):
@@ -537,9 +580,16 @@ def evaluate(module, args):
 
     Arguments must match the parameters' shapes and dtypes exactly. Each
     intermediate value is dropped after its last use. Results are fresh,
-    writable arrays.
+    writable arrays. A fusion evaluates its body the same way.
     """
     args = _check_args(module, list(args))
+    with np.errstate(all="ignore"):
+        results = _run(module, args)
+    return [np.array(r, order="C") if _needs_copy(r, args) else r for r in results]
+
+
+def _run(module, args):
+    """`module`'s results on checked `args`; they may alias the arguments and constants."""
     order = module.instructions
     last_use = {}
     for step, instr in enumerate(order):
@@ -554,11 +604,9 @@ def evaluate(module, args):
             dead_after[end].append(instr)
 
     env = dict(zip(module.params, args))
-    with np.errstate(all="ignore"):
-        for step, instr in enumerate(order):
-            if instr not in env:
-                env[instr] = _apply(instr, [env[o] for o in instr.operands], module)
-            for instr_done in dead_after[step]:
-                del env[instr_done]
-    results = [env[r] for r in module.results]
-    return [np.array(r, order="C") if _needs_copy(r, args) else r for r in results]
+    for step, instr in enumerate(order):
+        if instr not in env:
+            env[instr] = _apply(instr, [env[o] for o in instr.operands], module)
+        for instr_done in dead_after[step]:
+            del env[instr_done]
+    return [env[r] for r in module.results]

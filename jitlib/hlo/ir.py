@@ -7,7 +7,9 @@ The source location is metadata, not identity: the first builder wins.
 
 A `Module` is a function: typed parameters in order, and a tuple of results.
 Its instructions are everything reachable from the results, in a
-deterministic topological order.
+deterministic topological order. Modules compare and hash by structure
+(name, params, results), so a FUSION instruction, whose `body` attribute is a
+Module, is interned like any other.
 """
 import weakref
 
@@ -153,6 +155,16 @@ class Module:
             self._order = _toposort(self.params, self.results)
         return self._order
 
+    def __eq__(self, other):
+        if not isinstance(other, Module):
+            return NotImplemented
+        # Instructions are interned, so identity of the tuples' items is structural equality.
+        return (self.name == other.name and self.params == other.params
+                and self.results == other.results)
+
+    def __hash__(self):
+        return hash((self.name, self.params, self.results))
+
     def __str__(self):
         from jitlib.hlo.printer import print_module
         return print_module(self)
@@ -162,6 +174,19 @@ class Module:
 
     def __repr__(self):
         return f"<Module {self.name}: {len(self.instructions)} instructions>"
+
+
+def is_multi_output(instr) -> bool:
+    """Whether `instr` is a fusion with several results (usable only through get_output)."""
+    body = instr.attrs.get("body") if instr.op is Op.FUSION else None
+    return isinstance(body, Module) and len(body.results) > 1
+
+
+def output_types(instr) -> list:
+    """(shape, dtype) of each value `instr` gives: one per result of a multi-output fusion."""
+    if is_multi_output(instr):
+        return [(r.shape, r.dtype) for r in instr.attrs["body"].results]
+    return [(instr.shape, instr.dtype)]
 
 
 def _toposort(params, results):

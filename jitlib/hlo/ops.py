@@ -77,6 +77,9 @@ class Op(str, enum.Enum):
     CUMMIN = "cummin"
     # -- contraction
     DOT_GENERAL = "dot_general"
+    # -- kernels: a fusion runs its `body` Module on its operands as one kernel
+    FUSION = "fusion"            # attrs body, kind, name; multi-output: used by get_output only
+    GET_OUTPUT = "get_output"    # get_output(fusion), index: one result of a multi-output fusion
 
     def __str__(self):
         return self.value
@@ -112,9 +115,14 @@ REDUCE = frozenset({
 })
 ARG_REDUCE = frozenset({O.ARGMAX, O.ARGMIN})
 CUMULATIVE = frozenset({O.CUMSUM, O.CUMPROD, O.CUMMAX, O.CUMMIN})
+KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
+# loop: elementwise/movement over one iteration space; reduction: reductions over the same
+# dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
+# opaque: anything else (scatter, scans), run as-is.
+FUSION_KINDS = ("loop", "reduction", "dot", "opaque")
 
 # The binary op each reduction and scan folds with.
 REDUCE_COMBINER = {

@@ -7,20 +7,24 @@ Grammar, one construct a line (blank lines and lines starting with `#` or `//` a
                 'return' '(' [ref {',' ref}] ')'
                 '}'
     param    := ref ':' type
-    instr    := ref '=' type OP '(' args ')' {',' NAME '=' value} [loc]
+    instr    := ref '=' type OP '(' args ')' {',' NAME '=' value} [loc] [body]
+    body     := '{' module '}'                         (for fusion, and only for fusion)
     args     := [ref {',' ref}]  |  literal            (a literal only for constant)
-    type     := DTYPE '[' [INT {',' INT}] ']'
+    type     := DTYPE '[' [INT {',' INT}] ']'  |  '(' type ',' type {',' type} ')'
     value    := INT | 'true' | 'false' | NAME | STRING | '[' [value {',' value}] ']'
     literal  := scalar | '{' [scalar {',' scalar}] '}' | 'hex' STRING
     scalar   := INT | FLOAT | 'nan' | 'inf' | '-inf' | 'true' | 'false'
-    loc      := 'loc(' STRING ':' INT ' ' FUNCTION ')'        (to the end of the line)
+    loc      := 'loc(' STRING ':' INT ' ' FUNCTION ')'        (to the end of the line or `{`)
     ref      := '%' NAME-or-INT
 
-Every instruction is built with `build.make`, so it is type-checked, and its printed
-type must equal the inferred one. Attributes the type restates (`printer.implied_attrs`)
-may be left out; they are restored from the type. STRINGs are JSON string literals.
-Instructions are interned: text equal to IR that already exists parses to the existing
-objects, which keep the locations they were first built with.
+A fusion's line ends with `{` (after its loc, if any); its body, a module of its own
+whose values are named independently, follows on the next lines, and a `}` line closes
+it. The tuple type belongs to a fusion with several results. Every instruction is built
+with `build.make`, so it is type-checked, and its printed type must equal the inferred
+one. Attributes the type restates (`printer.implied_attrs`) may be left out; they are
+restored from the type. STRINGs are JSON string literals. Instructions are interned: text
+equal to IR that already exists parses to the existing objects, which keep the locations
+they were first built with.
 """
 import json
 import re
@@ -29,7 +33,7 @@ import numpy as np
 
 from jitlib.errors import SourceLocation
 from jitlib.hlo import build, dtypes
-from jitlib.hlo.ir import Literal, Module
+from jitlib.hlo.ir import Literal, Module, output_types
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import float_value, format_type, implied_attrs
 from jitlib.hlo.shape_rules import IRTypeError
@@ -64,9 +68,18 @@ class _Line:
 
     def __init__(self, lineno, text):
         self.lineno, self.text, self.pos = lineno, text, 0
+        self.shown = text   # `text` loses a fusion's trailing `{`; messages show it all
 
     def error(self, message):
-        return ParseError(message, self.lineno, self.text)
+        return ParseError(message, self.lineno, self.shown)
+
+    def opens_block(self):
+        """Whether the line ends with `{`; if so, drop it from the tokens."""
+        stripped = self.text.rstrip()
+        if not stripped.endswith("{"):
+            return False
+        self.text = stripped[:-1]
+        return True
 
     def _start(self):
         return _SPACE.match(self.text, self.pos).end()
@@ -115,38 +128,62 @@ class _Line:
         return self.text[self._start():]
 
 
+class _Lines:
+    """A cursor over the non-blank, non-comment lines of a text."""
+
+    def __init__(self, text):
+        self.lines = [_Line(i + 1, s) for i, s in enumerate(text.splitlines())
+                      if s.strip() and not s.lstrip().startswith(("#", "//"))]
+        self.pos = 0
+
+    def next(self, missing):
+        """The next line; at the end of the text, an error `missing` on the last line."""
+        if self.pos == len(self.lines):
+            raise self.lines[-1].error(missing)
+        self.pos += 1
+        return self.lines[self.pos - 1]
+
+    def peek_text(self):
+        return self.lines[self.pos].text.strip() if self.pos < len(self.lines) else None
+
+
 def parse_module(text: str) -> Module:
     """Parse a module printed by `printer.print_module`; raises `ParseError`."""
-    lines = [_Line(i + 1, s) for i, s in enumerate(text.splitlines())
-             if s.strip() and not s.lstrip().startswith(("#", "//"))]
-    if not lines:
+    lines = _Lines(text)
+    if not lines.lines:
         raise ParseError("empty module text")
     # Locations come from the text alone, never from a trace that happens to be active.
     with build.locations(lambda: None):
-        return _parse_lines(lines)
+        module = _parse_module(lines)
+    if lines.peek_text() is not None:
+        raise lines.next("").error("text after the end of the module")
+    return module
 
 
-def _parse_lines(lines):
-    name, params, env = _parse_header(lines[0])
-    for k, line in enumerate(lines[1:], start=1):
-        if line.peek()[1] == "return":
+def _parse_module(lines):
+    """One module, from its header line to its closing `}` line."""
+    name, params, env = _parse_header(lines.next("expected a module header"))
+    while True:
+        line = lines.next("missing 'return' line")
+        word = line.peek()[1]
+        if word == "return":
             results = _parse_return(line, env)
             break
-        if line.peek()[1] == "}":
+        if word == "}":
             raise line.error("missing 'return' line before '}'")
-        label, instr = _parse_instr(line, env)
+        label, instr = _parse_instr(line, env, lines)
         if label in env:
             raise line.error(f"%{label} is defined twice")
         env[label] = instr
-    else:
-        raise lines[-1].error("missing 'return' line")
-    tail = lines[k + 1:]
-    if not tail or tail[0].text.strip() != "}":
-        where = tail[0] if tail else lines[k]
-        raise where.error("expected '}' closing the module")
-    if len(tail) > 1:
-        raise tail[1].error("text after the end of the module")
+    _expect_close(lines, "the module")
     return Module(name, params, results)
+
+
+def _expect_close(lines, what):
+    message = f"expected '}}' closing {what}"
+    line = lines.next(message)
+    if line.text.strip() != "}":
+        raise line.error(message)
 
 
 def _parse_header(line):
@@ -189,6 +226,19 @@ def _parse_ref(line, env):
     return env[label]
 
 
+def _parse_types(line):
+    """A type, or a tuple of them; returns a list of (shape, dtype) and whether a tuple."""
+    if not line.accept("("):
+        return [_parse_type(line)], False
+    types = [_parse_type(line)]
+    while not line.accept(")"):
+        line.expect(",")
+        types.append(_parse_type(line))
+    if len(types) < 2:
+        raise line.error("a tuple type needs two types or more")
+    return types, True
+
+
 def _parse_type(line):
     name = line.expect_kind("name", "a type like f32[4]")
     try:
@@ -211,10 +261,11 @@ def _parse_int(line, what):
     return int(text)
 
 
-def _parse_instr(line, env):
+def _parse_instr(line, env, lines):
     label = line.expect_kind("ref", "an instruction like %0 = ...")[1:]
     line.expect("=")
-    shape, dtype = _parse_type(line)
+    types, is_tuple = _parse_types(line)
+    shape, dtype = types[0]
     op_name = line.expect_kind("name", "an op name")
     try:
         op = Op(op_name)
@@ -222,6 +273,10 @@ def _parse_instr(line, env):
         raise line.error(f"unknown op {op_name!r}") from None
     if op is Op.PARAMETER:
         raise line.error("parameters are declared in the module header")
+    if is_tuple and op is not Op.FUSION:
+        raise line.error(f"{op} gives one value, not a tuple")
+    if (op is Op.FUSION) != line.opens_block():
+        raise line.error("a fusion line ends with '{' opening its body; no other line does")
     line.expect("(")
     operands, attrs = [], {}
     if op is Op.CONSTANT:
@@ -241,6 +296,10 @@ def _parse_instr(line, env):
     loc = _parse_loc(line)
     for key, value in implied_attrs(op, shape, dtype).items():
         attrs.setdefault(key, value)
+    if op is Op.FUSION:
+        if "body" in attrs:
+            raise line.error("a fusion's body is the module below it, not an attribute")
+        attrs["body"] = _parse_body(lines)
     problem = attr_error(op, attrs)
     if problem:
         raise line.error(problem)
@@ -248,10 +307,21 @@ def _parse_instr(line, env):
         instr = build.make(op, operands, attrs, loc)
     except IRTypeError as e:
         raise line.error(str(e)) from None
-    if instr.shape != shape or instr.dtype != dtype:
-        raise line.error(f"the line says {instr.op} gives {format_type(shape, dtype)}, "
-                         f"but it gives {instr.type_str}")
+    given, actual = _show_types(types, is_tuple), _show_types(output_types(instr))
+    if given != actual:
+        raise line.error(f"the line says {instr.op} gives {given}, but it gives {actual}")
     return label, instr
+
+
+def _parse_body(lines):
+    body = _parse_module(lines)
+    _expect_close(lines, "the fusion")
+    return body
+
+
+def _show_types(types, is_tuple=None):
+    text = ", ".join(format_type(shape, dtype) for shape, dtype in types)
+    return f"({text})" if (len(types) > 1 if is_tuple is None else is_tuple) else text
 
 
 def _parse_value(line):

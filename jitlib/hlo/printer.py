@@ -7,8 +7,20 @@
     }
 
 Parameters print in the header under their `name` attribute; every other value is
-numbered %0, %1, ... in `Module.instructions` order. Attributes follow the operands as
-`, key=value`, sorted by key, except those the result type restates (see
+numbered %0, %1, ... in `Module.instructions` order. A fusion's body is a module nested
+below its line, two spaces further in, with its own names; the fusion's `}` closes it:
+
+      %0 = (f32[4], f32[4]) fusion(%x), kind=loop, name=fused_exp_0 {
+        module fused_exp_0(%p0: f32[4]) {
+          %0 = f32[4] exp(%p0)
+          %1 = f32[4] neg(%0)
+          return (%0, %1)
+        }
+      }
+      %1 = f32[4] get_output(%0), index=1
+
+A multi-output fusion's type is the tuple of its results' types. Attributes follow the
+operands as `, key=value`, sorted by key, except those the result type restates (see
 `implied_attrs`); the parser restores those from the type. `parser.parse_module` reads
 this text back, and printing what it returns gives the same text.
 """
@@ -18,7 +30,7 @@ import re
 import numpy as np
 
 from jitlib.hlo import dtypes
-from jitlib.hlo.ir import Literal
+from jitlib.hlo.ir import Literal, Module
 from jitlib.hlo.ops import Op
 
 # Constants with more elements than this print as the hex of their little-endian bytes.
@@ -34,17 +46,26 @@ _RESERVED = frozenset({"true", "false", "nan", "inf", "hex", "loc"})
 
 def print_module(module, short_locs=False) -> str:
     """The module as text; `short_locs` prints file basenames (not parseable back exactly)."""
+    return "\n".join(_module_lines(module, short_locs))
+
+
+def _module_lines(module, short_locs):
     names = value_names(module)
     header = ", ".join(f"%{names[p]}: {format_type(p.shape, p.dtype)}" for p in module.params)
     lines = [f"module {sanitize(module.name)}({header}) {{"]
     params = set(module.params)
     for instr in module.instructions:
-        if instr not in params:
-            lines.append(INDENT + print_instr(instr, names, short_locs))
+        if instr in params:
+            continue
+        lines.append(INDENT + print_instr(instr, names, short_locs))
+        body = instr.attrs.get("body") if instr.op is Op.FUSION else None
+        if isinstance(body, Module):
+            lines += [INDENT * 2 + line for line in _module_lines(body, short_locs)]
+            lines.append(INDENT + "}")
     results = ", ".join(f"%{names[r]}" for r in module.results)
     lines.append(f"{INDENT}return ({results})")
     lines.append("}")
-    return "\n".join(lines)
+    return lines
 
 
 def value_names(module) -> dict:
@@ -78,16 +99,24 @@ def print_instr(instr, names, short_locs=False) -> str:
     """One instruction as one line, e.g. `%3 = f32[4] div(%0, %2)`, with its loc if set.
 
     `names` maps instructions to their names (see `value_names`); the line has no indent.
+    A fusion's line ends with the `{` that opens its body, which `print_module` prints
+    below it; a multi-output fusion's type is the tuple of its results' types.
     """
     op = instr.op
     attrs = dict(instr.attrs)
+    has_body = op is Op.FUSION and isinstance(attrs.get("body"), Module)
+    if has_body:
+        body = attrs.pop("body")
     if op is Op.CONSTANT and _printable_literal(attrs.get("value"), instr):
         args = format_literal(attrs.pop("value").array)
     else:
         # "?" only in a broken module whose instructions miss an operand.
         args = ", ".join(f"%{names.get(o, '?')}" for o in instr.operands)
     implied = implied_attrs(op, instr.shape, instr.dtype)
-    text = f"%{names[instr]} = {format_type(instr.shape, instr.dtype)} {op}({args})"
+    type_ = format_type(instr.shape, instr.dtype)
+    if has_body and len(body.results) > 1:
+        type_ = "(" + ", ".join(format_type(r.shape, r.dtype) for r in body.results) + ")"
+    text = f"%{names[instr]} = {type_} {op}({args})"
     for key in sorted(attrs):
         value = format_attr(attrs[key])
         if key in implied and value == format_attr(implied[key]):
@@ -96,7 +125,7 @@ def print_instr(instr, names, short_locs=False) -> str:
     if instr.loc is not None:
         width = LOC_COLUMN - len(INDENT) - 2
         text = f"{text.ljust(width)}  {format_loc(instr.loc, short_locs)}"
-    return text
+    return text + " {" if has_body else text
 
 
 def implied_attrs(op, shape, dtype) -> dict:

@@ -8,6 +8,7 @@ import numpy as np
 
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
+from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
 
 
@@ -16,6 +17,8 @@ class IRTypeError(TypeError):
 
 
 def _type(x):
+    if is_multi_output(x):
+        return "(" + ", ".join(r.type_str for r in x.attrs["body"].results) + ")"
     return x.type_str
 
 
@@ -271,6 +274,39 @@ def _dot_general(op, operands, attrs):
     return tuple([lhs.shape[i] for i in lb] + lfree + rfree), lhs.dtype
 
 
+def _fusion(op, operands, attrs):
+    body, kind, name = attrs.get("body"), attrs.get("kind"), attrs.get("name")
+    if not isinstance(body, Module):
+        _fail(op, operands, f"body must be a Module, not {type(body).__name__}")
+    if kind not in O.FUSION_KINDS:
+        _fail(op, operands, f"kind={kind!r} must be one of {O.FUSION_KINDS}")
+    if not isinstance(name, str):
+        _fail(op, operands, f"name={name!r} must be a str")
+    if len(operands) != len(body.params):
+        _fail(op, operands, f"its body takes {len(body.params)} parameters")
+    for i, (x, p) in enumerate(zip(operands, body.params)):
+        if x.shape != p.shape or x.dtype != p.dtype:
+            _fail(op, operands, f"operand {i} is {x.type_str} but body parameter {i} "
+                                f"is {p.type_str}")
+    if not body.results:
+        _fail(op, operands, "its body has no results")
+    if any(i.op in O.KERNEL for i in body.instructions):
+        _fail(op, operands, "its body holds a fusion; fusions do not nest")
+    first = body.results[0]
+    return first.shape, first.dtype
+
+
+def _get_output(op, operands, attrs):
+    (f,) = operands
+    index = attrs.get("index")
+    if f.op is not Op.FUSION or not isinstance(f.attrs.get("body"), Module):
+        _fail(op, operands, f"operand must be a fusion, not a {f.op}")
+    results = f.attrs["body"].results
+    if not isinstance(index, int) or not 0 <= index < len(results):
+        _fail(op, operands, f"index={index!r} is out of range for {len(results)} result(s)")
+    return results[index].shape, results[index].dtype
+
+
 RULES = {}
 for _op in O.LEAF:
     RULES[_op] = _typed
@@ -289,25 +325,34 @@ RULES.update({
     Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.PAD: _pad,
     Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
     Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
-    Op.DOT_GENERAL: _dot_general,
+    Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion, Op.GET_OUTPUT: _get_output,
 })
 assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
 
 ARITY = {Op.SELECT: 3, Op.CLAMP: 3, Op.PAD: 2, Op.GATHER: 2, Op.SCATTER: 3,
-         Op.DOT_GENERAL: 2}
+         Op.DOT_GENERAL: 2, Op.GET_OUTPUT: 1}
 ARITY.update({op: 0 for op in O.LEAF})
 ARITY.update({op: 1 for op in O.UNARY | O.REDUCE | O.ARG_REDUCE | O.CUMULATIVE})
 ARITY.update({op: 2 for op in O.BINARY})
 ARITY.update({Op.BROADCAST_IN_DIM: 1, Op.RESHAPE: 1, Op.TRANSPOSE: 1, Op.SLICE: 1,
               Op.REVERSE: 1})
-# concatenate, dynamic_slice and dynamic_update_slice are variadic.
+# concatenate, dynamic_slice, dynamic_update_slice and fusion are variadic.
 
 
 def infer(op, operands, attrs):
-    """The (shape, dtype) of `op` applied to `operands` with `attrs`."""
+    """The (shape, dtype) of `op` applied to `operands` with `attrs`.
+
+    A FUSION's type is its body's first result's; a multi-output fusion is an operand of
+    GET_OUTPUT only, which gives the type of the body result it picks.
+    """
     op = Op(op)
     n = ARITY.get(op)
     if n is not None and len(operands) != n:
         _fail(op, operands, f"takes {n} operands, got {len(operands)}")
+    if op is not Op.GET_OUTPUT:
+        for i, x in enumerate(operands):
+            if is_multi_output(x):
+                _fail(op, operands, f"operand {i} is a multi-output fusion: "
+                                    "use its results through get_output")
     shape, dtype = RULES[op](op, operands, attrs)
     return tuple(int(d) for d in shape), dtypes.canonicalize(dtype)

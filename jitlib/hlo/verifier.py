@@ -4,14 +4,17 @@
   - the module's parameters are parameter instructions with indices 0, 1, 2, ... in order,
     and no other parameter is reachable from the results;
   - every op is known and has exactly the attributes `ATTRS` lists, of the right kinds;
-  - every instruction's (shape, dtype) is what `shape_rules.infer` gives.
+  - every instruction's (shape, dtype) is what `shape_rules.infer` gives;
+  - every fusion's body passes all of this too, holds no fusion, and takes parameters
+    matching the fusion's operands one to one;
+  - a multi-output fusion is used only by get_output, and is not a result.
 It raises `VerifierError` whose message shows the offending instruction as one line of
-IR text and the whole module below it.
+IR text (a line of a fusion body, if the problem is there) and the whole module below it.
 """
 from jitlib.errors import VerifierError
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import Literal
+from jitlib.hlo.ir import Literal, Module, is_multi_output
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import print_instr, print_module, value_names
 from jitlib.hlo.shape_rules import infer
@@ -33,6 +36,8 @@ LITERAL = ("a Literal of a supported dtype",
            lambda v: isinstance(v, Literal) and dtypes.is_supported(v.dtype))
 DIRECTION = ("one of " + ", ".join(O.COMPARE_DIRECTIONS), lambda v: v in O.COMPARE_DIRECTIONS)
 MODE = ("one of " + ", ".join(O.SCATTER_MODES), lambda v: v in O.SCATTER_MODES)
+KIND = ("one of " + ", ".join(O.FUSION_KINDS), lambda v: v in O.FUSION_KINDS)
+MODULE = ("a Module", lambda v: isinstance(v, Module))
 
 # The attributes of every op: name -> kind. The contract every rule table relies on.
 ATTRS = {
@@ -54,6 +59,8 @@ ATTRS = {
     Op.GATHER: dict(axis=INT),
     Op.SCATTER: dict(axis=INT, mode=MODE),
     Op.DOT_GENERAL: dict(lhs_contract=INTS, rhs_contract=INTS, lhs_batch=INTS, rhs_batch=INTS),
+    Op.FUSION: dict(body=MODULE, kind=KIND, name=STR),
+    Op.GET_OUTPUT: dict(index=INT),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})
@@ -79,32 +86,62 @@ def attr_error(op, attrs):
 
 def verify(module) -> None:
     """Raise `VerifierError` unless `module` is well formed and well typed."""
+    _verify(module, module, None)
+
+
+def _verify(module, top, fusion):
+    """Check `module`: `top` itself, or the body of the instruction `fusion` within `top`."""
+    def fail(instr, problem):
+        _fail(top, module, fusion, instr, problem)
+
     params = set()
     for i, p in enumerate(module.params):
         if p.op is not Op.PARAMETER:
-            _fail(module, p, f"module parameter {i} is a {p.op}, not a parameter")
+            fail(p, f"module parameter {i} is a {p.op}, not a parameter")
         index = p.attrs.get("index")
         if p in params:
-            _fail(module, p, f"module parameter {i} is listed twice")
+            fail(p, f"module parameter {i} is listed twice")
         if index != i:
-            _fail(module, p, f"module parameter {i} has index {index!r}")
+            fail(p, f"module parameter {i} has index {index!r}")
         params.add(p)
     for instr in module.instructions:
-        problem = _instr_error(instr, params)
+        problem = _instr_error(instr, params, fusion is not None)
         if problem:
-            _fail(module, instr, problem)
+            fail(instr, problem)
+        if instr.op is Op.FUSION:
+            _verify(instr.attrs["body"], top, instr)
+            problem = _type_error(instr)
+            if problem:
+                fail(instr, problem)
+    for i, result in enumerate(module.results):
+        if is_multi_output(result):
+            fail(result, f"result {i} is a multi-output fusion: "
+                         "return its results through get_output")
 
 
-def _instr_error(instr, params):
+def _instr_error(instr, params, in_body):
     try:
         op = Op(instr.op)
     except ValueError:
         return f"unknown op {instr.op!r}"
     if op is Op.PARAMETER and instr not in params:
         return "a parameter that is not among the module's parameters is reachable"
+    if op in O.KERNEL and in_body:
+        return f"a {op} inside a fusion body: fusions do not nest"
     problem = attr_error(op, instr.attrs)
     if problem:
         return problem
+    if op is not Op.GET_OUTPUT:
+        for i, x in enumerate(instr.operands):
+            if is_multi_output(x):
+                return (f"operand {i} is a multi-output fusion, which only get_output "
+                        "may use")
+    # A fusion is typed after its body is checked, so a problem there names the body's line.
+    return None if op is Op.FUSION else _type_error(instr)
+
+
+def _type_error(instr):
+    op = instr.op
     try:
         shape, dtype = infer(op, instr.operands, instr.attrs)
     except (TypeError, ValueError, KeyError, IndexError) as e:
@@ -116,9 +153,9 @@ def _instr_error(instr, params):
     return None
 
 
-def _fail(module, instr, problem):
-    names = value_names(module)
-    line = print_instr(instr, names, short_locs=True)
-    text = print_module(module, short_locs=True)
-    raise VerifierError(f"verifier: {problem}\n  {line}\nin module:\n{text}",
+def _fail(top, module, fusion, instr, problem):
+    line = print_instr(instr, value_names(module), short_locs=True)
+    where = "" if fusion is None else f" (in the body of fusion {fusion.attrs['name']!r})"
+    text = print_module(top, short_locs=True)
+    raise VerifierError(f"verifier: {problem}{where}\n  {line}\nin module:\n{text}",
                         location=instr.loc)

@@ -16,13 +16,14 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
-from hypothesis import assume, given, settings
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import jitlib.backends as backends
 from jitlib.backends.jax import lower_rules
 from jitlib.errors import JitlibTypeError, UnsupportedError
 from jitlib.hlo import Module, Op, build as B, dtypes, ops
+from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.interpreter import evaluate
 
 JAX = backends.get_backend("jax")
@@ -461,18 +462,18 @@ def _index_arrays(iname, values):
     return idx, np.random.default_rng(0).permutation(idx).reshape(2, 4)
 
 
-def _indexing(x, i1, i2, u0, u1):
-    """Gathers along both axes, and scatters in every mode along both axes."""
+def _indexing(x, i1, i2, u0, u1, modes=ops.SCATTER_MODES):
+    """Gathers along both axes, and scatters in each of `modes` along both axes."""
     results = [B.gather(x, i1, 0), B.gather(x, i2, 1)]
-    for mode in ops.SCATTER_MODES:
+    for mode in modes:
         results += [B.scatter(x, i2, u0, 0, mode), B.scatter(x, i1, u1, 1, mode)]
     return results
 
 
-def _check_indexing(name, got, want):
+def _check_indexing(name, got, want, per_case=12):
     for i, (g, w) in enumerate(zip(got, want)):
         # The sign of a zero from max/min of +0 and -0 depends on the combining order.
-        assert_exact(g, w, f"{name} result {i}", zero_sign=i % 12 < 2)
+        assert_exact(g, w, f"{name} result {i}", zero_sign=i % per_case < 2)
 
 
 @pytest.mark.parametrize("name", ALL)
@@ -500,8 +501,9 @@ def test_index_dtypes():
         i2 = B.parameter(len(params) + 1, idx2.shape, idx.dtype)
         params += [i1, i2]
         args += [idx, idx2]
-        results += _indexing(x, i1, i2, u0, u1)
-    _check_indexing("f32", *run(Module("indices", params, results), *args))
+        # Index handling differs between dropping (any scatter) and last-wins ("set") only.
+        results += _indexing(x, i1, i2, u0, u1, ("add", "set"))
+    _check_indexing("f32", *run(Module("indices", params, results), *args), per_case=6)
 
 
 def test_scatter_drops_negative_indices_and_last_set_wins():
@@ -527,16 +529,13 @@ def test_scatter_into_an_empty_axis():
 covers(*ops.REDUCE, *ops.ARG_REDUCE, *ops.CUMULATIVE)
 
 
-def _reduce_cases(x):
-    """(op, make) for every reduction and scan of `x` that type-checks."""
-    cases = []
-    for op in sorted(ops.REDUCE):
-        for dims in ((), (0,), (1, 2), (0, 1, 2)):
-            cases.append((op, lambda op=op, dims=dims: B.reduce(op, x, dims)))
-    for op in sorted(ops.CUMULATIVE):
-        for axis in range(3):
-            for rev in (False, True):
-                cases.append((op, lambda op=op, a=axis, r=rev: B.cumulative(op, x, a, r)))
+def _reduce_cases(x, dim_sets, scans):
+    """(op, make) for every reduction of `x` over each of `dim_sets` and every scan along
+    each (axis, reverse) of `scans`, where they type-check."""
+    cases = [(op, lambda op=op, dims=dims: B.reduce(op, x, dims))
+             for op in sorted(ops.REDUCE) for dims in dim_sets]
+    cases += [(op, lambda op=op, a=axis, r=rev: B.cumulative(op, x, a, r))
+              for op in sorted(ops.CUMULATIVE) for axis, rev in scans]
     return [(op, make) for op, make in cases if typechecks(make)]
 
 
@@ -545,10 +544,11 @@ def test_reductions(name):
     dt = DT[name]
     x, t, e = (B.parameter(0, (3, 4, 5), dt), B.parameter(1, (3, 4, 5), dt),
                B.parameter(2, (2, 0, 3), dt))
+    everywhere = ([(), (0, 2), (0, 1, 2)], [(0, False), (2, True)])
     # Accumulating float ops get tame values, whose sums cannot overflow in any order.
-    cases = [(op, make) for v in (x, e) for op, make in _reduce_cases(v)
-             if op not in APPROX or v is e]
-    cases += [(op, make) for op, make in _reduce_cases(t) if op in APPROX]
+    cases = [(op, make) for op, make in _reduce_cases(x, *everywhere) if op not in APPROX]
+    cases += [(op, make) for op, make in _reduce_cases(t, *everywhere) if op in APPROX]
+    cases += _reduce_cases(e, [(1,)], [(1, True)])
     module = Module("reduce", [x, t, e], [make() for _, make in cases])
     got, want = run(module, sample(name, (3, 4, 5)), tame(name, (3, 4, 5), 1),
                     sample(name, (2, 0, 3)))
@@ -611,6 +611,26 @@ def test_dot_general(name):
         check(Op.DOT_GENERAL, g, w, name, atol=RTOL.get(name, 0) * 8)
 
 
+# -- kernels
+
+covers(Op.FUSION, Op.GET_OUTPUT)
+
+
+def test_fusions():
+    x, y = B.parameter(0, (3, 4), DT["f32"]), B.parameter(1, (4,), DT["f32"])
+    a, b = B.parameter(0, (3, 4), DT["f32"]), B.parameter(1, (4,), DT["f32"])
+    # x / broadcast(y) inside a body must stay a division there too.
+    quotient = B.binary(Op.DIV, a, B.broadcast_in_dim(b, (3, 4), (1,)))
+    two = Module("two", [a, b], [quotient, B.reduce(Op.REDUCE_MAX, quotient, (0,))])
+    one_result = Module("one", [a], [B.unary(Op.NEG, a)])
+    multi = B.fusion([x, y], two, "reduction", "div_max")
+    single = B.fusion([x], one_result, "loop", "neg")
+    module = Module("kernels", [x, y], [*B.outputs(multi), single, B.get_output(single, 0)])
+    got, want = run(module, sample("f32", (3, 4)), np.float32([3, 7, -0.1, 6]))
+    for g, w in zip(got, want):
+        assert_exact(g, w)
+
+
 # -- random programs
 
 def test_every_op_is_tested():
@@ -618,21 +638,23 @@ def test_every_op_is_tested():
 
 
 def _has_subnormals(module, inputs):
-    """Whether any value `module` computes on `inputs` is a subnormal XLA would flush."""
-    everything = Module("all", module.params, module.instructions)
-    for v in evaluate(everything, inputs):
+    """Whether any value `module` computes on `inputs`, in fusion bodies too, is a subnormal
+    XLA would flush."""
+    values = [i for i in module.instructions if not is_multi_output(i)]
+    env = dict(zip(values, evaluate(Module("all", module.params, values), inputs)))
+    for v in env.values():
         if v.dtype in _FTZ:
             wide = np.abs(v.astype(np.float64))
             if np.any((wide > 0) & (wide < float(dtypes.finfo(v.dtype).tiny))):
                 return True
-    return False
+    return any(_has_subnormals(i.attrs["body"], [env[x] for x in i.operands])
+               for i in module.instructions if i.op is Op.FUSION)
 
 
 EXACT_OPS = sorted(set(Op) - APPROX)
 
 
-@settings(max_examples=60, deadline=None)
-@given(data=st.data(), kind=st.sampled_from(["ints", "floats", "all"]))
+@given(data=st.data(), kind=st.sampled_from(["ints", "floats", "all", "fused"]))
 def test_random_exact_programs(data, kind):
     irs = pytest.importorskip("ir_strategies")
     ints = [DT[n] for n in ["bool"] + INTS + ["u64"]]
@@ -640,7 +662,8 @@ def test_random_exact_programs(data, kind):
     # Integer programs may use every op; with floats, only ops that round exactly.
     strategy = {"ints": irs.programs(dtypes=ints),
                 "floats": irs.programs(ops=EXACT_OPS, dtypes=floats + [DT["bool"]]),
-                "all": irs.programs(ops=EXACT_OPS)}[kind]
+                "all": irs.programs(ops=EXACT_OPS),   # kernels included
+                "fused": irs.fused_programs(dtypes=ints)}[kind]
     module, inputs = data.draw(strategy)
     assume(not _has_subnormals(module, inputs))
     got, want = run(module, *inputs)
@@ -649,7 +672,6 @@ def test_random_exact_programs(data, kind):
         assert_exact(g, w, f"result {i} of\n{module}", zero_sign=False)
 
 
-@settings(max_examples=60, deadline=None)
 @given(data=st.data(), op=st.sampled_from(sorted(APPROX - ops.REDUCE - ops.CUMULATIVE
                                                  - {Op.DOT_GENERAL})))
 def test_random_approximate_ops(data, op):

@@ -731,6 +731,36 @@ def test_dot_integer_wraps_and_bool_is_or_of_ands():
     assert_bitwise(run(_matmul, p, q), np.array([[True, True], [False, False]]))
 
 
+# -- kernels
+
+covers(Op.FUSION, Op.GET_OUTPUT)
+
+
+def test_fusion_evaluates_its_body():
+    x = B.parameter(0, (3, 4), D["f32"], name="x")
+    p = B.parameter(0, (3, 4), D["f32"])
+    body = Module("k", [p], [B.unary(Op.EXP, p), B.reduce(Op.REDUCE_SUM, p, (1,)), p])
+    kernel = B.fusion([x], body, "reduction", "k")
+    single = B.fusion([x], Module("n", [p], [B.unary(Op.NEG, p)]), "loop", "n")
+    outs = B.outputs(kernel)
+    value = sample("f32", (3, 4))
+    e, s, same, neg, neg0 = evaluate(Module("m", [x], [*outs, single,
+                                                       B.get_output(single, 0)]), [value])
+    assert_bitwise(e, np.exp(value))
+    assert_bitwise(s, np.sum(value, axis=1))
+    assert_bitwise(same, value)
+    assert not np.shares_memory(same, value)
+    assert_bitwise(neg, -value)
+    assert_bitwise(neg0, -value)
+    got = evaluate_instr(kernel, [value])
+    assert isinstance(got, tuple) and len(got) == 3
+    assert_bitwise(evaluate_instr(outs[1], [got]), np.sum(value, axis=1))
+    assert_bitwise(evaluate_instr(single, [value]), -value)
+    assert_bitwise(evaluate_instr(B.get_output(single, 0), [-value]), -value)
+    with pytest.raises(InterpretError, match=r"is \(f32\[3,4\], f32\[3\], f32\[3,4\]\)"):
+        evaluate_instr(outs[1], [got[:2]])
+
+
 # -- evaluate(): arguments, memory, results
 
 def _module():

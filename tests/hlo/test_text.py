@@ -73,6 +73,13 @@ CASES = {
                          "%0 = f32[2,3,5] dot_general(%a, %b), lhs_batch=[0], lhs_contract=[2], "
                          "rhs_batch=[0], rhs_contract=[1]"),
 }
+CASES[Op.FUSION] = text("%x: f32[3]", "%0 = f32[3] fusion(%x), kind=loop, name=fused_neg_0 {",
+                        "  module fused_neg_0(%p0: f32[3]) {", "    %0 = f32[3] neg(%p0)",
+                        "    return (%0)", "  }", "}", ret="%0")
+CASES[Op.GET_OUTPUT] = text(
+    "%x: f32[3]", "%0 = (f32[3], f32[]) fusion(%x), kind=reduction, name=k {",
+    "  module k(%p0: f32[3]) {", "    %0 = f32[] reduce_max(%p0), dims=[0]",
+    "    return (%p0, %0)", "  }", "}", "%1 = f32[] get_output(%0), index=1")
 CASES.update({op: _unary_case(op) for op in O.UNARY})
 CASES.update({op: _binary_case(op) for op in O.BINARY})
 CASES.update({op: text(f"%x: {'bool' if op in (Op.REDUCE_AND, Op.REDUCE_OR) else 'f32'}[2,3]",

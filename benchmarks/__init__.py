@@ -1,0 +1,1 @@
+"""Benchmarks: jitlib side by side with NumPy and JAX/XLA. See benchmarks/README.md."""

@@ -1,0 +1,435 @@
+"""Fusion: partition a module into kernels, each a FUSION instruction.
+
+A kernel reads each input once and writes each output once. Kinds:
+
+  loop       elementwise and movement ops over one iteration space (the outputs' shape);
+             every op is computed inline, at the index its consumer needs.
+  reduction  reductions over the same dims R of one shape S, with their elementwise
+             producers and the consumers that reuse the reduced values: per kept index
+             k, the backend computes each reduction (a loop over R) in order, then the
+             S-shaped outputs (a loop over R) and the K-shaped ones. Row softmax,
+             layernorm and logsumexp are one kernel each.
+  dot        one dot_general and an elementwise epilogue on its output.
+  opaque     an op no other kernel can hold (scatter, cumulative ops), run as is.
+
+The algorithm is producer-into-consumer fusion, as in XLA: walking consumers before
+producers, a producer joins its consumers' kernel when all of them are in one kernel
+and `can_fuse` says yes; a cheap producer whose consumers sit in several kernels is
+duplicated into each when the cost model (bytes moved) says that pays. Then sibling
+kernels of the same space that read a common input merge into one multi-output kernel.
+Every decision carries a reason (`FusionDecision`), logged at JITLIB_DEBUG>=2.
+"""
+import dataclasses
+import logging
+import os
+
+from jitlib import config
+from jitlib.fusion import cost
+from jitlib.hlo import build as B
+from jitlib.hlo import ops as O
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+
+log = logging.getLogger("jitlib")
+
+# ops a loop kernel computes per output element from operand elements at mapped indices
+ELEMENTAL = O.ELEMENTWISE | {
+    Op.IOTA, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.PAD,
+    Op.CONCATENATE, Op.REVERSE, Op.GATHER, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE,
+}
+REDUCING = O.REDUCE | O.ARG_REDUCE
+# movement that re-reads its operand at most once per output element: free to duplicate
+CHEAP = frozenset({Op.IOTA, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE,
+                   Op.REVERSE, Op.CONVERT})
+# constants up to this many elements are baked into each kernel instead of passed in
+INLINE_CONSTANT_LIMIT = 1
+# names that say little about a kernel; left out of kernel names
+_QUIET = frozenset({Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.CONVERT, Op.CONSTANT, Op.IOTA})
+
+
+@dataclasses.dataclass(frozen=True)
+class FusionDecision:
+    """Fusible, or the reason it is not (XLA's FusionDecision)."""
+    ok: bool
+    reason: str = ""
+
+    @classmethod
+    def no(cls, reason):
+        return cls(False, reason)
+
+    def __bool__(self):
+        return self.ok
+
+
+YES = FusionDecision(True)
+
+
+def _reduced(instr):
+    if instr.op in O.ARG_REDUCE:
+        return (instr.attrs["axis"],)
+    return tuple(instr.attrs["dims"])
+
+
+def _squeeze(shape):
+    return tuple(d for d in shape if d != 1)
+
+
+class Group:
+    """One kernel being formed."""
+
+    _ids = 0
+
+    def __init__(self, root):
+        self.members = {root}
+        self.id = Group._ids
+        Group._ids += 1
+        self.hero = root
+        if root.op in REDUCING:
+            self.kind, self.space = "reduction", (root.operands[0].shape, _reduced(root))
+        elif root.op is Op.DOT_GENERAL:
+            self.kind, self.space = "dot", root.shape
+        elif root.op in ELEMENTAL:
+            self.kind, self.space = "loop", root.shape
+        else:
+            self.kind, self.space = "opaque", root.shape
+
+    def __repr__(self):
+        return f"<{self.kind} kernel {self.id}: {len(self.members)} ops>"
+
+
+class _Fuser:
+    def __init__(self, module):
+        self.module = module
+        self.order = [i for i in module.instructions if i.op not in (Op.PARAMETER, Op.CONSTANT)]
+        self.position = {instr: n for n, instr in enumerate(module.instructions)}
+        self.users = {i: [] for i in module.instructions}
+        for instr in module.instructions:
+            for operand in dict.fromkeys(instr.operands):
+                self.users[operand].append(instr)
+        self.results = set(module.results)
+        self.groups_of = {}       # instr -> [Group]; several when duplicated
+        self.duplicated = set()   # computed inside each consumer kernel, never an output
+        self.decisions = []
+
+    # -- deciding
+
+    def run(self):
+        for instr in reversed(self.order):
+            self._place(instr)
+        self._merge_siblings()
+
+    def _place(self, instr):
+        consumer_groups = []
+        for user in self.users[instr]:
+            for g in self.groups_of[user]:
+                if g not in consumer_groups:
+                    consumer_groups.append(g)
+        if len(consumer_groups) == 1:
+            decision = self.can_fuse(instr, consumer_groups[0])
+            self._note(instr, consumer_groups[0], decision)
+            if decision:
+                self._join(instr, consumer_groups[0])
+                return
+        elif len(consumer_groups) > 1:
+            decision = self._should_duplicate(instr, consumer_groups)
+            self._note(instr, None, decision)
+            if decision:
+                self.duplicated.add(instr)
+                for g in consumer_groups:
+                    self._join(instr, g)
+                return
+        self.groups_of[instr] = [Group(instr)]
+
+    def _join(self, instr, group):
+        new_kind, new_space = self._kind_after(instr, group)
+        group.kind, group.space = new_kind, new_space
+        if instr.op in REDUCING or instr.op is Op.DOT_GENERAL:
+            group.hero = instr
+        group.members.add(instr)
+        self.groups_of.setdefault(instr, []).append(group)
+
+    def _kind_after(self, instr, group):
+        if group.kind == "loop" and instr.op in REDUCING:
+            return "reduction", (instr.operands[0].shape, _reduced(instr))
+        if group.kind == "loop" and instr.op is Op.DOT_GENERAL:
+            return "dot", instr.shape
+        return group.kind, group.space
+
+    def can_fuse(self, producer, group):
+        """Whether `producer` may join `group`, whose members hold all its users."""
+        op = producer.op
+        if op not in ELEMENTAL and op not in REDUCING and op is not Op.DOT_GENERAL:
+            return FusionDecision.no(f"{op} runs as its own kernel")
+        if group.kind == "opaque":
+            return FusionDecision.no(f"the consumer {group.hero.op} runs as its own kernel")
+        if producer in self.results and not self._same_space_output(producer, group):
+            return FusionDecision.no("a module result of another shape than the kernel's")
+        if group.kind == "dot":
+            if op not in ELEMENTAL:
+                return FusionDecision.no(f"a dot kernel holds one dot and its epilogue, not {op}")
+            if group.hero in self.users[producer]:
+                return FusionDecision.no("a dot reads its operands from memory")
+            return YES
+        if group.kind == "loop":
+            if op in ELEMENTAL:
+                return YES
+            if op in REDUCING:
+                space = (producer.operands[0].shape, _reduced(producer))
+                return self._check_reduction(group.members | {producer}, *space)
+            return self._check_epilogue(producer, group)
+        # reduction kernel
+        if op is Op.DOT_GENERAL:
+            return FusionDecision.no("a reduction kernel cannot hold a dot")
+        if op in REDUCING and (producer.operands[0].shape, _reduced(producer)) != group.space:
+            return FusionDecision.no(
+                f"reduces {_reduced(producer)} of {producer.operands[0].shape}, the kernel "
+                f"reduces {group.space[1]} of {group.space[0]}")
+        return self._check_reduction(group.members | {producer}, *group.space)
+
+    def _same_space_output(self, producer, group):
+        if group.kind == "reduction":
+            S, R = group.space
+            K = tuple(d for i, d in enumerate(S) if i not in R)
+            return producer.shape == S or _squeeze(producer.shape) == _squeeze(K)
+        return producer.shape == group.space
+
+    def _check_epilogue(self, dot, group):
+        """A loop kernel on a dot's output becomes that dot's epilogue."""
+        for user in self.users[dot]:
+            if user.op not in O.ELEMENTWISE or user.shape != dot.shape:
+                return FusionDecision.no(f"{user.op} of the dot's output is not an "
+                                         "elementwise epilogue")
+        if any(m.op in REDUCING for m in group.members):
+            return FusionDecision.no("the consumer kernel reduces")
+        for out in self._outputs_of(group.members):
+            if out.shape != dot.shape:
+                return FusionDecision.no("an epilogue output differs from the dot's shape")
+        return YES
+
+    def _check_reduction(self, members, S, R):
+        """Every reduction in `members` reduces R of S; values derived from reductions
+        stay per kept index (K-level) until a broadcast takes them back to S."""
+        K = tuple(d for i, d in enumerate(S) if i not in R)
+        kept = [i for i in range(len(S)) if i not in R]
+        k_level = set()
+        for m in sorted(members, key=self.position.get):
+            if m.op in REDUCING:
+                if (m.operands[0].shape, _reduced(m)) != (S, tuple(R)):
+                    return FusionDecision.no(f"{m.op} reduces {_reduced(m)} of "
+                                             f"{m.operands[0].shape}, not {R} of {S}")
+                k_level.add(m)
+                continue
+            from_k = [o for o in m.operands if o in k_level]
+            if not from_k:
+                continue
+            if m.op is Op.BROADCAST_IN_DIM:
+                if m.shape != S or not _maps_kept_dims(m, kept):
+                    return FusionDecision.no("a reduced value is broadcast other than back "
+                                             "along the reduced dims")
+            elif m.op in O.ELEMENTWISE or (m.op is Op.RESHAPE
+                                          and _squeeze(m.shape) == _squeeze(K)):
+                if _squeeze(m.shape) != _squeeze(K):
+                    return FusionDecision.no(f"{m.op} mixes reduced values with others")
+                k_level.add(m)
+            else:
+                return FusionDecision.no(f"{m.op} of a reduced value")
+        for out in self._outputs_of(members):
+            if out.shape != S and out not in k_level:
+                return FusionDecision.no(f"output {out.type_str} is neither the kernel's "
+                                         "shape nor a reduced value")
+        return YES
+
+    def _outputs_of(self, members):
+        return [m for m in sorted(members, key=self.position.get)
+                if m not in self.duplicated
+                and (m in self.results or any(u not in members for u in self.users[m]))]
+
+    def _should_duplicate(self, instr, groups):
+        if instr in self.results:
+            return FusionDecision.no("a module result is computed once")
+        if instr.op not in ELEMENTAL:
+            return FusionDecision.no(f"{instr.op} is not elementwise; computed once")
+        for g in groups:
+            decision = self.can_fuse(instr, g)
+            if not decision:
+                return FusionDecision.no(f"cannot join every consumer: {decision.reason}")
+        # materialised: written once, read by each consumer kernel;
+        # duplicated: each consumer kernel reads the producer's operands instead
+        materialised = cost.nbytes(instr) * (1 + len(groups))
+        duplicated = len(groups) * sum(cost.nbytes(o) for o in instr.operands
+                                       if not cost._inlined(o))
+        if instr.op not in CHEAP and instr.op not in (Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.MAX,
+                                                      Op.MIN, Op.SELECT, Op.COMPARE):
+            return FusionDecision.no(f"{instr.op} is too costly to compute twice")
+        if duplicated >= materialised:
+            return FusionDecision.no(f"duplicating reads {duplicated} bytes, "
+                                     f"materialising moves {materialised}")
+        return YES
+
+    def _note(self, instr, group, decision):
+        self.decisions.append((instr, group, decision))
+
+    # -- multi-output: siblings that read one input
+
+    def _merge_siblings(self):
+        changed = True
+        while changed:
+            changed = False
+            groups = self._groups()
+            readers = {}
+            for g in groups:
+                for value in self._inputs_of(g):
+                    readers.setdefault(value, []).append(g)
+            for value, gs in readers.items():
+                for a_idx in range(len(gs)):
+                    for b_idx in range(a_idx + 1, len(gs)):
+                        a, b = gs[a_idx], gs[b_idx]
+                        if self._siblings_fusible(a, b):
+                            self._merge(a, b)
+                            changed = True
+                            break
+                    if changed:
+                        break
+                if changed:
+                    break
+
+    def _siblings_fusible(self, a, b):
+        if a.kind != b.kind or a.kind not in ("loop", "reduction") or a.space != b.space:
+            return False
+        return not self._reaches(a, b) and not self._reaches(b, a)
+
+    def _reaches(self, src, dst):
+        """Whether kernel `dst` depends, through any chain of kernels, on kernel `src`."""
+        stack, seen = [src], {src}
+        while stack:
+            g = stack.pop()
+            for out in self._outputs_of(g.members):
+                for user in self.users[out]:
+                    for ug in self.groups_of[user]:
+                        if ug is dst:
+                            return True
+                        if ug not in seen:
+                            seen.add(ug)
+                            stack.append(ug)
+        return False
+
+    def _merge(self, a, b):
+        a.members |= b.members
+        for m in b.members:
+            self.groups_of[m] = [a if g is b else g for g in self.groups_of[m]]
+            self.groups_of[m] = list(dict.fromkeys(self.groups_of[m]))
+        self.decisions.append((b.hero, a, FusionDecision(True, "sibling: shares an input")))
+
+    # -- building the fused module
+
+    def _groups(self):
+        seen = {}
+        for instr in self.order:
+            for g in self.groups_of[instr]:
+                seen.setdefault(g.id, g)
+        return list(seen.values())
+
+    def _inputs_of(self, group):
+        inputs = []
+        for m in sorted(group.members, key=self.position.get):
+            for o in m.operands:
+                if o not in group.members and o not in inputs and not _inline_constant(o):
+                    inputs.append(o)
+        return inputs
+
+    def build(self):
+        groups = self._groups()
+        done, value_of, kernels = set(), {}, []
+        for p in self.module.params:
+            value_of[p] = p
+        pending = list(groups)
+        while pending:
+            ready = [g for g in pending
+                     if all(i.op in (Op.PARAMETER, Op.CONSTANT) or i in value_of
+                            for i in self._inputs_of(g))]
+            if not ready:
+                raise AssertionError("fusion formed a cycle between kernels")
+            ready.sort(key=lambda g: min(self.position[m] for m in g.members))
+            group = ready[0]
+            pending.remove(group)
+            kernels.append(self._emit(group, value_of, len(kernels)))
+            done.add(group)
+        results = [value_of.get(r, r) for r in self.module.results]
+        return Module(self.module.name, self.module.params, results), kernels
+
+    def _emit(self, group, value_of, index):
+        members = sorted(group.members, key=self.position.get)
+        inputs = self._inputs_of(group)
+        outputs = self._outputs_of(group.members)
+        name = _kernel_name(group, members, index)
+        params, inner = [], {}
+        for n, value in enumerate(inputs):
+            label = value.attrs["name"] if value.op is Op.PARAMETER else f"p{n}"
+            param = B.parameter(n, value.shape, value.dtype, label, loc=value.loc)
+            params.append(param)
+            inner[value] = param
+        for m in members:
+            operands = [inner[o] if o in inner else _copy_constant(o) for o in m.operands]
+            inner[m] = B.make(m.op, operands, m.attrs, loc=m.loc)
+        body = Module(name, params, [inner[o] for o in outputs])
+        top_inputs = [value_of.get(v, v) for v in inputs]
+        kernel = B.fusion(top_inputs, body, group.kind, name, loc=group.hero.loc)
+        for out, value in zip(outputs, B.outputs(kernel)):
+            value_of[out] = value
+        return kernel
+
+
+def _maps_kept_dims(bcast, kept):
+    operand = bcast.operands[0]
+    targets = [d for d, size in zip(bcast.attrs["dims"], operand.shape) if size != 1]
+    return all(t in kept for t in targets)
+
+
+def _inline_constant(value):
+    return value.op is Op.CONSTANT and value.size <= INLINE_CONSTANT_LIMIT
+
+
+def _copy_constant(value):
+    assert _inline_constant(value), value
+    return B.constant(value.attrs["value"], loc=value.loc)
+
+
+def _kernel_name(group, members, index):
+    names = []
+    for m in members:
+        label = m.op.value
+        if m.op not in _QUIET and label not in names:
+            names.append(label)
+    if not names:
+        names = [members[-1].op.value]
+    return "fused_" + "_".join(names[:4]) + f"_{index}"
+
+
+def kernel_summary(kernel):
+    """`kernel NAME = file.py:12-18: op, op, ...`: which user lines a kernel covers."""
+    body = kernel.attrs["body"]
+    locs = [i.loc for i in body.instructions if getattr(i, "loc", None) is not None
+            and i.op is not Op.PARAMETER]
+    ops = list(dict.fromkeys(i.op.value for i in body.instructions
+                             if i.op not in (Op.PARAMETER, Op.CONSTANT) and i.op not in _QUIET))
+    where = ""
+    if locs:
+        files = {os.path.basename(loc.file) for loc in locs}
+        lines = [loc.line for loc in locs]
+        span = f"{min(lines)}" if min(lines) == max(lines) else f"{min(lines)}-{max(lines)}"
+        where = f" = {'/'.join(sorted(files))}:{span}"
+    return f"kernel {kernel.attrs['name']}{where}: {', '.join(ops) or 'copy'}"
+
+
+def fuse(module, options=None, explain=None):
+    """Partition `module` into kernels; `explain`, if a list, receives every decision."""
+    fuser = _Fuser(module)
+    fuser.run()
+    fused, kernels = fuser.build()
+    if explain is not None:
+        explain.extend(fuser.decisions)
+    if config.debug_level() >= 2:
+        for instr, group, decision in fuser.decisions:
+            verdict = "fused" if decision else f"not fused: {decision.reason}"
+            log.info("fusion: %s into %s: %s", instr.op, group, verdict)
+    return fused

@@ -1,0 +1,159 @@
+"""The optimizer's passes, in order, and the runner that checks and logs each one.
+
+A pass is a named, pure function `(Module, Options) -> Module`. `PASSES` is the
+simplification pipeline; `optimize` runs it and then fusion. The order, and why:
+
+  1. fixed_point(simplify, constant_fold)
+     - within simplify, each op's rules run in table order, canonicalisation first
+       (constants to the right), so the rules after it look for constants there only.
+     - simplify before constant_fold: simplify collapses broadcast chains and turns
+       reductions of broadcasts into elementwise ops on the operand, so the folder sees
+       broadcasts of scalars and folds them as scalars instead of materialising arrays.
+     - constant_fold before simplify again (hence the fixed point): folded constants
+       (a 1 from 2*0.5, a true predicate) are what simplify's identities match.
+  2. cse: after every rewrite, so duplicates the rewrites made are merged (interning
+     already did it; see `rewrite.cse`) before anything counts uses.
+  3. dce: last, since each rewrite strands the instructions it replaced.
+  (optimize) fuse: after all of the above. Fusion groups what is left into kernels;
+     the rules do not look inside kernels, and dead or duplicate ops would become
+     kernel work.
+
+Debugging (`JITLIB_DEBUG`, logger "jitlib"): 2 logs the module before and after
+`optimize`; 3 verifies the module after every pass and logs each pass's diff.
+"""
+import dataclasses
+import difflib
+import importlib
+import logging
+from typing import Callable
+
+from jitlib import config
+from jitlib.errors import VerifierError
+from jitlib.fusion import rewrite
+from jitlib.fusion.options import Options
+from jitlib.fusion.simplify import ALGEBRAIC, FOLD
+from jitlib.hlo.printer import print_module
+from jitlib.hlo.verifier import verify
+
+log = logging.getLogger("jitlib")
+
+
+@dataclasses.dataclass(frozen=True)
+class Pass:
+    """A named `fn(module, options) -> module`."""
+
+    name: str
+    fn: Callable
+
+    def __call__(self, module, options=None):
+        return self.fn(module, options if options is not None else Options())
+
+
+@dataclasses.dataclass(frozen=True)
+class FixedPoint:
+    """`passes` in order, repeated until a round changes nothing or `max_iters` rounds ran
+    (None: `Options.max_iters`)."""
+
+    name: str
+    passes: tuple
+    max_iters: int | None = None
+
+    def __call__(self, module, options=None):
+        return run_pipeline(module, (self,), options)
+
+
+def fixed_point(passes, max_iters=None, name=None):
+    """Repeat a pass (or a sequence of passes) until the module stops changing."""
+    passes = (passes,) if isinstance(passes, (Pass, FixedPoint)) else tuple(passes)
+    return FixedPoint(name or "+".join(p.name for p in passes), passes, max_iters)
+
+
+def _rule_pass(name, rules):
+    return Pass(name, lambda module, options: rewrite.rewrite_module(module, rules, options))
+
+
+SIMPLIFY = _rule_pass("simplify", ALGEBRAIC)
+CONSTANT_FOLD = _rule_pass("constant_fold", FOLD)
+CSE = Pass("cse", rewrite.cse)
+DCE = Pass("dce", rewrite.dce)
+
+PASSES = (
+    fixed_point((SIMPLIFY, CONSTANT_FOLD), name="simplify_and_fold"),
+    CSE,
+    DCE,
+)
+
+BY_NAME = {p.name: p for p in (SIMPLIFY, CONSTANT_FOLD, CSE, DCE, *PASSES)}
+
+
+def run_pipeline(module, passes=None, options=None, verify_each=False):
+    """Run `passes` (default `PASSES`) in order and return the result.
+
+    With `verify_each`, or at JITLIB_DEBUG>=3, the verifier runs after every pass and a
+    failure names the pass; at JITLIB_DEBUG>=3 each pass's diff is logged.
+    """
+    passes = PASSES if passes is None else tuple(passes)
+    options = options if options is not None else Options()
+    debug = config.debug_level() >= 3
+    for p in passes:
+        module = _run(p, module, options, verify_each or debug, debug)
+    return module
+
+
+def _run(p, module, options, check, debug):
+    if isinstance(p, FixedPoint):
+        limit = p.max_iters if p.max_iters is not None else options.max_iters
+        for _ in range(limit):
+            before = module
+            for inner in p.passes:
+                module = _run(inner, module, options, check, debug)
+            if module.results == before.results:
+                break
+        return module
+    before = module
+    module = p.fn(module, options)
+    if check:
+        try:
+            verify(module)
+        except VerifierError as e:
+            raise VerifierError(f"after pass {p.name!r}: {e.message}",
+                                location=e.location) from e
+    if debug:
+        log.info("%s", _diff(p.name, before, module))
+    return module
+
+
+def _diff(name, before, after):
+    if after.results == before.results and after.params == before.params:
+        return f"pass {name}: no change"
+    lines = difflib.unified_diff(print_module(before, short_locs=True).splitlines(),
+                                 print_module(after, short_locs=True).splitlines(),
+                                 f"before {name}", f"after {name}", lineterm="")
+    return "\n".join(lines)
+
+
+def optimize(module, options=None):
+    """The optimized module: `PASSES`, then fusion into kernels when that pass exists."""
+    options = options if options is not None else Options()
+    if config.debug_level() >= 2:
+        log.info("optimize: before\n%s", print_module(module, short_locs=True))
+    passes = PASSES
+    fuse = _fusion_pass()
+    if fuse is not None:
+        passes += (fuse,)
+    module = run_pipeline(module, passes, options)
+    if config.debug_level() >= 2:
+        log.info("optimize: after\n%s", print_module(module, short_locs=True))
+    return module
+
+
+def _fusion_pass():
+    """The fusion pass, or None while `jitlib.fusion.fuse` is not written yet."""
+    try:
+        fuse = importlib.import_module("jitlib.fusion.fuse")
+    except ImportError as e:
+        if e.name != "jitlib.fusion.fuse":   # fuse.py exists but is broken: say so
+            raise
+        return None
+    fn = getattr(fuse, "fuse", None)
+    return Pass("fuse", fn) if fn is not None else None

@@ -1,0 +1,184 @@
+"""Rules for data movement: identities, chains that collapse, reductions of broadcasts,
+and transposes folded into dot_general.
+
+All are exact: they move the same values to the same places, and a folded dot_general
+even hands BLAS the same strided view (see `dot_of_transpose`). The one sum that rounds
+(floats) is opt-in.
+"""
+import math
+
+import numpy as np
+
+from jitlib.fusion.rewrite import RuleTable, full_like, unsafe
+from jitlib.hlo import build, dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+
+# ** identities **
+
+def transpose_identity(instr, options):
+    (x,) = instr.operands
+    return x if instr.attrs["perm"] == tuple(range(x.ndim)) else None
+
+
+def reshape_identity(instr, options):
+    (x,) = instr.operands
+    return x if x.shape == instr.shape else None
+
+
+def broadcast_identity(instr, options):
+    (x,) = instr.operands
+    return x if x.shape == instr.shape and instr.attrs["dims"] == tuple(range(x.ndim)) else None
+
+
+def slice_identity(instr, options):
+    (x,) = instr.operands
+    a = instr.attrs
+    full = a["start"] == (0,) * x.ndim and a["limit"] == x.shape
+    return x if full and a["strides"] == (1,) * x.ndim else None
+
+
+# ** chains collapse **
+
+def transpose_transpose(instr, options):
+    (inner,) = instr.operands
+    if inner.op is not Op.TRANSPOSE:
+        return None
+    p, q = inner.attrs["perm"], instr.attrs["perm"]
+    return build.transpose(inner.operands[0], [p[i] for i in q], loc=instr.loc)
+
+
+def reshape_reshape(instr, options):
+    (inner,) = instr.operands
+    if inner.op is not Op.RESHAPE:
+        return None
+    return build.reshape(inner.operands[0], instr.shape, loc=instr.loc)
+
+
+def broadcast_broadcast(instr, options):
+    (inner,) = instr.operands
+    if inner.op is not Op.BROADCAST_IN_DIM:
+        return None
+    outer_dims = instr.attrs["dims"]
+    dims = [outer_dims[d] for d in inner.attrs["dims"]]
+    return build.broadcast_in_dim(inner.operands[0], instr.shape, dims, loc=instr.loc)
+
+
+def slice_slice(instr, options):
+    (inner,) = instr.operands
+    if inner.op is not Op.SLICE:
+        return None
+    x, a, b = inner.operands[0], inner.attrs, instr.attrs
+    start, limit, strides = [], [], []
+    for s1, t1, s2, t2, n in zip(a["start"], a["strides"], b["start"], b["strides"],
+                                 instr.shape):
+        if n == 0:      # any empty slice will do; the composed start may lie past the end
+            start.append(0), limit.append(0), strides.append(1)
+            continue
+        s, t = s1 + s2 * t1, t1 * t2          # element k of the result is x[s + k*t]
+        start.append(s), limit.append(s + (n - 1) * t + 1), strides.append(t)
+    return build.slice(x, start, limit, strides, loc=instr.loc)
+
+
+# ** reductions **
+
+def reduce_of_one(instr, options):
+    (x,) = instr.operands
+    if math.prod(x.shape[d] for d in instr.attrs["dims"]) != 1:
+        return None
+    # NumPy starts a float sum at +0.0, so a one-element sum of -0.0 is +0.0.
+    if instr.op is Op.REDUCE_SUM and dtypes.is_float(x.dtype):
+        return None
+    return build.reshape(x, instr.shape, loc=instr.loc)
+
+
+def _reduced_broadcast(instr):
+    """(y, n) when `instr` reduces `broadcast(x)` over dims holding copies of x only:
+    the result is then n copies of y, the unreduced part of the broadcast."""
+    (b,) = instr.operands
+    if b.op is not Op.BROADCAST_IN_DIM:
+        return None
+    x, dims, reduced = b.operands[0], b.attrs["dims"], set(instr.attrs["dims"])
+    if any(out in reduced and size != 1 for size, out in zip(x.shape, dims)):
+        return None
+    kept_x = [i for i, out in enumerate(dims) if out not in reduced]
+    kept_out = [d for d in range(b.ndim) if d not in reduced]
+    squeezed = build.reshape(x, [x.shape[i] for i in kept_x], loc=instr.loc)
+    y = build.broadcast_in_dim(squeezed, instr.shape,
+                               [kept_out.index(dims[i]) for i in kept_x], loc=instr.loc)
+    return y, math.prod(b.shape[d] for d in reduced)
+
+
+def sum_of_broadcast_int(instr, options):
+    if dtypes.is_float(instr.dtype):
+        return None
+    found = _reduced_broadcast(instr)
+    if found is None:
+        return None
+    y, n = found
+    # n copies of y add up to y*n modulo 2**bits; for bool (add is or) to y and n>0.
+    count = np.array(n).astype(instr.dtype)
+    return build.binary(Op.MUL, y, full_like(instr, count, instr.loc), loc=instr.loc)
+
+
+@unsafe("sum_of_broadcast")
+def sum_of_broadcast(instr, options):
+    found = _reduced_broadcast(instr) if dtypes.is_float(instr.dtype) else None
+    if found is None:
+        return None
+    y, n = found
+    return build.binary(Op.MUL, y, full_like(instr, n, instr.loc), loc=instr.loc)
+
+
+def idempotent_reduce_of_broadcast(instr, options):
+    found = _reduced_broadcast(instr)
+    if found is None or found[1] == 0:   # an empty max is the identity, not y
+        return None
+    return found[0]
+
+
+# ** transposes into dot_general **
+
+def dot_of_transpose(instr, options):
+    # The interpreter evaluates transpose as a view and dot_general by transposing its
+    # operands (as views) to [batch, free, contract]: folding the permutation here gives
+    # np.matmul the very same strided view, so the result is the same to the bit.
+    a = dict(instr.attrs)
+    for side, (contract, batch) in enumerate((("lhs_contract", "lhs_batch"),
+                                              ("rhs_contract", "rhs_batch"))):
+        t = instr.operands[side]
+        if t.op is not Op.TRANSPOSE:
+            continue
+        perm = t.attrs["perm"]
+        free = [perm[i] for i in range(t.ndim) if i not in a[contract] + a[batch]]
+        if free != sorted(free):     # the result's dims would come out permuted
+            continue
+        a[contract] = tuple(perm[i] for i in a[contract])
+        a[batch] = tuple(perm[i] for i in a[batch])
+        operands = list(instr.operands)
+        operands[side] = t.operands[0]
+        return build.make(Op.DOT_GENERAL, operands, a, loc=instr.loc)
+    return None
+
+
+RULES = RuleTable([
+    # ** identities (the builder never makes these; parsed or rewritten IR may) **
+    (Op.TRANSPOSE, transpose_identity),               # transpose(x, [0,1,...]) -> x
+    (Op.RESHAPE, reshape_identity),                   # reshape(x: S) to S -> x
+    (Op.BROADCAST_IN_DIM, broadcast_identity),        # broadcast(x: S) to S, dims 0.. -> x
+    (Op.SLICE, slice_identity),                       # x[0:n:1] -> x
+    # ** chains collapse **
+    (Op.TRANSPOSE, transpose_transpose),              # transpose(transpose(x, p), q) -> one
+    (Op.RESHAPE, reshape_reshape),                    # reshape(reshape(x)) -> reshape(x)
+    (Op.BROADCAST_IN_DIM, broadcast_broadcast),       # broadcast(broadcast(x)) -> one
+    (Op.SLICE, slice_slice),                          # x[a:b:s][c:d:t] -> x[a+c*s::s*t]
+    # ** reductions **
+    (O.REDUCE, reduce_of_one),                        # reduce over one element -> reshape
+    (Op.REDUCE_SUM, sum_of_broadcast_int),            # sum(broadcast(x)) -> x*n (integers)
+    (Op.REDUCE_SUM, sum_of_broadcast),                # the same for floats (opt-in)
+    ({Op.REDUCE_MAX, Op.REDUCE_MIN, Op.REDUCE_AND, Op.REDUCE_OR},
+     idempotent_reduce_of_broadcast),                 # max(broadcast(x)) -> x
+    # ** transposes into dot_general **
+    (Op.DOT_GENERAL, dot_of_transpose),               # dot(transpose(a), b) -> dot(a, b)
+])

@@ -1,0 +1,216 @@
+"""Fusion: kernel counts on the anchor workloads, decisions with reasons, meaning preserved."""
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given
+
+import jitlib
+import programs
+from ir_strategies import programs as random_programs
+from jitlib.fusion import optimize
+from jitlib.fusion.fuse import fuse, kernel_summary
+from jitlib.hlo.interpreter import evaluate
+from jitlib.hlo.ops import Op
+from jitlib.hlo.verifier import verify
+
+
+def ew_chain(a, b, c):
+    return np.maximum((a + b) * c, 0.0)
+
+
+def gelu_tanh(x):
+    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+
+
+def softmax_rows(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def layernorm(x, g, b):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5) * g + b
+
+
+def logsumexp_rows(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
+
+
+def mlp(x, w1, b1, w2, b2):
+    h = np.maximum(x @ w1 + b1, 0.0)
+    return h @ w2 + b2
+
+
+def attention(q, k, v):
+    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    m = np.max(s, axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    p = p / np.sum(p, axis=-1, keepdims=True)
+    return p @ v
+
+
+def _f32(rng, *shape):
+    return rng.standard_normal(shape).astype(np.float32)
+
+
+def _anchor_args(rng):
+    return {
+        ew_chain: [_f32(rng, 256) for _ in range(3)],
+        gelu_tanh: [_f32(rng, 256)],
+        softmax_rows: [_f32(rng, 16, 32)],
+        layernorm: [_f32(rng, 16, 32), _f32(rng, 32), _f32(rng, 32)],
+        logsumexp_rows: [_f32(rng, 16, 32)],
+        mlp: [_f32(rng, 16, 16), _f32(rng, 16, 32), _f32(rng, 32), _f32(rng, 32, 16),
+              _f32(rng, 16)],
+        attention: [_f32(rng, 2, 16, 8) for _ in range(3)],
+    }
+
+
+def _kernels(module):
+    return [i for i in module.instructions if i.op is Op.FUSION]
+
+
+def _assert_same_bits(before, after, args):
+    want, got = evaluate(before, args), evaluate(after, args)
+    for w, g in zip(want, got):
+        assert w.dtype == g.dtype and w.shape == g.shape
+        # bit-identical, NaN payloads aside
+        np.testing.assert_array_equal(np.isnan(w) if w.dtype.kind == "f" else w,
+                                      np.isnan(g) if g.dtype.kind == "f" else g)
+        if w.dtype.kind == "f":
+            same = (w.view(f"u{w.itemsize}") == g.view(f"u{g.itemsize}")) | np.isnan(w)
+            assert same.all(), (w, g)
+
+
+EXPECTED_KERNELS = {ew_chain: 1, gelu_tanh: 1, softmax_rows: 1, layernorm: 1,
+                    logsumexp_rows: 1, mlp: 2}
+
+
+@pytest.mark.parametrize("fn", list(EXPECTED_KERNELS) + [attention], ids=lambda f: f.__name__)
+def test_anchor_workloads_fuse_as_the_issue_asks(fn):
+    args = _anchor_args(np.random.default_rng(0))[fn]
+    module = jitlib.make_ir(fn)(*args)
+    fused = optimize(module)
+    verify(fused)
+    kernels = _kernels(fused)
+    if fn is attention:
+        assert len(kernels) <= 3, [k.attrs["name"] for k in kernels]
+    else:
+        assert len(kernels) == EXPECTED_KERNELS[fn], [k.attrs["name"] for k in kernels]
+    _assert_same_bits(module, fused, args)
+
+
+def test_row_reductions_are_reduction_kernels_and_mlp_dots_carry_epilogues():
+    args = _anchor_args(np.random.default_rng(1))
+    for fn in (softmax_rows, layernorm, logsumexp_rows):
+        (kernel,) = _kernels(optimize(jitlib.make_ir(fn)(*args[fn])))
+        assert kernel.attrs["kind"] == "reduction"
+    dots = _kernels(optimize(jitlib.make_ir(mlp)(*args[mlp])))
+    assert [k.attrs["kind"] for k in dots] == ["dot", "dot"]
+    first_body_ops = {i.op for i in dots[0].attrs["body"].instructions}
+    assert {Op.DOT_GENERAL, Op.ADD, Op.MAX} <= first_body_ops   # bias and relu inside
+
+
+def test_sibling_reductions_share_one_multi_output_kernel():
+    def stats(x):
+        return x.sum(axis=1), (x * x).sum(axis=1)
+    x = np.random.default_rng(2).standard_normal((8, 16))
+    module = jitlib.make_ir(stats)(x)
+    fused = optimize(module)
+    (kernel,) = _kernels(fused)
+    assert len(kernel.attrs["body"].results) == 2
+    assert all(r.op is Op.GET_OUTPUT for r in fused.results)
+    _assert_same_bits(module, fused, [x])
+
+
+def test_do_not_fuse_reductions_over_different_dims():
+    def two_ways(x):
+        return x.sum(axis=0)[None, :] + x.sum(axis=1)[:, None]
+    x = np.ones((4, 4))
+    explain = []
+    fused = fuse(jitlib.make_ir(two_ways)(x), explain=explain)
+    assert len(_kernels(fused)) >= 2
+    assert any("reduces" in d.reason for _, _, d in explain if not d)
+
+
+def test_do_not_fuse_a_dot_into_a_reduction_kernel():
+    def dot_then_sum(a, b):
+        return (a @ b).sum(axis=1)
+    a, b = np.ones((4, 3)), np.ones((3, 5))
+    explain = []
+    fused = fuse(jitlib.make_ir(dot_then_sum)(a, b), explain=explain)
+    assert [k.attrs["kind"] for k in _kernels(fused)] == ["dot", "reduction"]
+    assert any("cannot hold a dot" in d.reason for _, _, d in explain if not d)
+
+
+def test_do_not_duplicate_a_transcendental_producer():
+    def shared_exp(x):
+        e = np.exp(x)
+        return e.sum(axis=1), e.max(axis=0)
+    x = np.ones((4, 6))
+    explain = []
+    fused = fuse(jitlib.make_ir(shared_exp)(x), explain=explain)
+    bodies = [k.attrs["body"] for k in _kernels(fused)]
+    assert sum(any(i.op is Op.EXP for i in b.instructions) for b in bodies) == 1
+
+
+def test_cheap_broadcast_is_duplicated_not_materialised():
+    def two_uses(x, b):
+        bb = np.broadcast_to(b, x.shape)
+        return (x + bb).sum(axis=1), (x * bb).max(axis=0)
+    x, b = np.ones((4, 6)), np.arange(6.0)
+    fused = fuse(jitlib.make_ir(two_uses)(x, b))
+    for k in _kernels(fused):
+        assert all(o.shape != (4, 6) or o.op is Op.PARAMETER for o in k.operands)
+
+
+def test_scatter_runs_as_an_opaque_kernel():
+    def add_at(x, i):
+        y = np.zeros_like(x)
+        np.add.at(y, i, x)
+        return y * 2
+    x, i = np.ones(5), np.array([0, 0, 3, 4, 1])
+    fused = fuse(jitlib.make_ir(add_at)(x, i))
+    assert "opaque" in [k.attrs["kind"] for k in _kernels(fused)]
+
+
+def test_kernel_summary_names_user_lines():
+    x = np.ones((4, 8), np.float32)
+    (kernel,) = _kernels(optimize(jitlib.make_ir(softmax_rows)(x)))
+    first = softmax_rows.__code__.co_firstlineno
+    summary = kernel_summary(kernel)
+    assert summary.startswith(f"kernel {kernel.attrs['name']} = test_fuse.py:{first + 1}-"
+                              f"{first + 3}: ")
+    assert "reduce_max" in summary and "exp" in summary and "reduce_sum" in summary
+
+
+def test_lowered_optimized_text_counts_kernels():
+    x = np.ones((4, 8), np.float32)
+    text = jitlib.jit(softmax_rows).lower(x).as_text("optimized")
+    assert text.count(" fusion(") == 1 and text.startswith("# kernel fused_")
+
+
+@pytest.mark.parametrize("program", programs.PROGRAMS, ids=lambda p: p.name)
+def test_optimizer_preserves_every_program(program):
+    args = program.make_args(np.random.default_rng(0))
+    module = jitlib.make_ir(program.fn, static_argnums=program.static_argnums)(*args)
+    fused = optimize(module)
+    verify(fused)
+    assert all(i.op in (Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT)
+               for i in fused.instructions)
+    flat = [np.asarray(a) for a in jitlib.tree.leaves(
+        [a for n, a in enumerate(args) if n not in program.static_argnums])]
+    _assert_same_bits(module, fused, [np.asarray(a, dtype=p.dtype)
+                                      for a, p in zip(flat, module.params)])
+
+
+@given(random_programs())
+def test_optimizer_preserves_random_programs(case):
+    module, inputs = case
+    fused = optimize(module)
+    verify(fused)
+    _assert_same_bits(module, fused, inputs)

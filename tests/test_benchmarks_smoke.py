@@ -1,0 +1,95 @@
+"""Smoke tests of benchmarks/fusion_vs_xla.py: the HLO counting rules, and a full table."""
+
+import numpy as np
+
+from benchmarks import fusion_vs_xla as F
+from benchmarks import workloads as W
+
+# A dot and a fusion reading it, as XLA:CPU prints them (metadata trimmed).
+HLO = """\
+HloModule jit_f, is_scheduled=true, entry_computation_layout={(f32[8,16]{1,0})->f32[8,4]{1,0}}
+
+%fused_computation (param_0: f32[8,4]) -> f32[8,4] {
+  %param_0 = f32[8,4]{1,0} parameter(0)
+  %constant.1 = f32[] constant(0)
+  %broadcast.1 = f32[8,4]{1,0} broadcast(%constant.1), dimensions={}
+  ROOT %max.0 = f32[8,4]{1,0} maximum(%param_0, %broadcast.1)
+}
+
+ENTRY %main.2 (x: f32[8,16], w: f32[16,4]) -> f32[8,4] {
+  %x = f32[8,16]{1,0} parameter(0), metadata={op_name="x"}
+  %w = f32[16,4]{1,0} parameter(1), metadata={op_name="w"}
+  %c = f32[] constant(0.5)
+  %dot.0 = f32[8,4]{1,0} dot(%x, %w), lhs_contracting_dims={1}, rhs_contracting_dims={0}
+  ROOT %relu_fusion = f32[8,4]{1,0} fusion(%dot.0, %c), kind=kLoop, calls=%fused_computation
+}
+"""
+
+
+def test_hlo_parser_counts_kernels_and_bytes():
+    instrs = F.parse_entry(HLO)
+    assert [i.opcode for i in instrs] == ["parameter", "parameter", "constant", "dot", "fusion"]
+    assert instrs[3].operands == ("x", "w")
+    assert instrs[4].fusion_kind == "kLoop"
+    cost = F.xla_cost(HLO)
+    assert cost.kernels == 2
+    # dot: reads x (8*16*4) and w (16*4*4), writes 8*4*4; the fusion reads the dot's result
+    # and writes its own; the scalar constant is baked into the code
+    assert cost.bytes == (512 + 256 + 128) + (128 + 128)
+    assert cost.intermediate
+
+
+def test_long_operand_lists_and_long_form_operands():
+    line = ("  %f = f32[2]{0} fusion(f32[2]{0} %a, %b, %c, %d, %e, /*index=5*/%g), "
+            "kind=kCustom, calls=%fc, backend_config={\"kind\":\"__ynn_fusion\"}")
+    hlo = "ENTRY %m (a: f32[2]) -> f32[2] {\n" + "".join(
+        f"  %{n} = f32[2]{{0}} parameter({i})\n" for i, n in enumerate("abcdeg")) + line + "\n}\n"
+    f = F.parse_entry(hlo)[-1]
+    assert f.operands == tuple("abcdeg")
+    assert f.fusion_kind == "kCustom"
+    cost = F.xla_cost(hlo)
+    assert (cost.kernels, cost.bytes, cost.library, cost.intermediate) == (1, 7 * 8, 1, False)
+
+
+def test_shape_sizes():
+    assert F.shape_size("f32[64,128]{1,0}") == (64 * 128 * 4, 64 * 128)
+    assert F.shape_size("pred[]") == (1, 1)
+    assert F.shape_size("(f32[4]{0}, s64[2,3]{1,0})") == (16 + 48, 10)
+    assert F.shape_size("bf16[<=10]") == (20, 10)
+
+
+def test_multi_output_fusion_and_free_views():
+    hlo = """\
+ENTRY %main (p: f32[16]) -> (f32[16], f32[]) {
+  %p = f32[16]{0} parameter(0)
+  %f = (f32[16]{0}, f32[]) fusion(%p), kind=kInput, calls=%fc
+  %a = f32[16]{0} get-tuple-element(%f), index=0
+  %b = f32[] get-tuple-element(%f), index=1
+  %v = f32[4,4]{1,0} bitcast(%a)
+  %n = f32[4,4]{1,0} negate(%v)
+  ROOT %t = (f32[4,4]{1,0}, f32[]) tuple(%n, %b)
+}
+"""
+    cost = F.xla_cost(hlo)
+    assert cost.kernels == 2
+    assert cost.bytes == (64 + 68) + (64 + 64)
+    assert cost.intermediate
+
+
+def test_xla_side_of_one_workload():
+    import jax.numpy as jnp
+    args = W.inputs("ew_chain", np.random.default_rng(0), "small")
+    cost = F.xla_cost(F.xla_hlo(lambda *a: W.ew_chain(jnp, *a), args))
+    assert cost.kernels == 1
+    assert cost.bytes == W.min_bytes(args, args[0]) == 4 * 4096 * 4
+    assert not cost.intermediate
+
+
+def test_table_has_a_jitlib_row_for_every_workload():
+    fusion, note = F.jitlib_fusion()
+    assert fusion is not None, f"jitlib's optimizer is missing: {note}"
+    rows, _ = F.collect("small")
+    by_name = {r.name: r for r in rows}
+    assert set(W.WORKLOADS) <= set(by_name)
+    failed = {r.name: r.error for r in rows if r.jitlib is None}
+    assert not failed, f"jitlib columns empty: {failed}"
