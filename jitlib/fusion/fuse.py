@@ -9,7 +9,9 @@ A kernel reads each input once and writes each output once. Kinds:
              k, the backend computes each reduction (a loop over R) in order, then the
              S-shaped outputs (a loop over R) and the K-shaped ones. Row softmax,
              layernorm and logsumexp are one kernel each.
-  dot        one dot_general and an elementwise epilogue on its output.
+  dot        one dot_general, the movement ops (transpose, reshape, broadcast, slice)
+             that lay out its operands, read as strided views, and an elementwise
+             epilogue on its output.
   opaque     an op no other kernel can hold (scatter, cumulative ops), run as is.
 
 The algorithm is producer-into-consumer fusion, as in XLA: walking consumers before
@@ -41,6 +43,8 @@ REDUCING = O.REDUCE | O.ARG_REDUCE
 # movement that re-reads its operand at most once per output element: free to duplicate
 CHEAP = frozenset({Op.IOTA, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE,
                    Op.REVERSE, Op.CONVERT})
+# how a dot kernel may read an operand: a strided view, no arithmetic
+OPERAND_VIEWS = frozenset({Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE})
 # constants up to this many elements are baked into each kernel instead of passed in
 INLINE_CONSTANT_LIMIT = 1
 # names that say little about a kernel; left out of kernel names
@@ -81,6 +85,7 @@ class Group:
 
     def __init__(self, root):
         self.members = {root}
+        self.prologue = set()     # a dot kernel's operand views
         self.id = Group._ids
         Group._ids += 1
         self.hero = root
@@ -141,6 +146,9 @@ class _Fuser:
         self.groups_of[instr] = [Group(instr)]
 
     def _join(self, instr, group):
+        if group.kind == "dot" and all(u is group.hero or u in group.prologue
+                                       for u in self.users[instr]):
+            group.prologue.add(instr)
         new_kind, new_space = self._kind_after(instr, group)
         group.kind, group.space = new_kind, new_space
         if instr.op in REDUCING or instr.op is Op.DOT_GENERAL:
@@ -167,8 +175,14 @@ class _Fuser:
         if group.kind == "dot":
             if op not in ELEMENTAL:
                 return FusionDecision.no(f"a dot kernel holds one dot and its epilogue, not {op}")
-            if group.hero in self.users[producer]:
-                return FusionDecision.no("a dot reads its operands from memory")
+            feeds_dot = [u is group.hero or u in group.prologue for u in self.users[producer]]
+            if all(feeds_dot):
+                if op not in OPERAND_VIEWS:
+                    return FusionDecision.no(f"a dot reads its operands from memory; {op} "
+                                             "is not a view it can read through")
+                return YES
+            if any(feeds_dot):
+                return FusionDecision.no("feeds both the dot and its epilogue")
             return YES
         if group.kind == "loop":
             if op in ELEMENTAL:
@@ -249,10 +263,14 @@ class _Fuser:
             return FusionDecision.no("a module result is computed once")
         if instr.op not in ELEMENTAL:
             return FusionDecision.no(f"{instr.op} is not elementwise; computed once")
-        for g in groups:
-            decision = self.can_fuse(instr, g)
-            if not decision:
-                return FusionDecision.no(f"cannot join every consumer: {decision.reason}")
+        self.duplicated.add(instr)   # as a copy it is no kernel's output
+        try:
+            for g in groups:
+                decision = self.can_fuse(instr, g)
+                if not decision:
+                    return FusionDecision.no(f"cannot join every consumer: {decision.reason}")
+        finally:
+            self.duplicated.discard(instr)
         # materialised: written once, read by each consumer kernel;
         # duplicated: each consumer kernel reads the producer's operands instead
         materialised = cost.nbytes(instr) * (1 + len(groups))

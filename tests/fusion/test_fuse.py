@@ -214,3 +214,26 @@ def test_optimizer_preserves_random_programs(case):
     fused = optimize(module)
     verify(fused)
     _assert_same_bits(module, fused, inputs)
+
+
+def test_dot_reads_transposed_and_split_heads_as_operand_views():
+    def heads_matmul(x, w):
+        b, t, c = x.shape
+        q = (x @ w).reshape(b, t, 2, c // 2).transpose(0, 2, 1, 3)
+        return q @ q.swapaxes(-1, -2)
+    x, w = np.ones((2, 3, 4), np.float32), np.ones((4, 4), np.float32)
+    module = jitlib.make_ir(heads_matmul)(x, w)
+    fused = optimize(module)
+    kinds = [k.attrs["kind"] for k in _kernels(fused)]
+    assert kinds == ["dot", "dot"], kinds
+    _assert_same_bits(module, fused, [x, w])
+
+
+def test_do_not_fuse_arithmetic_into_dot_operands():
+    def scaled_matmul(a, b):
+        return np.exp(a) @ b
+    a, b = np.ones((3, 4)), np.ones((4, 2))
+    explain = []
+    fused = fuse(jitlib.make_ir(scaled_matmul)(a, b), explain=explain)
+    assert [k.attrs["kind"] for k in _kernels(fused)] == ["loop", "dot"]
+    assert any("reads its operands from memory" in d.reason for _, _, d in explain if not d)
