@@ -141,6 +141,13 @@ def finish(result, out, fname):
     return out
 
 
+def along_axis(x, axis):
+    """(value, axis) for NumPy's `axis=None` convention: None means the flattened array."""
+    if axis is None:
+        return B.reshape(x.instr, (x.size,)), 0
+    return x.instr, T.normalize_axis(axis, x.ndim)
+
+
 def keep_dims(instr, axes, ndim):
     """Re-insert reduced `axes` as size-1 dims (keepdims=True)."""
     shape = list(instr.shape)

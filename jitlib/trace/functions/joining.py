@@ -8,7 +8,8 @@ from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
 from jitlib.trace.functions import shapes
 from jitlib.trace.functions._common import (
-    apply, canonical_dtype, contains_tracer, finish, full, given, int_arg, static_ints, tracer)
+    along_axis, apply, canonical_dtype, contains_tracer, finish, full, given, int_arg,
+    static_ints, tracer)
 from jitlib.trace.registry import implements
 
 
@@ -304,11 +305,7 @@ def _pad_constant(x, widths, values):
 def repeat(a, repeats, axis=None):
     """broadcast_in_dim + reshape for a uniform count, else a gather of static indices."""
     x = tracer(a)
-    v = x.instr
-    if axis is None:
-        v, ax = B.reshape(v, (x.size,)), 0
-    else:
-        ax = T.normalize_axis(axis, x.ndim)
+    v, ax = along_axis(x, axis)
     if isinstance(repeats, T.Tracer) or (isinstance(repeats, (list, tuple))
                                          and any(isinstance(r, T.Tracer) for r in repeats)):
         raise errors.UnsupportedError(

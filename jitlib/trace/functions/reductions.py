@@ -14,7 +14,8 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
 from jitlib.trace.functions._common import (
-    apply, canonical_dtype, finish, flag, full, given, is_inexact, keep_dims, since, tracer)
+    along_axis, apply, canonical_dtype, finish, flag, full, given, is_inexact, keep_dims, since,
+    tracer)
 from jitlib.trace.registry import implements
 
 _BOOL_REDUCE = {Op.REDUCE_SUM: Op.REDUCE_OR, Op.REDUCE_PROD: Op.REDUCE_AND,
@@ -273,11 +274,7 @@ _BOOL_SCAN = {Op.CUMSUM: Op.CUMMAX, Op.CUMPROD: Op.CUMMIN}
 
 def _scan(op, a, axis, dtype):
     x = tracer(a)
-    v = x.instr
-    if axis is None:
-        v, ax = B.reshape(v, (x.size,)), 0
-    else:
-        ax = T.normalize_axis(axis, x.ndim)
+    v, ax = along_axis(x, axis)
     dt = canonical_dtype(dtype) if given(dtype) else dtypes.accumulation_type(x.dtype)
     v = B.convert(v, dt)
     if dtypes.is_bool(dt):

@@ -13,7 +13,7 @@ from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
 from jitlib.trace.functions import reductions
 from jitlib.trace.functions._common import (
-    apply, finish, full, index_constant, int_arg, operand, read_only, tracer, view)
+    along_axis, apply, finish, full, index_constant, int_arg, operand, read_only, tracer, view)
 from jitlib.trace.indexing import JitlibIndexError
 from jitlib.trace.registry import implements
 
@@ -79,11 +79,7 @@ def _normalized(idx, n, axis, mode="raise"):
 def take(a, indices, axis=None, out=None, mode="raise"):
     """gather; negative indices wrap; traced out-of-range indices clamp (NumPy raises)."""
     x = tracer(a)
-    v = x.instr
-    if axis is None:
-        v, ax = B.reshape(v, (x.size,)), 0
-    else:
-        ax = T.normalize_axis(axis, x.ndim)
+    v, ax = along_axis(x, axis)
     idx = _normalized(_indices(indices), v.shape[ax], ax, mode)
     return finish(T.Tracer(B.gather(v, idx, ax)), out, "take")
 
