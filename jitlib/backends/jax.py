@@ -136,7 +136,14 @@ def _int_pow(x, y):
 
 
 def _pow(x, y):
-    return lax.pow(x, y) if dtypes.is_float(x.dtype) else _int_pow(x, y)
+    if not dtypes.is_float(x.dtype):
+        return _int_pow(x, y)
+    # the IR's exact exponents (ops.py): 2, 1, 0.5, -1 are x*x, x, sqrt(x), 1/x
+    out = lax.pow(x, y)
+    for exponent, value in ((2, lax.mul(x, x)), (1, x), (0.5, lax.sqrt(x)),
+                            (-1, lax.div(lax.full_like(x, 1), x))):
+        out = lax.select(lax.eq(y, lax.full_like(y, exponent)), value, out)
+    return out
 
 
 # NumPy's maximum/minimum: the first operand if it wins or is NaN, else the second. XLA's

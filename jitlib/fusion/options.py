@@ -11,8 +11,6 @@ UNSAFE_MATH = {
     "add_pos_zero": "x + 0.0 -> x is wrong for x = -0.0 (-0.0 + 0.0 is +0.0)",
     "mul_zero": "x * 0.0 -> 0.0 is wrong for NaN, inf (NaN) and negative x (-0.0)",
     "sub_self": "x - x -> 0.0 is wrong for NaN and inf (NaN)",
-    "pow_half": "x ** 0.5 -> sqrt(x): pow gives +0.0 at -0.0 and inf at -inf, "
-                "sqrt gives -0.0 and NaN",
     "sum_of_broadcast": "reduce_sum of n copies of x -> x * n: the n-term sum rounds "
                         "differently from one product",
     "reassociate": "(x + c1) + c2 -> x + (c1 + c2) (and *): float rounding depends on order",

@@ -81,14 +81,28 @@ eval_rules[Op.IOTA] = _iota
 
 # -- elementwise unary
 
+def _contiguous(x):
+    # np.ascontiguousarray would turn 0-d arrays into 1-d ones
+    x = np.asarray(x)
+    return x if x.flags.c_contiguous else np.array(x, order="C")
+
+
+def _layout_free(fn):
+    """NumPy's SIMD transcendentals round differently on strided and reversed views;
+    the specification is the result on contiguous operands, whatever their layout."""
+    def rule(instr, *xs):
+        return fn(*[_contiguous(x) for x in xs])
+    return rule
+
+
 eval_rules[Op.NEG] = _ufunc(np.negative)
 eval_rules[Op.ABS] = _ufunc(np.absolute)       # INT_MIN stays INT_MIN, as NumPy
 eval_rules[Op.SIGN] = _ufunc(np.sign)
-eval_rules[Op.EXP] = _ufunc(np.exp)
-eval_rules[Op.EXPM1] = _ufunc(np.expm1)
-eval_rules[Op.LOG] = _ufunc(np.log)
-eval_rules[Op.LOG1P] = _ufunc(np.log1p)
-eval_rules[Op.SQRT] = _ufunc(np.sqrt)
+eval_rules[Op.EXP] = _layout_free(np.exp)
+eval_rules[Op.EXPM1] = _layout_free(np.expm1)
+eval_rules[Op.LOG] = _layout_free(np.log)
+eval_rules[Op.LOG1P] = _layout_free(np.log1p)
+eval_rules[Op.SQRT] = _layout_free(np.sqrt)
 
 
 def _rsqrt(instr, x):
@@ -96,22 +110,22 @@ def _rsqrt(instr, x):
 
 
 eval_rules[Op.RSQRT] = _rsqrt
-eval_rules[Op.TANH] = _ufunc(np.tanh)
+eval_rules[Op.TANH] = _layout_free(np.tanh)
 
 
 def _logistic(instr, x):
     # exp(-|x|) lies in (0, 1], so neither branch overflows: 1/(1+e) for x >= 0,
     # e/(1+e) for x < 0 (and NaN, which propagates through e).
-    e = np.exp(np.negative(np.absolute(x)))
+    e = np.exp(_contiguous(np.negative(np.absolute(x))))
     one = _one(x.dtype)
     denom = np.add(one, e)
     return np.where(x >= 0, np.divide(one, denom), np.divide(e, denom))
 
 
 eval_rules[Op.LOGISTIC] = _logistic
-eval_rules[Op.SIN] = _ufunc(np.sin)
-eval_rules[Op.COS] = _ufunc(np.cos)
-eval_rules[Op.TAN] = _ufunc(np.tan)
+eval_rules[Op.SIN] = _layout_free(np.sin)
+eval_rules[Op.COS] = _layout_free(np.cos)
+eval_rules[Op.TAN] = _layout_free(np.tan)
 eval_rules[Op.FLOOR] = _ufunc(np.floor)
 eval_rules[Op.CEIL] = _ufunc(np.ceil)
 eval_rules[Op.ROUND] = _ufunc(np.round)        # half to even
@@ -167,8 +181,10 @@ eval_rules[Op.REM] = _rem
 
 
 def _pow(instr, x, y):
+    if dtypes.is_float(x.dtype):
+        return _float_pow(x, y)
     if not dtypes.is_signed(x.dtype):
-        return np.power(x, y)          # floats, and unsigned (wraps on overflow)
+        return np.power(x, y)          # unsigned: wraps on overflow
     # Signed integers: NumPy raises on negative exponents; we define x**-n as the
     # integer part of 1/x**n: 1 for x == 1, +-1 for x == -1 by parity, else 0.
     negative = y < 0
@@ -182,9 +198,24 @@ def _pow(instr, x, y):
 
 
 eval_rules[Op.POW] = _pow
+
+
+def _float_pow(x, y):
+    """pow as eager NumPy computes `x ** c` for a scalar c: exponents 2, 1, 0.5, -1
+    are x*x, x, sqrt(x), 1/x exactly (NumPy's fast paths), any other is np.power on
+    contiguous operands. Defined per element, so no layout can change a bit."""
+    x, y = _contiguous(x), _contiguous(y)
+    out = np.power(x, y)
+    one = _one(x.dtype)
+    for exponent, value in ((2, lambda: np.multiply(x, x)), (1, lambda: x),
+                            (0.5, lambda: np.sqrt(x)), (-1, lambda: np.divide(one, x))):
+        hit = y == exponent
+        if hit.any():
+            out = np.where(hit, value(), out)
+    return out
 eval_rules[Op.MAX] = _ufunc(np.maximum)        # NaN-propagating
 eval_rules[Op.MIN] = _ufunc(np.minimum)
-eval_rules[Op.ATAN2] = _ufunc(np.arctan2)
+eval_rules[Op.ATAN2] = _layout_free(np.arctan2)
 eval_rules[Op.AND] = _ufunc(np.bitwise_and)    # logical on bool
 eval_rules[Op.OR] = _ufunc(np.bitwise_or)
 eval_rules[Op.XOR] = _ufunc(np.bitwise_xor)

@@ -39,7 +39,7 @@ class Op(str, enum.Enum):
     MUL = "mul"
     DIV = "div"              # ints: truncates toward zero; x/0 == 0
     REM = "rem"              # sign of the dividend (C fmod); ints: x%0 == 0
-    POW = "pow"
+    POW = "pow"              # floats: exponents 2, 1, 0.5, -1 are x*x, x, sqrt, 1/x exactly
     MAX = "max"              # NaN-propagating, as np.maximum
     MIN = "min"
     ATAN2 = "atan2"

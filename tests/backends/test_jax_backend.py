@@ -692,3 +692,17 @@ def test_bfloat16_is_ml_dtypes():
     x = np.array([1.5, -2.25], ml_dtypes.bfloat16)
     got, _ = one(lambda p: B.binary(Op.MUL, p, p), x)
     assert got.dtype == DT["bf16"] and got.tolist() == [2.25, 5.0625]
+
+
+def test_pow_special_exponents_are_exact_like_the_interpreter():
+    from jitlib.hlo import Module, build
+    from jitlib.hlo.interpreter import evaluate
+    from jitlib.backends import get_backend
+    x = build.parameter(0, (6,), np.float32, "x")
+    y = build.parameter(1, (6,), np.float32, "y")
+    module = Module("p", [x, y], [build.binary("pow", x, y)])
+    xs = np.array([-0.0, -np.inf, 3.0, 1.7, -2.5, 0.3], np.float32)
+    ys = np.array([0.5, 0.5, 2.0, -1.0, 1.0, 0.5], np.float32)
+    want = evaluate(module, [xs, ys])[0]
+    got = get_backend("jax").compile(module)(xs, ys)[0]
+    np.testing.assert_array_equal(want.view(np.uint32), got.view(np.uint32))

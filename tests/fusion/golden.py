@@ -14,9 +14,7 @@ A golden file (tests/golden/*.hlo) holds cases separated by `# -----` lines:
 
 A RUN line before the first CASE applies to every case; a case may carry its own.
 Each case's module is parsed, verified, run through the passes (verifying after each)
-and printed; then the checks run, in order, against the printed lines. Unless the RUN
-line enables unsafe math, the interpreter must also give the same bits before and after
-on inputs full of special values (NaN, infinities, -0.0, integer extremes).
+and printed; then the checks run, in order, against the printed lines:
 
     CHECK: p        a later line contains p
     CHECK-NEXT: p   the line right after the previous match contains p
@@ -25,6 +23,10 @@ on inputs full of special values (NaN, infinities, -0.0, integer extremes).
 
 In a pattern, a run of spaces matches any run of whitespace, `{{re}}` is a regular
 expression, `[[NAME:re]]` binds NAME to what `re` matched and `[[NAME]]` matches it again.
+
+Unless the RUN line enables unsafe math, the interpreter must also give the same bits
+before and after, on inputs full of special values (NaN, infinities, -0.0, integer
+extremes). A case named DoNot... is a negative test: the edge where the rule must not fire.
 """
 import dataclasses
 import pathlib

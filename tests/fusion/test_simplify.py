@@ -101,12 +101,13 @@ def test_scalar_pow_of_two_is_exact_on_zero_dim_values():
         golden.assert_same_bits(evaluate(module, [v]), evaluate(simplified, [v]))
 
 
-@pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16])
-def test_pow_half_is_not_sqrt_so_it_is_opt_in(dtype):
+@pytest.mark.parametrize("dtype", [np.float16, dtypes.bfloat16, np.float32])
+def test_pow_half_is_sqrt_exactly_even_at_signed_zero_and_minus_inf(dtype):
     xs = np.array([-0.0, -np.inf], dtype)
     module = _pow_module(dtype, 2, 0.5)
-    fast = run_pipeline(module, options=Options(unsafe_math={"pow_half"}))
-    assert np.signbit(evaluate(module, [xs])[0][0]) != np.signbit(evaluate(fast, [xs])[0][0])
+    simplified = run_pipeline(module)
+    assert any(i.op is Op.SQRT for i in simplified.instructions)
+    golden.assert_same_bits(evaluate(module, [xs]), evaluate(simplified, [xs]))
 
 
 def _convert_chain(source, middle, target, n):
@@ -196,11 +197,6 @@ POW_OF_FOLDED_EXPONENT = """module m(%x: f32[4]) {
 }"""
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "the interpreter's pow depends on the exponent's memory layout: NumPy takes a "
-    "fast path (x*x for 2, sqrt for 0.5, 1/x for -1) only for a stride-0 exponent. "
-    "Folding the computed exponent 2*1 into broadcast(2) switches paths and f32 bits "
-    "change. Remove this mark once interpreter._pow is layout-independent."))
 def test_folding_a_pow_exponent_keeps_the_bits():
     module = parse_module(POW_OF_FOLDED_EXPONENT)
     x = np.array([1e-3, 0.5741666, 1.2127726, 9.034919], np.float32)

@@ -117,8 +117,8 @@ def pow_two(instr, options):
     return build.binary(Op.MUL, x, x, loc=instr.loc) if _exponent_is(instr, 2) else None
 
 
-@unsafe("pow_half")
 def pow_half(instr, options):
+    # exact: the IR defines pow(x, 0.5) as sqrt(x), NumPy's own fast path (ops.py)
     if not _float(instr) or not _exponent_is(instr, 0.5):
         return None
     return build.unary(Op.SQRT, instr.operands[0], loc=instr.loc)
@@ -277,7 +277,7 @@ RULES = RuleTable([
     # ** powers (scalar exponents only) **
     (Op.POW, pow_one),                                # x**1 -> x
     (Op.POW, pow_two),                                # x**2 -> x*x
-    (Op.POW, pow_half),                               # x**0.5 -> sqrt(x) (opt-in)
+    (Op.POW, pow_half),                               # x**0.5 -> sqrt(x)
     # ** involutions, idempotence, self-cancellation **
     ({Op.NEG, Op.NOT}, double_negation),              # -(-x) -> x, not(not x) -> x
     ({Op.AND, Op.OR, Op.MAX, Op.MIN}, idempotent_self),   # x&x -> x, max(x,x) -> x
