@@ -143,7 +143,25 @@ class _Fuser:
                 for g in consumer_groups:
                     self._join(instr, g)
                 return
+            host = self._output_host(instr, consumer_groups)
+            if host is not None:
+                self._join(instr, host)
+                return
         self.groups_of[instr] = [Group(instr)]
+
+    def _output_host(self, instr, groups):
+        """A consumer kernel that can compute `instr` and hand it to the others as an
+        extra output (softmax's max, read again by a later kernel), if one exists."""
+        for host in groups:
+            others = [g for g in groups if g is not host]
+            if any(self._reaches(g, host) for g in others):
+                continue   # a kernel feeding the host cannot also read from it
+            decision = self.can_fuse(instr, host)
+            self._note(instr, host, FusionDecision(decision.ok, decision.reason
+                                                   or "joins as an extra output"))
+            if decision:
+                return host
+        return None
 
     def _join(self, instr, group):
         if group.kind == "dot" and all(u is group.hero or u in group.prologue
@@ -256,7 +274,15 @@ class _Fuser:
     def _outputs_of(self, members):
         return [m for m in sorted(members, key=self.position.get)
                 if m not in self.duplicated
-                and (m in self.results or any(u not in members for u in self.users[m]))]
+                and (m in self.results or any(self._reads_elsewhere(u, m, members)
+                                              for u in self.users[m]))]
+
+    def _reads_elsewhere(self, user, value, members):
+        if user not in members:
+            return True
+        # a duplicated user also runs in other kernels, which read `value` from memory
+        return user in self.duplicated and any(value not in g.members
+                                               for g in self.groups_of.get(user, ()))
 
     def _should_duplicate(self, instr, groups):
         if instr in self.results:
@@ -274,8 +300,7 @@ class _Fuser:
         # materialised: written once, read by each consumer kernel;
         # duplicated: each consumer kernel reads the producer's operands instead
         materialised = cost.nbytes(instr) * (1 + len(groups))
-        duplicated = len(groups) * sum(cost.nbytes(o) for o in instr.operands
-                                       if not cost._inlined(o))
+        duplicated = len(groups) * sum(_read_bytes(o) for o in instr.operands)
         if instr.op not in CHEAP and instr.op not in (Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.MAX,
                                                       Op.MIN, Op.SELECT, Op.COMPARE):
             return FusionDecision.no(f"{instr.op} is too costly to compute twice")
@@ -395,6 +420,16 @@ class _Fuser:
         for out, value in zip(outputs, B.outputs(kernel)):
             value_of[out] = value
         return kernel
+
+
+def _read_bytes(value):
+    """Bytes a kernel reads to get `value`: a broadcast is read as its operand, since it
+    is itself duplicated into its consumers (CHEAP)."""
+    if cost._inlined(value):
+        return 0
+    if value.op is Op.BROADCAST_IN_DIM:
+        return _read_bytes(value.operands[0])
+    return cost.nbytes(value)
 
 
 def _maps_kept_dims(bcast, kept):

@@ -237,3 +237,21 @@ def test_do_not_fuse_arithmetic_into_dot_operands():
     fused = fuse(jitlib.make_ir(scaled_matmul)(a, b), explain=explain)
     assert [k.attrs["kind"] for k in _kernels(fused)] == ["loop", "dot"]
     assert any("reads its operands from memory" in d.reason for _, _, d in explain if not d)
+
+
+def test_a_reduction_read_by_two_kernels_is_an_extra_output_of_one():
+    # the row max feeds the softmax sums and, through the picked log-probabilities, the
+    # loss: it is computed once, in the reduction kernel, and read by the loss kernel
+    def cross_entropy(logits, labels):
+        logp = logits - logits.max(axis=1, keepdims=True)
+        logp = logp - np.log(np.exp(logp).sum(axis=1, keepdims=True))
+        return -logp[np.arange(logits.shape[0]), labels].mean()
+    logits = np.random.default_rng(3).standard_normal((8, 5)).astype(np.float32)
+    labels = np.array([0, 4, 2, 1, 3, 3, 0, 1])
+    module = jitlib.make_ir(cross_entropy)(logits, labels)
+    fused = optimize(module)
+    kernels = _kernels(fused)
+    assert len(kernels) == 2
+    assert sum(any(i.op is Op.REDUCE_MAX for i in k.attrs["body"].instructions)
+               for k in kernels) == 1
+    _assert_same_bits(module, fused, [logits, labels])
