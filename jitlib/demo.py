@@ -34,6 +34,13 @@ def _median_ms(fn, args, repeats):
     return statistics.median(times)
 
 
+def _backend_label(name):
+    from jitlib.backends import get_backend
+    name = name or jitlib.config.default_backend()
+    runs_as = get_backend(name).name
+    return name if runs_as == name else f"{name} (not built yet: runs on the {runs_as})"
+
+
 def run(backend=None, n=1 << 20, rows=1024, cols=256, repeats=15):
     rng = np.random.default_rng(0)
     cases = [
@@ -55,7 +62,7 @@ def run(backend=None, n=1 << 20, rows=1024, cols=256, repeats=15):
         jit_ms = _median_ms(jitted, args, repeats)
         numpy_ms = _median_ms(fn, args, repeats)
         used = jitted.cache_info()
-        print(f"backend {jitted.backend or jitlib.config.default_backend()}: matches eager "
+        print(f"backend {_backend_label(jitted.backend)}: matches eager "
               f"NumPy ({out.dtype}{list(out.shape)}); first call {first_ms:.1f} ms "
               f"(trace + compile), then median {jit_ms:.2f} ms vs eager NumPy "
               f"{numpy_ms:.2f} ms ({numpy_ms / jit_ms:.2f}x); cache {used}\n")
