@@ -156,6 +156,8 @@ class _Fuser:
             others = [g for g in groups if g is not host]
             if any(self._reaches(g, host) for g in others):
                 continue   # a kernel feeding the host cannot also read from it
+            if not self._same_space_output(instr, host):
+                continue   # a kernel's outputs live in its iteration space
             decision = self.can_fuse(instr, host)
             self._note(instr, host, FusionDecision(decision.ok, decision.reason
                                                    or "joins as an extra output"))

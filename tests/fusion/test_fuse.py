@@ -202,6 +202,9 @@ def test_optimizer_preserves_every_program(program):
     verify(fused)
     assert all(i.op in (Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT)
                for i in fused.instructions)
+    for kernel in _kernels(fused):   # a loop kernel has one iteration space
+        if kernel.attrs["kind"] == "loop":
+            assert len({r.shape for r in kernel.attrs["body"].results}) == 1, kernel.attrs
     flat = [np.asarray(a) for a in jitlib.tree.leaves(
         [a for n, a in enumerate(args) if n not in program.static_argnums])]
     _assert_same_bits(module, fused, [np.asarray(a, dtype=p.dtype)
