@@ -6,27 +6,22 @@ triton.
 import glob
 import importlib
 import importlib.util
-import logging
 import os
 
 from jitlib.errors import UnsupportedError
-
-_log = logging.getLogger(__name__)
 
 # name -> (module, class, the third-party package it needs or None)
 _BACKENDS = {
     "interpreter": ("jitlib.backends.interpreter", "InterpreterBackend", None),
     "jax": ("jitlib.backends.jax", "JaxBackend", "jax"),
+    "cpu": ("jitlib.backends.llvm", "LLVMBackend", "llvmlite"),
 }
-# STAND-IN until the LLVM backend exists: then add "cpu" to _BACKENDS and delete this line.
-_STAND_INS = {"cpu": "interpreter"}
 # Names that will exist but do not yet, with why.
 _NOT_BUILT = {"gpu": "the Triton GPU backend is not built yet"}
 
-KNOWN = tuple(_BACKENDS) + tuple(_STAND_INS) + tuple(_NOT_BUILT)
+KNOWN = tuple(_BACKENDS) + tuple(_NOT_BUILT)
 
 _instances = {}
-_warned_stand_ins = set()
 
 
 def get_backend(name):
@@ -34,12 +29,6 @@ def get_backend(name):
     if name in _NOT_BUILT:
         raise UnsupportedError(_NOT_BUILT[name], hint="use backend='cpu', 'interpreter' or "
                                                       "'jax' until it lands")
-    if name in _STAND_INS:
-        if name not in _warned_stand_ins:
-            _warned_stand_ins.add(name)
-            _log.info("backend %r is not built yet; using the %r backend in its place",
-                      name, _STAND_INS[name])
-        name = _STAND_INS[name]
     if name not in _BACKENDS:
         raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN)}")
     if name not in _instances:
@@ -52,7 +41,7 @@ def available_backends():
     """The names `get_backend` accepts here, given what is installed."""
     usable = [n for n, (_, _, needs) in _BACKENDS.items()
               if needs is None or importlib.util.find_spec(needs) is not None]
-    return tuple(usable) + tuple(n for n, target in _STAND_INS.items() if target in usable)
+    return tuple(usable)
 
 
 def default_backend_name():

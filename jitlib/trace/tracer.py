@@ -11,7 +11,6 @@ from its base whenever the base changed, and a write through a basic-slicing
 view is written back into the base, as in NumPy. Writes through views NumPy
 could not have written through (or that we cannot map back) raise instead.
 """
-import builtins
 import operator
 
 import numpy as np

@@ -1,0 +1,26 @@
+"""The LLVM CPU backend: fused kernels compiled to machine code through llvmlite.
+
+    emitter.py     each op's value at one index, as LLVM IR text (the rule tables)
+    kernels.py     the loop nest of each kernel kind around the emitted values
+    compiler.py    IR text -> optimised machine code for the host CPU, cached by text
+    executable.py  runs the kernels in order; what is not compiled runs on the interpreter
+
+`LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
+and compiles each kernel, and returns an `LLVMExecutable`.
+"""
+from jitlib.backends.base import Backend
+from jitlib.backends.llvm.executable import LLVMExecutable
+from jitlib.fusion import optimize
+
+__all__ = ["LLVMBackend", "LLVMExecutable"]
+
+
+class LLVMBackend(Backend):
+    """Compiles each fused kernel with LLVM for this machine's CPU."""
+
+    name = "cpu"
+
+    def compile(self, module):
+        """`module` optimised into kernels, each compiled (or, where the backend cannot
+        yet, run on the interpreter), as one executable."""
+        return LLVMExecutable(module, self.name, optimize(module))

@@ -1,0 +1,886 @@
+"""Elemental LLVM IR emission: each op's value at one index, as LLVM IR text.
+
+The renderer is two tables (tinygrad's renderers-as-tables):
+
+  scalar_rules[op](fn, instr, *values) -> value    elementwise math on compute values
+  index_rules[op](el, instr, index) -> value       leaves and movement: which operand
+                                                   element to read for an output index
+
+`Elemental.value(instr, index)` walks the body from an output back to its inputs, asking
+each operand for the element its consumer needs (XLA's elemental IR emitter). Values are
+memoised per (instr, index) inside a scope; kernels open a scope per loop body, since a
+value computed inside a loop does not dominate the code after it.
+
+Types. Values live in registers in a compute type: bool is i1, integers are iN, f32 and
+the 16-bit floats are `float`, f64 is `double`. In memory bool is i8, f16 is `half`, bf16
+is i16 bits. f16 and bf16 arithmetic runs in float and every op's result is rounded back
+to the 16-bit grid (`narrow`), because the interpreter (NumPy's half loops, ml_dtypes)
+rounds after each op: +, -, *, / and sqrt then agree bit for bit (float has at least
+2p+2 bits, so rounding twice is harmless). Conversions round once, as NumPy and ml_dtypes
+do (f64 -> f16/bf16 and wide integers -> bf16 go through round-to-odd). Float -> integer
+of NaN or out-of-range values is platform-defined, as in C and NumPy: not matched.
+
+Straight-line code only: a select reads both branches, so every load is made in bounds
+(indices clamped) and integer division never sees a zero divisor.
+"""
+import struct
+
+import numpy as np
+
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+
+class Unsupported(Exception):
+    """This kernel needs an op, dtype or form the LLVM backend does not emit yet."""
+
+
+# -- types and literals
+
+F16 = np.dtype(np.float16)
+BF16 = dtypes.bfloat16
+F32 = np.dtype(np.float32)
+F64 = np.dtype(np.float64)
+I64 = np.dtype(np.int64)
+NARROW = (F16, BF16)
+
+
+def bits(dt):
+    return 1 if dt == dtypes.BOOL else np.dtype(dt).itemsize * 8
+
+
+def compute_type(dt):
+    """The register type of a `dt` value."""
+    dt = np.dtype(dt)
+    if dt == F64:
+        return "double"
+    if dtypes.is_float(dt):
+        return "float"
+    return f"i{bits(dt)}"
+
+
+def memory_type(dt):
+    """The in-memory element type of `dt`."""
+    dt = np.dtype(dt)
+    return {dtypes.BOOL: "i8", F16: "half", BF16: "i16"}.get(dt, compute_type(dt))
+
+
+def _suffix(ty):
+    return {"float": "f32", "double": "f64"}.get(ty, ty)
+
+
+def _double_hex(value):
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", float(value)))[0]
+
+
+def literal(value, dt):
+    """`value` as an LLVM constant of `dt`'s compute type."""
+    dt = np.dtype(dt)
+    if dt == dtypes.BOOL:
+        return "true" if bool(value) else "false"
+    if dtypes.is_integer(dt):
+        n, v = bits(dt), int(value)
+        v &= (1 << n) - 1
+        return str(v - (1 << n) if v >> (n - 1) else v)   # LLVM reads iN literals signed
+    # float constants print as the double holding the exact value
+    return _double_hex(np.asarray(value, dtype=dt).astype(np.float64))
+
+
+# -- the function being written
+
+class FunctionText:
+    """One LLVM function as text: fresh names, blocks, declarations, loop hints."""
+
+    def __init__(self, name, params):
+        self.name = name
+        self.params = params          # [(llvm type, "%name", attributes)]
+        self.lines = []
+        self.allocas = []
+        self.decls = {}               # module-level text, deduplicated
+        self.metadata = []
+        self.block = "entry"
+        self._count = 0
+
+    def tmp(self, hint="v"):
+        self._count += 1
+        return f"%{hint}{self._count}"
+
+    def label(self, hint):
+        self._count += 1
+        return f"{hint}{self._count}"
+
+    def emit(self, text):
+        self.lines.append("  " + text)
+
+    def op(self, text, hint="v"):
+        """Emit `%new = text`; return %new."""
+        name = self.tmp(hint)
+        self.emit(f"{name} = {text}")
+        return name
+
+    def start_block(self, label):
+        self.lines.append(f"{label}:")
+        self.block = label
+
+    def alloca(self, ty):
+        # in the entry block, where SROA turns it into registers
+        name = self.tmp("acc")
+        self.allocas.append(f"  {name} = alloca {ty}")
+        return name
+
+    def declare(self, key, text):
+        self.decls.setdefault(key, text)
+
+    def call(self, ret, callee, args, hint="c"):
+        """Call `callee` (declared by the caller) on [(type, value)]."""
+        arg_text = ", ".join(f"{t} {v}" for t, v in args)
+        return self.op(f"call {ret} @{callee}({arg_text})", hint)
+
+    def intrinsic(self, base, ty, *args, extra=()):
+        """`llvm.<base>.<ty>` on values of type `ty` (plus `extra` [(type, value)])."""
+        name = f"llvm.{base}.{_suffix(ty)}"
+        arg_types = ", ".join([ty] * len(args) + [t for t, _ in extra])
+        self.declare(name, f"declare {ty} @{name}({arg_types})")
+        return self.call(ty, name, [(ty, a) for a in args] + list(extra))
+
+    def vectorize_hint(self):
+        """A fresh `!llvm.loop` node asking LLVM to vectorize one loop."""
+        if not self.metadata:
+            self.metadata.append('!0 = !{!"llvm.loop.vectorize.enable", i1 true}')
+        n = len(self.metadata)
+        self.metadata.append(f"!{n} = distinct !{{!{n}, !0}}")
+        return f"!{n}"
+
+    def render(self):
+        params = ", ".join(" ".join(filter(None, (t, attrs, n))) for t, n, attrs in self.params)
+        out = [f'define void @"{self.name}"({params}) nounwind {{', "entry:"]
+        out += self.allocas + self.lines + ["}", ""]
+        out += list(self.decls.values()) + self.metadata
+        return "\n".join(out) + "\n"
+
+
+# -- index arithmetic on i64, folded when both sides are known
+
+def iadd(fn, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if b == 0:
+        return a
+    if a == 0:
+        return b
+    return fn.op(f"add nsw i64 {a}, {b}", "i")
+
+
+def isub(fn, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return a - b
+    if b == 0:
+        return a
+    return fn.op(f"sub nsw i64 {a}, {b}", "i")
+
+
+def imul(fn, a, c):
+    if isinstance(a, int):
+        return a * c
+    if c == 1:
+        return a
+    if c == 0:
+        return 0
+    return fn.op(f"mul nsw i64 {a}, {c}", "i")
+
+
+def iclamp(fn, a, lo, hi):
+    """min(max(a, lo), hi) on signed i64."""
+    if isinstance(a, int):
+        return min(max(a, lo), hi)
+    a = fn.intrinsic("smax", "i64", a, str(lo))
+    return fn.intrinsic("smin", "i64", a, str(hi))
+
+
+def icmp(fn, cond, a, b):
+    if isinstance(a, int) and isinstance(b, int):
+        ops = {"sge": a >= b, "slt": a < b, "eq": a == b, "ult": 0 <= a < b}
+        return "true" if ops[cond] else "false"
+    return fn.op(f"icmp {cond} i64 {a}, {b}", "c")
+
+
+def all_of(fn, conds):
+    conds = [c for c in conds if c != "true"]
+    if "false" in conds:
+        return "false"
+    out = "true"
+    for c in conds:
+        out = c if out == "true" else fn.op(f"and i1 {out}, {c}", "c")
+    return out
+
+
+def strides(shape):
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+class Index:
+    """A position in `shape`: per-dim i64 values (SSA names or ints), or the linear one."""
+
+    __slots__ = ("shape", "dims", "lin")
+
+    def __init__(self, shape, dims=None, lin=None):
+        self.shape = tuple(shape)
+        if dims is not None:
+            # size-1 dims are always 0: keeps keys canonical and folds index math
+            dims = tuple(0 if n == 1 else d for n, d in zip(self.shape, dims))
+        self.dims = dims
+        self.lin = lin
+
+    @classmethod
+    def zero(cls, shape):
+        return cls(shape, (0,) * len(shape), 0)
+
+    @property
+    def key(self):
+        return ("d",) + self.dims if self.dims is not None else ("l", self.lin)
+
+
+# -- conversions between compute values
+
+def narrow(fn, v, dt):
+    """Round a float value to the f16/bf16 grid (round to nearest even), as a float."""
+    if dt == F16:
+        h = fn.op(f"fptrunc float {v} to half", "h")
+        return fn.op(f"fpext half {h} to float", "n")
+    if dt == BF16:
+        b = fn.op(f"bitcast float {v} to i32", "b")
+        lsb = fn.op(f"and i32 {fn.op(f'lshr i32 {b}, 16', 'b')}, 1", "b")
+        r = fn.op(f"add i32 {b}, {fn.op(f'add i32 {lsb}, 32767', 'b')}", "b")
+        r = fn.op(f"and i32 {r}, -65536", "b")
+        # ml_dtypes turns every NaN into the quiet NaN of its sign
+        q = fn.op(f"or i32 {fn.op(f'and i32 {b}, -2147483648', 'b')}, 2143289344", "b")
+        nan = fn.op(f"fcmp uno float {v}, 0.0", "c")
+        return fn.op(f"bitcast i32 {fn.op(f'select i1 {nan}, i32 {q}, i32 {r}', 'b')} to float",
+                     "n")
+    return v
+
+
+def _double_to_float_odd(fn, d):
+    """f64 -> f32 rounding to odd: a later rounding to f16/bf16 is then a single rounding."""
+    r = fn.op(f"fptrunc double {d} to float", "r")
+    back = fn.op(f"fpext float {r} to double", "r")
+    inexact = fn.op(f"fcmp one double {back}, {d}", "c")
+    rb = fn.op(f"bitcast float {r} to i32", "r")
+    even = fn.op(f"icmp eq i32 {fn.op(f'and i32 {rb}, 1', 'r')}, 0", "c")
+    bigger = fn.op(f"fcmp ogt double {fn.intrinsic('fabs', 'double', back)}, "
+                   f"{fn.intrinsic('fabs', 'double', d)}", "c")
+    adj = fn.op(f"select i1 {bigger}, i32 {fn.op(f'sub i32 {rb}, 1', 'r')}, "
+                f"i32 {fn.op(f'add i32 {rb}, 1', 'r')}", "r")
+    fix = fn.op(f"and i1 {inexact}, {even}", "c")
+    out = fn.op(f"select i1 {fix}, i32 {adj}, i32 {rb}", "r")
+    return fn.op(f"bitcast i32 {out} to float", "r")
+
+
+def _int_to_narrow(fn, v, src, dst):
+    """A 32/64-bit integer to f16/bf16 with one rounding, as NumPy and ml_dtypes do."""
+    n = bits(src)
+    signed = dtypes.is_signed(src)
+    if n < 64:
+        v = fn.op(f"{'sext' if signed else 'zext'} i{n} {v} to i64", "x")
+    mag, neg = v, None
+    if signed:
+        neg = fn.op(f"icmp slt i64 {v}, 0", "c")
+        mag = fn.op(f"select i1 {neg}, i64 {fn.op(f'sub i64 0, {v}', 'x')}, i64 {v}", "x")
+    # fold the bits below float's 24 into one sticky bit: uitofp is then exact and the
+    # final round to nearest even sees the right halfway information
+    lz = fn.intrinsic("ctlz", "i64", mag, extra=[("i1", "false")])
+    k = fn.intrinsic("smax", "i64", fn.op(f"sub i64 41, {lz}", "x"), "1")   # 64 - lz - 23
+    mask = fn.op(f"sub i64 {fn.op(f'shl i64 1, {k}', 'x')}, 1", "x")
+    sticky = fn.op(f"icmp ne i64 {fn.op(f'and i64 {mag}, {mask}', 'x')}, 0", "c")
+    sticky = fn.op(f"zext i1 {sticky} to i64", "x")
+    sticky = fn.op(f"shl i64 {sticky}, {fn.op(f'sub i64 {k}, 1', 'x')}", "x")
+    kept = fn.op(f"and i64 {mag}, {fn.op(f'xor i64 {mask}, -1', 'x')}", "x")
+    f = fn.op(f"uitofp i64 {fn.op(f'or i64 {kept}, {sticky}', 'x')} to float", "f")
+    if signed:
+        f = fn.op(f"select i1 {neg}, float {fn.op(f'fneg float {f}', 'f')}, float {f}", "f")
+    return narrow(fn, f, dst)
+
+
+def convert(fn, v, src, dst):
+    """A compute value of dtype `src` as one of dtype `dst` (NumPy's astype, x86)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    st, dty = compute_type(src), compute_type(dst)
+    if src == dst:
+        return v
+    if dst == dtypes.BOOL:
+        if dtypes.is_float(src):
+            return fn.op(f"fcmp une {st} {v}, 0.0", "c")   # NaN is True
+        return fn.op(f"icmp ne {st} {v}, 0", "c")
+    if src == dtypes.BOOL:
+        return fn.op(f"{'uitofp' if dtypes.is_float(dst) else 'zext'} i1 {v} to {dty}", "x")
+    if dtypes.is_integer(src) and dtypes.is_integer(dst):
+        if bits(dst) < bits(src):
+            return fn.op(f"trunc {st} {v} to {dty}", "x")
+        if bits(dst) > bits(src):
+            return fn.op(f"{'sext' if dtypes.is_signed(src) else 'zext'} {st} {v} to {dty}", "x")
+        return v
+    if dtypes.is_integer(src):
+        if dst in NARROW and bits(src) >= 32:
+            return _int_to_narrow(fn, v, src, dst)
+        f = fn.op(f"{'sitofp' if dtypes.is_signed(src) else 'uitofp'} {st} {v} to {dty}", "x")
+        return narrow(fn, f, dst)
+    if dtypes.is_integer(dst):
+        # through i64 as C compilers do on x86; NaN and out-of-range values are undefined
+        if bits(dst) == 64:
+            return fn.op(f"{'fptosi' if dtypes.is_signed(dst) else 'fptoui'} {st} {v} to i64",
+                         "x")
+        wide = fn.op(f"fptosi {st} {v} to i64", "x")
+        return fn.op(f"trunc i64 {wide} to {dty}", "x")
+    # float to float
+    if dst == F64:
+        return fn.op(f"fpext float {v} to double", "x")
+    if src == F64:
+        if dst == F32:
+            return fn.op(f"fptrunc double {v} to float", "x")
+        return narrow(fn, _double_to_float_odd(fn, v), dst)
+    return narrow(fn, v, dst)   # between float, f16, bf16: all exact in float
+
+
+def to_compute(fn, v, dt):
+    """A loaded memory value as a compute value."""
+    if dt == dtypes.BOOL:
+        return fn.op(f"icmp ne i8 {v}, 0", "c")
+    if dt == F16:
+        return fn.op(f"fpext half {v} to float", "x")
+    if dt == BF16:
+        w = fn.op(f"zext i16 {v} to i32", "x")
+        return fn.op(f"bitcast i32 {fn.op(f'shl i32 {w}, 16', 'x')} to float", "x")
+    return v
+
+
+def to_memory(fn, v, dt):
+    """A compute value (already on `dt`'s grid) as the value to store."""
+    if dt == dtypes.BOOL:
+        return fn.op(f"zext i1 {v} to i8", "s")
+    if dt == F16:
+        return fn.op(f"fptrunc float {v} to half", "s")
+    if dt == BF16:
+        b = fn.op(f"bitcast float {v} to i32", "s")
+        return fn.op(f"trunc i32 {fn.op(f'lshr i32 {b}, 16', 's')} to i16", "s")
+    return v
+
+
+def load(fn, ptr, lin, dt):
+    mt = memory_type(dt)
+    p = fn.op(f"getelementptr inbounds {mt}, ptr {ptr}, i64 {lin}", "p")
+    return to_compute(fn, fn.op(f"load {mt}, ptr {p}", "ld"), dt)
+
+
+def store(fn, v, ptr, lin, dt):
+    mt = memory_type(dt)
+    p = fn.op(f"getelementptr inbounds {mt}, ptr {ptr}, i64 {lin}", "p")
+    fn.emit(f"store {mt} {to_memory(fn, v, dt)}, ptr {p}")
+
+
+# -- math functions: the one place that picks libm/intrinsics or jitlib's mathlib
+
+# The functions taken from jitlib/backends/llvm/mathlib.py: straight-line IR, inlined and
+# vectorized with the loop, where a libm call keeps LLVM from vectorizing it. Empty until
+# mathlib is final; then: MATHLIB = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos",
+# "tan", "pow", "atan2"}.
+MATHLIB = frozenset()
+_INTRINSIC = {"exp", "log", "sin", "cos", "tan", "tanh", "pow", "sqrt"}
+_LIBM = {"expm1", "log1p", "atan2"}
+
+
+def math_call(fn, name, ty, *args):
+    """`name`(args) on compute type `ty` ("float" or "double"): LLVM intrinsics and libm,
+    or for names in MATHLIB the inlined `@jl_<name>_<f32|f64>` of mathlib.py."""
+    if name in MATHLIB:
+        return _mathlib_call(fn, name, ty, args)
+    if name in _INTRINSIC:
+        return fn.intrinsic(name, ty, *args)
+    if name not in _LIBM:
+        raise Unsupported(f"no math function {name}")
+    callee = name + ("f" if ty == "float" else "")
+    fn.declare(callee, f"declare {ty} @{callee}({', '.join([ty] * len(args))})")
+    return fn.call(ty, callee, [(ty, a) for a in args])
+
+
+def _mathlib_call(fn, name, ty, args):
+    from jitlib.backends.llvm import mathlib
+    dt = F32 if ty == "float" else F64
+    text = mathlib.function_ir(name, dt)
+    for line in text.splitlines():
+        if line.startswith("declare "):   # keyed by name: ours and mathlib's dedupe
+            fn.declare(line.split("@", 1)[1].split("(", 1)[0], line)
+    symbol = mathlib.symbol(name, dt)
+    fn.declare(symbol, text[text.index("define"):])
+    return fn.call(ty, symbol, [(ty, a) for a in args])
+
+
+# -- scalar rules: elementwise ops on compute values
+
+scalar_rules = {}
+
+# float results the interpreter rounds to the 16-bit grid after the op
+ROUNDED = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT, Op.TANH, Op.SIN, Op.COS,
+                     Op.TAN, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.REM, Op.POW, Op.ATAN2})
+
+
+def _is_float(instr):
+    return dtypes.is_float(instr.operands[0].dtype)
+
+
+def _neg(fn, instr, x):
+    t = compute_type(instr.dtype)
+    return fn.op(f"fneg {t} {x}") if _is_float(instr) else fn.op(f"sub {t} 0, {x}")
+
+
+def _abs(fn, instr, x):
+    t = compute_type(instr.dtype)
+    if _is_float(instr):
+        return fn.intrinsic("fabs", t, x)
+    if dtypes.is_unsigned(instr.dtype):
+        return x
+    neg = fn.op(f"icmp slt {t} {x}, 0", "c")
+    return fn.op(f"select i1 {neg}, {t} {fn.op(f'sub {t} 0, {x}')}, {t} {x}")
+
+
+def _sign(fn, instr, x):
+    t, dt = compute_type(instr.dtype), instr.dtype
+    if _is_float(instr):
+        gt = fn.op(f"fcmp ogt {t} {x}, 0.0", "c")
+        lt = fn.op(f"fcmp olt {t} {x}, 0.0", "c")
+        rest = x
+        if dt != BF16:   # NumPy gives +0 for -0; ml_dtypes keeps the zero; NaN stays
+            nan = fn.op(f"fcmp uno {t} {x}, 0.0", "c")
+            rest = fn.op(f"select i1 {nan}, {t} {x}, {t} 0.0")
+        neg = fn.op(f"select i1 {lt}, {t} {literal(-1, dt)}, {t} {rest}")
+        return fn.op(f"select i1 {gt}, {t} {literal(1, dt)}, {t} {neg}")
+    gt = fn.op(f"icmp {'sgt' if dtypes.is_signed(dt) else 'ugt'} {t} {x}, 0", "c")
+    if dtypes.is_unsigned(dt):
+        return fn.op(f"zext i1 {gt} to {t}")
+    lt = fn.op(f"icmp slt {t} {x}, 0", "c")
+    neg = fn.op(f"select i1 {lt}, {t} -1, {t} 0")
+    return fn.op(f"select i1 {gt}, {t} 1, {t} {neg}")
+
+
+def _math(name):
+    def rule(fn, instr, *xs):
+        return math_call(fn, name, compute_type(instr.dtype), *xs)
+    return rule
+
+
+def _rsqrt(fn, instr, x):
+    t, dt = compute_type(instr.dtype), instr.dtype
+    s = narrow(fn, fn.intrinsic("sqrt", t, x), dt)
+    return narrow(fn, fn.op(f"fdiv {t} {literal(1, dt)}, {s}"), dt)
+
+
+def _logistic(fn, instr, x):
+    # the interpreter's formula, rounding where it rounds: exp(-|x|) never overflows
+    t, dt = compute_type(instr.dtype), instr.dtype
+    one = literal(1, dt)
+    e = narrow(fn, math_call(fn, "exp", t, fn.op(f"fneg {t} {fn.intrinsic('fabs', t, x)}")),
+               dt)
+    denom = narrow(fn, fn.op(f"fadd {t} {one}, {e}"), dt)
+    pos = narrow(fn, fn.op(f"fdiv {t} {one}, {denom}"), dt)
+    neg = narrow(fn, fn.op(f"fdiv {t} {e}, {denom}"), dt)
+    ge = fn.op(f"fcmp oge {t} {x}, 0.0", "c")
+    return fn.op(f"select i1 {ge}, {t} {pos}, {t} {neg}")
+
+
+def _intrinsic(base):
+    def rule(fn, instr, x):
+        return fn.intrinsic(base, compute_type(instr.dtype), x)
+    return rule
+
+
+def _not(fn, instr, x):
+    t = compute_type(instr.dtype)
+    return fn.op(f"xor {t} {x}, {'true' if t == 'i1' else '-1'}")
+
+
+def _is_finite(fn, instr, x):
+    t = compute_type(instr.operands[0].dtype)
+    return fn.op(f"fcmp olt {t} {fn.intrinsic('fabs', t, x)}, {_double_hex(np.inf)}", "c")
+
+
+def _convert(fn, instr, x):
+    return convert(fn, x, instr.operands[0].dtype, instr.dtype)
+
+
+def _arith(float_op, int_op, bool_op=None):
+    def rule(fn, instr, x, y):
+        t, dt = compute_type(instr.dtype), instr.dtype
+        if dtypes.is_float(dt):
+            return fn.op(f"{float_op} {t} {x}, {y}")
+        return fn.op(f"{bool_op if dt == dtypes.BOOL else int_op} {t} {x}, {y}")
+    return rule
+
+
+def _special_divisor(fn, instr, y):
+    """(y == 0 [or y == -1 for signed], a divisor that is y or 1 there)."""
+    t, dt = compute_type(instr.dtype), instr.dtype
+    special = fn.op(f"icmp eq {t} {y}, 0", "c")
+    if dtypes.is_signed(dt):
+        special = fn.op(f"or i1 {special}, {fn.op(f'icmp eq {t} {y}, -1', 'c')}", "c")
+    return special, fn.op(f"select i1 {special}, {t} 1, {t} {y}")
+
+
+def _div(fn, instr, x, y):
+    t, dt = compute_type(instr.dtype), instr.dtype
+    if dtypes.is_float(dt):
+        return fn.op(f"fdiv {t} {x}, {y}")
+    # C division; x/0 == 0 and x/-1 == -x (wrapping), answered without dividing
+    _, safe = _special_divisor(fn, instr, y)
+    q = fn.op(f"{'sdiv' if dtypes.is_signed(dt) else 'udiv'} {t} {x}, {safe}")
+    if dtypes.is_signed(dt):
+        minus = fn.op(f"icmp eq {t} {y}, -1", "c")
+        q = fn.op(f"select i1 {minus}, {t} {fn.op(f'sub {t} 0, {x}')}, {t} {q}")
+    zero = fn.op(f"icmp eq {t} {y}, 0", "c")
+    return fn.op(f"select i1 {zero}, {t} 0, {t} {q}")
+
+
+def _rem(fn, instr, x, y):
+    t, dt = compute_type(instr.dtype), instr.dtype
+    if dtypes.is_float(dt):
+        return fn.op(f"frem {t} {x}, {y}")   # fmod: exact
+    _, safe = _special_divisor(fn, instr, y)   # x % 0 == x % -1 == x % 1 == 0
+    return fn.op(f"{'srem' if dtypes.is_signed(dt) else 'urem'} {t} {x}, {safe}")
+
+
+def _pow(fn, instr, x, y):
+    t, dt = compute_type(instr.dtype), instr.dtype
+    if dtypes.is_float(dt):
+        return math_call(fn, "pow", t, x, y)
+    # square-and-multiply over every exponent bit, wrapping as NumPy's integer power does
+    result, base = "1", x
+    n = bits(dt) - (1 if dtypes.is_signed(dt) else 0)
+    for k in range(n):
+        bit = fn.op(f"and {t} {fn.op(f'lshr {t} {y}, {k}')}, 1")
+        on = fn.op(f"icmp ne {t} {bit}, 0", "c")
+        result = fn.op(f"select i1 {on}, {t} {fn.op(f'mul {t} {result}, {base}')}, "
+                       f"{t} {result}")
+        if k + 1 < n:
+            base = fn.op(f"mul {t} {base}, {base}")
+    if not dtypes.is_signed(dt):
+        return result
+    # x ** -n: the integer part of 1 / x ** n
+    neg = fn.op(f"icmp slt {t} {y}, 0", "c")
+    odd = fn.op(f"icmp ne {t} {fn.op(f'and {t} {y}, 1')}, 0", "c")
+    minus = fn.op(f"select i1 {odd}, {t} -1, {t} 1")
+    recip = fn.op(f"select i1 {fn.op(f'icmp eq {t} {x}, -1', 'c')}, {t} {minus}, {t} 0")
+    recip = fn.op(f"select i1 {fn.op(f'icmp eq {t} {x}, 1', 'c')}, {t} 1, {t} {recip}")
+    return fn.op(f"select i1 {neg}, {t} {recip}, {t} {result}")
+
+
+def minmax(fn, dt, x, y, is_max):
+    """np.maximum / np.minimum: NaN in x or y wins (x's first); on ties NumPy returns y,
+    except its float16 loop, which returns x."""
+    t = compute_type(dt)
+    if dtypes.is_float(dt):
+        cond = ("oge" if is_max else "ole") if dt == F16 else ("ogt" if is_max else "olt")
+        take_x = fn.op(f"fcmp {cond} {t} {x}, {y}", "c")
+        take_x = fn.op(f"or i1 {take_x}, {fn.op(f'fcmp uno {t} {x}, 0.0', 'c')}", "c")
+    elif dt == dtypes.BOOL:
+        return fn.op(f"{'or' if is_max else 'and'} i1 {x}, {y}")
+    else:
+        sign = "s" if dtypes.is_signed(dt) else "u"
+        take_x = fn.op(f"icmp {sign}{'gt' if is_max else 'lt'} {t} {x}, {y}", "c")
+    return fn.op(f"select i1 {take_x}, {t} {x}, {t} {y}")
+
+
+def _max(fn, instr, x, y):
+    return minmax(fn, instr.dtype, x, y, True)
+
+
+def _min(fn, instr, x, y):
+    return minmax(fn, instr.dtype, x, y, False)
+
+
+def _atan2(fn, instr, y, x):
+    return math_call(fn, "atan2", compute_type(instr.dtype), y, x)
+
+
+def _bitwise(op):
+    def rule(fn, instr, x, y):
+        return fn.op(f"{op} {compute_type(instr.dtype)} {x}, {y}")
+    return rule
+
+
+_FCMP = {"EQ": "oeq", "NE": "une", "LT": "olt", "LE": "ole", "GT": "ogt", "GE": "oge"}
+_ICMP = {"EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge"}
+
+
+def _compare(fn, instr, x, y):
+    dt, direction = instr.operands[0].dtype, instr.attrs["direction"]
+    t = compute_type(dt)
+    if dtypes.is_float(dt):
+        return fn.op(f"fcmp {_FCMP[direction]} {t} {x}, {y}", "c")
+    cond = _ICMP[direction]
+    if cond not in ("eq", "ne"):
+        cond = ("s" if dtypes.is_signed(dt) else "u") + cond   # bool: False < True
+    return fn.op(f"icmp {cond} {t} {x}, {y}", "c")
+
+
+def _select(fn, instr, pred, a, b):
+    t = compute_type(instr.dtype)
+    return fn.op(f"select i1 {pred}, {t} {a}, {t} {b}")
+
+
+def _clamp(fn, instr, lo, x, hi):
+    return minmax(fn, instr.dtype, minmax(fn, instr.dtype, x, lo, True), hi, False)
+
+
+scalar_rules.update({
+    Op.NEG: _neg, Op.ABS: _abs, Op.SIGN: _sign,
+    Op.EXP: _math("exp"), Op.EXPM1: _math("expm1"), Op.LOG: _math("log"),
+    Op.LOG1P: _math("log1p"), Op.SQRT: _math("sqrt"), Op.RSQRT: _rsqrt,
+    Op.TANH: _math("tanh"), Op.LOGISTIC: _logistic, Op.SIN: _math("sin"),
+    Op.COS: _math("cos"), Op.TAN: _math("tan"),
+    Op.FLOOR: _intrinsic("floor"), Op.CEIL: _intrinsic("ceil"),
+    Op.ROUND: _intrinsic("roundeven"),   # half to even, whatever the rounding mode
+    Op.NOT: _not, Op.IS_FINITE: _is_finite, Op.CONVERT: _convert,
+    Op.ADD: _arith("fadd", "add", "or"), Op.SUB: _arith("fsub", "sub"),
+    Op.MUL: _arith("fmul", "mul", "and"), Op.DIV: _div, Op.REM: _rem, Op.POW: _pow,
+    Op.MAX: _max, Op.MIN: _min, Op.ATAN2: _atan2,
+    Op.AND: _bitwise("and"), Op.OR: _bitwise("or"), Op.XOR: _bitwise("xor"),
+    Op.COMPARE: _compare, Op.SELECT: _select, Op.CLAMP: _clamp,
+})
+assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
+
+
+# -- the elemental generator
+
+class Elemental:
+    """Emits the value of body instructions at indices, reading `inputs` from memory.
+
+    `inputs` maps an instruction to the pointer argument holding it (C order); `fixed`
+    maps an instruction to a value that holds at every index the kernel asks for (a
+    reduction's result for the current kept index).
+    """
+
+    def __init__(self, fn, inputs):
+        self.fn = fn
+        self.inputs = dict(inputs)
+        self.fixed = {}
+        self.scopes = [{}]
+
+    def push(self):
+        self.scopes.append({})
+
+    def pop(self):
+        self.scopes.pop()
+
+    def linear(self, index):
+        if index.lin is None:
+            lin = 0
+            for d, s in zip(index.dims, strides(index.shape)):
+                lin = iadd(self.fn, lin, imul(self.fn, d, s))
+            index.lin = lin
+        return index.lin
+
+    def dims(self, index):
+        if index.dims is None:
+            dims, fn, lin = [], self.fn, index.lin
+            for i, (n, s) in enumerate(zip(index.shape, strides(index.shape))):
+                if n == 1:
+                    dims.append(0)
+                    continue
+                d = lin
+                if isinstance(d, int):
+                    d = (d // s) % n
+                else:
+                    if s != 1:
+                        d = fn.op(f"udiv i64 {d}, {s}", "i")
+                    if i > 0:   # the outermost quotient is already < n
+                        d = fn.op(f"urem i64 {d}, {n}", "i")
+                dims.append(d)
+            index.dims = tuple(dims)
+        return index.dims
+
+    def value(self, instr, index):
+        """`instr`'s compute value at `index` (an Index into instr.shape)."""
+        if instr in self.fixed:
+            return self.fixed[instr]
+        if instr.size == 1:
+            index = Index.zero(instr.shape)
+        key = (instr, index.key)
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        v = self._compute(instr, index)
+        self.scopes[-1][key] = v
+        return v
+
+    def _compute(self, instr, index):
+        if instr in self.inputs:
+            return load(self.fn, self.inputs[instr], self.linear(index), instr.dtype)
+        rule = scalar_rules.get(instr.op)
+        if rule is not None:
+            values = [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
+                      for o in instr.operands]
+            v = rule(self.fn, instr, *values)
+            if instr.op in ROUNDED and instr.dtype in NARROW:
+                v = narrow(self.fn, v, instr.dtype)
+            return v
+        rule = index_rules.get(instr.op)
+        if rule is None:
+            raise Unsupported(f"{instr.op} has no elemental rule")
+        return rule(self, instr, index)
+
+
+# -- index rules: leaves and movement
+
+index_rules = {}
+
+
+def _constant(el, instr, index):
+    value = instr.attrs["value"].array
+    if value.size != 1:
+        raise Unsupported(f"constant of {value.size} elements inside a kernel")
+    return literal(value.reshape(-1)[0], instr.dtype)
+
+
+def _iota(el, instr, index):
+    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
+    return convert(el.fn, str(d), I64, instr.dtype)
+
+
+def _broadcast_in_dim(el, instr, index):
+    (x,) = instr.operands
+    if x.size == 1:
+        return el.value(x, Index.zero(x.shape))
+    dims = el.dims(index)
+    return el.value(x, Index(x.shape, [0 if n == 1 else dims[d]
+                                       for n, d in zip(x.shape, instr.attrs["dims"])]))
+
+
+def _reshape(el, instr, index):
+    (x,) = instr.operands
+    return el.value(x, Index(x.shape, lin=el.linear(index)))
+
+
+def _transpose(el, instr, index):
+    (x,) = instr.operands
+    dims, sub = el.dims(index), [0] * x.ndim
+    for i, p in enumerate(instr.attrs["perm"]):
+        sub[p] = dims[i]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _slice(el, instr, index):
+    (x,) = instr.operands
+    a, fn = instr.attrs, el.fn
+    sub = [iadd(fn, s, imul(fn, d, st))
+           for d, s, st in zip(el.dims(index), a["start"], a["strides"])]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _reverse(el, instr, index):
+    (x,) = instr.operands
+    sub = [isub(el.fn, n - 1, d) if i in instr.attrs["dims"] else d
+           for i, (n, d) in enumerate(zip(x.shape, el.dims(index)))]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _pad(el, instr, index):
+    x, pad_value = instr.operands
+    fn, a = el.fn, instr.attrs
+    pv = el.value(pad_value, Index.zero(()))
+    if x.size == 0:
+        return pv
+    inside, sub = [], []
+    for d, n, lo, it in zip(el.dims(index), x.shape, a["low"], a["interior"]):
+        t = isub(fn, d, lo)
+        q = t
+        inside.append(icmp(fn, "sge", t, 0))
+        if it:
+            q = fn.op(f"sdiv i64 {t}, {it + 1}", "i") if not isinstance(t, int) else t // (it + 1)
+            r = fn.op(f"srem i64 {t}, {it + 1}", "i") if not isinstance(t, int) else t % (it + 1)
+            inside.append(icmp(fn, "eq", r, 0))
+        inside.append(icmp(fn, "slt", q, n))
+        sub.append(iclamp(fn, q, 0, n - 1))
+    xv = el.value(x, Index(x.shape, sub))
+    cond = all_of(fn, inside)
+    if cond in ("true", "false"):
+        return xv if cond == "true" else pv
+    t = compute_type(instr.dtype)
+    return fn.op(f"select i1 {cond}, {t} {xv}, {t} {pv}")
+
+
+def _concatenate(el, instr, index):
+    axis, fn = instr.attrs["dim"], el.fn
+    dims = el.dims(index)
+    pos, t, out, offset = dims[axis], compute_type(instr.dtype), None, 0
+    for x in instr.operands:
+        n = x.shape[axis]
+        if x.size == 0:
+            offset += n
+            continue
+        sub = list(dims)
+        sub[axis] = iclamp(fn, isub(fn, pos, offset), 0, n - 1)
+        v = el.value(x, Index(x.shape, sub))
+        if out is None:
+            out = v
+        else:
+            take = icmp(fn, "sge", pos, offset)
+            out = fn.op(f"select i1 {take}, {t} {v}, {t} {out}")
+        offset += n
+    return out
+
+
+def _as_index(el, value, dt, hi):
+    """An integer scalar value as an i64 clamped into [0, hi] (u64 never goes negative)."""
+    fn, n = el.fn, bits(dt)
+    if dtypes.is_unsigned(dt) and n == 64:
+        return fn.intrinsic("umin", "i64", value, str(hi))
+    if n < 64:
+        value = fn.op(f"{'sext' if dtypes.is_signed(dt) else 'zext'} i{n} {value} to i64", "i")
+    return iclamp(fn, value, 0, hi)
+
+
+def _dynamic_slice(el, instr, index):
+    x, *starts = instr.operands
+    fn = el.fn
+    sub = []
+    for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
+        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
+        sub.append(iadd(fn, start, d))
+    return el.value(x, Index(x.shape, sub))
+
+
+def _dynamic_update_slice(el, instr, index):
+    x, update, *starts = instr.operands
+    xv = el.value(x, index)
+    if update.size == 0:
+        return xv
+    fn, inside, sub = el.fn, [], []
+    for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
+        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - u)
+        t = isub(fn, d, start)
+        inside.append(icmp(fn, "ult", t, u))   # 0 <= t < u, as one unsigned compare
+        sub.append(iclamp(fn, t, 0, u - 1))
+    uv = el.value(update, Index(update.shape, sub))
+    ty = compute_type(instr.dtype)
+    return fn.op(f"select i1 {all_of(fn, inside)}, {ty} {uv}, {ty} {xv}")
+
+
+def _gather(el, instr, index):
+    x, idx = instr.operands
+    axis = instr.attrs["axis"]
+    dims = el.dims(index)
+    i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
+    at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
+    sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
+    return el.value(x, Index(x.shape, sub))
+
+
+index_rules.update({
+    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.BROADCAST_IN_DIM: _broadcast_in_dim,
+    Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.REVERSE: _reverse,
+    Op.PAD: _pad, Op.CONCATENATE: _concatenate, Op.DYNAMIC_SLICE: _dynamic_slice,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
+})

@@ -1,0 +1,370 @@
+"""Loop nests per kernel kind: the LLVM IR text of one FUSION kernel.
+
+Every kernel is `void @name(ptr %in0, ..., ptr %out0, ...)`: C-contiguous buffers, one
+per body parameter (or per input) then one per result. Shapes are static, so every trip
+count and stride is a constant and LLVM sees plain counted loops.
+
+  loop       a nest over the output shape; one flat loop when every op maps the output
+             index to itself or to a scalar, so the vectorizer sees one simple loop.
+  reduction  per kept index k: each reduction in body order as a loop over the reduced
+             dims R; then one loop over R writing the S-shaped outputs; then the
+             K-shaped outputs. Sums and products run through an accumulator whose
+             add/mul is marked `reassoc`, so LLVM may split it into vector lanes (partial
+             sums combined at the end): the order differs from NumPy's pairwise sum,
+             so sums agree with the interpreter to rounding, not bit for bit. f16/bf16
+             accumulate in f32 and round once. max/min fold left with np.maximum's rule
+             (NaN wins, NumPy's tie rule); argmax/argmin keep the first extreme, NaN first.
+  dot        `DotKernel`: the executable runs the dot_general in NumPy (its BLAS), then
+             the elementwise epilogue here as a loop kernel reading the dot's result.
+             First step only: the target is BLAS plus the epilogue fused in one pass
+             over the output, chosen by benchmark.
+  opaque     not rendered; the executable runs it on the reference interpreter.
+
+Anything the emitter cannot express raises `Unsupported`: the kernel then falls back to
+the interpreter instead of guessing.
+"""
+import dataclasses
+import re
+
+import numpy as np
+
+from jitlib.backends.llvm.emitter import (
+    NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, literal, minmax, narrow,
+    store)
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+REDUCING = O.REDUCE | O.ARG_REDUCE
+# Forcing `llvm.loop.vectorize.enable` gains nothing here (O3 vectorizes these loops on its
+# own) and makes LLVM print a warning for every loop it cannot vectorize (libm calls).
+HINT_VECTORIZE = False
+
+
+@dataclasses.dataclass
+class NativeKernel:
+    """One LLVM function: `inputs` and `outputs` are body instructions, in argument order."""
+    name: str
+    ir: str
+    inputs: list
+    outputs: list
+
+
+@dataclasses.dataclass
+class DotKernel:
+    """A dot_general run in NumPy, then `epilogue` (or nothing) over its result."""
+    dot: object
+    epilogue: NativeKernel | None
+    results: list     # per body result: None for the dot itself, else an epilogue output
+
+
+# -- loops
+
+def loop(fn, n, body, vectorize=False):
+    """Emit `for i in range(n): body(i)` (n static); nothing for n == 0, no loop for 1."""
+    if n == 0:
+        return
+    if n == 1:
+        body(0)
+        return
+    head, latch, done = fn.label("loop"), fn.label("latch"), fn.label("done")
+    pred = fn.block
+    fn.emit(f"br label %{head}")
+    fn.start_block(head)
+    i = fn.tmp("i")
+    fn.emit(f"{i} = phi i64 [0, %{pred}], [{i}.next, %{latch}]")
+    body(i)
+    fn.emit(f"br label %{latch}")
+    fn.start_block(latch)
+    fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
+    more = fn.op(f"icmp ult i64 {i}.next, {n}", "c")
+    hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
+    fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
+    fn.start_block(done)
+
+
+def nest(fn, sizes, body, vectorize=True):
+    """Loops over `sizes` (outermost first); `body(indices)`; the innermost real loop
+    carries the vectorize hint."""
+    sizes = list(sizes)
+    if 0 in sizes:
+        return
+    inner = max((i for i, n in enumerate(sizes) if n > 1), default=-1)
+
+    def level(k, done):
+        if k == len(sizes):
+            body(done)
+            return
+        loop(fn, sizes[k], lambda i: level(k + 1, done + [i]), vectorize and k == inner)
+    level(0, [])
+
+
+def _function(name, n_in, n_out):
+    name = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "kernel"   # a plain LLVM identifier
+    params = [("ptr", f"%in{i}", "noalias readonly") for i in range(n_in)]
+    params += [("ptr", f"%out{j}", "noalias") for j in range(n_out)]
+    return FunctionText(name, params)
+
+
+# -- loop kernels
+
+def _flat(outputs, inputs):
+    """Whether every value reaching the outputs is at the output index or a scalar."""
+    shape = outputs[0].shape
+    seen, stack = set(), list(outputs)
+    while stack:
+        instr = stack.pop()
+        if instr in seen or instr in inputs or instr.size == 1:
+            continue
+        seen.add(instr)
+        if instr.op is Op.BROADCAST_IN_DIM and instr.operands[0].size == 1:
+            continue
+        if instr.shape != shape or instr.op not in O.ELEMENTWISE:
+            return False
+        stack.extend(instr.operands)
+    return True
+
+
+def render_loop(name, inputs, outputs):
+    """A loop kernel: each output computed per element, one loop per output shape (the
+    fuser may add a scalar output to a kernel over a larger shape)."""
+    fn = _function(name, len(inputs), len(outputs))
+    el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
+    by_shape = {}
+    for j, out in enumerate(outputs):
+        by_shape.setdefault(out.shape, []).append((j, out))
+    for shape, group in by_shape.items():
+        def body(index, group=group):
+            el.push()
+            for j, out in group:
+                store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
+            el.pop()
+
+        if len(shape) <= 1 or _flat([out for _, out in group], set(inputs)):
+            loop(fn, int(np.prod(shape, dtype=np.int64)),
+                 lambda i, shape=shape, body=body: body(Index(shape, lin=i)), vectorize=True)
+        else:
+            nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)))
+    fn.emit("ret void")
+    return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs))
+
+
+# -- reduction kernels
+
+def _reduced(instr):
+    return (instr.attrs["axis"],) if instr.op in O.ARG_REDUCE else tuple(instr.attrs["dims"])
+
+
+def _squeeze(shape):
+    return tuple(d for d in shape if d != 1)
+
+
+@dataclasses.dataclass
+class _ReductionPlan:
+    S: tuple
+    R: tuple
+    reductions: list
+    s_outputs: list     # (result position, instr)
+    k_outputs: list
+
+
+def _plan_reduction(body):
+    """Check the body has the reduction-kernel form (fuse.py's docstring) and split it."""
+    reductions = [i for i in body.instructions if i.op in REDUCING]
+    if not reductions:
+        raise Unsupported("a reduction kernel without a reduction")
+    S, R = reductions[0].operands[0].shape, tuple(sorted(_reduced(reductions[0])))
+    kept = [d for d in range(len(S)) if d not in R]
+    K = _squeeze(S[d] for d in kept)
+    k_level = set(reductions)
+    for m in body.instructions:
+        if m in k_level:
+            if (m.operands[0].shape, tuple(sorted(_reduced(m)))) != (S, R):
+                raise Unsupported("reductions over different dims in one kernel")
+            continue
+        if not any(o in k_level for o in m.operands):
+            continue
+        if m.op is Op.BROADCAST_IN_DIM:
+            x = m.operands[0]
+            targets = [d for d, n in zip(m.attrs["dims"], x.shape) if n != 1]
+            if m.shape != S or any(t not in kept for t in targets):
+                raise Unsupported("a reduced value broadcast other than along R")
+        elif m.op in O.ELEMENTWISE or m.op is Op.RESHAPE:
+            if _squeeze(m.shape) != K:
+                raise Unsupported(f"{m.op} mixes reduced values with others")
+            k_level.add(m)
+        else:
+            raise Unsupported(f"{m.op} of a reduced value")
+    s_out, k_out = [], []
+    for j, out in enumerate(body.results):
+        if out in k_level:
+            k_out.append((j, out))
+        elif out.shape == S:
+            s_out.append((j, out))
+        else:
+            raise Unsupported(f"output {out.type_str} is neither S- nor K-shaped")
+    return _ReductionPlan(S, R, reductions, s_out, k_out)
+
+
+def _identity(op, dt):
+    return {Op.REDUCE_SUM: 0, Op.REDUCE_PROD: 1, Op.REDUCE_MAX: dtypes.lowest(dt),
+            Op.REDUCE_MIN: dtypes.highest(dt), Op.ARGMAX: dtypes.lowest(dt),
+            Op.ARGMIN: dtypes.highest(dt), Op.REDUCE_OR: 0,
+            Op.REDUCE_AND: True if dt == dtypes.BOOL else -1}[op]
+
+
+def _combine(fn, op, dt, acc, x):
+    """acc `op` x for a plain reduction."""
+    t = compute_type(dt)
+    is_float, is_bool = dtypes.is_float(dt), dt == dtypes.BOOL
+    if op is Op.REDUCE_SUM:
+        return fn.op(f"fadd reassoc {t} {acc}, {x}" if is_float else
+                     f"{'or' if is_bool else 'add'} {t} {acc}, {x}", "a")
+    if op is Op.REDUCE_PROD:
+        return fn.op(f"fmul reassoc {t} {acc}, {x}" if is_float else
+                     f"{'and' if is_bool else 'mul'} {t} {acc}, {x}", "a")
+    if op in (Op.REDUCE_MAX, Op.REDUCE_MIN):
+        return minmax(fn, dt, acc, x, op is Op.REDUCE_MAX)
+    return fn.op(f"{'and' if op is Op.REDUCE_AND else 'or'} {t} {acc}, {x}", "a")
+
+
+def _better(fn, op, dt, acc, x):
+    """Whether x replaces acc in argmax/argmin: strictly better, or the first NaN."""
+    t = compute_type(dt)
+    if dtypes.is_float(dt):
+        better = fn.op(f"fcmp {'ogt' if op is Op.ARGMAX else 'olt'} {t} {x}, {acc}", "c")
+        first_nan = fn.op(f"and i1 {fn.op(f'fcmp uno {t} {x}, 0.0', 'c')}, "
+                          f"{fn.op(f'fcmp ord {t} {acc}, 0.0', 'c')}", "c")
+        return fn.op(f"or i1 {better}, {first_nan}", "c")
+    sign = "s" if dtypes.is_signed(dt) else "u"
+    return fn.op(f"icmp {sign}{'gt' if op is Op.ARGMAX else 'lt'} {t} {x}, {acc}", "c")
+
+
+class _ReductionEmitter:
+    """Writes one reduction kernel: the loops of kernels.py's docstring, in that order."""
+
+    def __init__(self, name, body):
+        self.plan = _plan_reduction(body)
+        self.fn = _function(name, len(body.params), len(body.results))
+        self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})
+        self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
+
+    def s_index(self, kdims, rdims):
+        dims = [0] * len(self.plan.S)
+        for d, v in zip(self.kept, kdims):
+            dims[d] = v
+        for d, v in zip(self.plan.R, rdims):
+            dims[d] = v
+        return Index(self.plan.S, dims)
+
+    def k_index(self, shape, kdims):
+        """The index of a K-level value of `shape` (K up to size-1 dims) at kept index k."""
+        live = iter([v for d, v in zip(self.kept, kdims) if self.plan.S[d] != 1])
+        return Index(shape, [0 if n == 1 else next(live) for n in shape])
+
+    def reduction(self, red, kdims):
+        fn, el = self.fn, self.el
+        x = red.operands[0]
+        dt, t, op = x.dtype, compute_type(x.dtype), red.op
+        sizes = [self.plan.S[d] for d in self.plan.R]
+        if 0 in sizes:   # an empty reduction is its identity (argmax rejects empty axes)
+            el.fixed[red] = literal(_identity(op, dt), dt)
+            return
+        acc = fn.alloca(t)
+        fn.emit(f"store {t} {literal(_identity(op, dt), dt)}, ptr {acc}")
+        arg = op in O.ARG_REDUCE
+        if arg:
+            pos = fn.alloca("i64")
+            fn.emit(f"store i64 0, ptr {pos}")
+
+        def step(rdims):
+            el.push()
+            v = el.value(x, self.s_index(kdims, rdims))
+            a = fn.op(f"load {t}, ptr {acc}", "a")
+            if arg:
+                take = _better(fn, op, dt, a, v)
+                fn.emit(f"store {t} {fn.op(f'select i1 {take}, {t} {v}, {t} {a}', 'a')}, "
+                        f"ptr {acc}")
+                p = fn.op(f"load i64, ptr {pos}", "a")
+                fn.emit(f"store i64 {fn.op(f'select i1 {take}, i64 {rdims[0]}, i64 {p}', 'a')}"
+                        f", ptr {pos}")
+            else:
+                fn.emit(f"store {t} {_combine(fn, op, dt, a, v)}, ptr {acc}")
+            el.pop()
+
+        nest(fn, sizes, step)
+        if arg:
+            p = fn.op(f"load i64, ptr {pos}", "a")
+            rt = compute_type(red.dtype)
+            el.fixed[red] = p if rt == "i64" else fn.op(f"trunc i64 {p} to {rt}", "a")
+        else:
+            result = fn.op(f"load {t}, ptr {acc}", "a")
+            el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
+
+    def per_k(self, kdims):
+        fn, el, plan = self.fn, self.el, self.plan
+        el.push()
+        for red in plan.reductions:
+            self.reduction(red, kdims)
+        if plan.s_outputs:
+            def write(rdims):
+                el.push()
+                index = self.s_index(kdims, rdims)
+                for j, out in plan.s_outputs:
+                    store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
+                el.pop()
+            nest(fn, [plan.S[d] for d in plan.R], write)
+        for j, out in plan.k_outputs:
+            index = self.k_index(out.shape, kdims)
+            store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
+        el.pop()
+        el.fixed.clear()
+
+    def render(self):
+        nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False)
+        self.fn.emit("ret void")
+        return self.fn.render()
+
+
+def render_reduction(name, body):
+    """A reduction kernel over the body's params and results."""
+    emitter = _ReductionEmitter(name, body)
+    return NativeKernel(emitter.fn.name, emitter.render(), list(body.params),
+                        list(body.results))
+
+
+# -- dot kernels
+
+def render_dot(name, body):
+    """The dot_general (run by NumPy) and its epilogue as a loop kernel on its result."""
+    dots = [i for i in body.instructions if i.op is Op.DOT_GENERAL]
+    if len(dots) != 1:
+        raise Unsupported(f"a dot kernel with {len(dots)} dot_generals")
+    (dot,) = dots
+    tail = [r for r in dict.fromkeys(body.results) if r is not dot]
+    if not tail:
+        return DotKernel(dot, None, [None] * len(body.results))
+    used, seen, stack = [], set(), list(tail)
+    while stack:   # the parameters the epilogue reads (not through the dot)
+        instr = stack.pop()
+        if instr in seen or instr is dot:
+            continue
+        seen.add(instr)
+        if instr.op is Op.PARAMETER:
+            used.append(instr)
+        stack.extend(instr.operands)
+    inputs = [p for p in body.params if p in used] + [dot]
+    epilogue = render_loop(name + "_epilogue", inputs, tail)
+    return DotKernel(dot, epilogue, [None if r is dot else tail.index(r) for r in body.results])
+
+
+def render(fusion):
+    """The kernel for one FUSION instruction; raises Unsupported where it cannot."""
+    kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
+    if kind == "loop":
+        return render_loop(name, list(body.params), list(body.results))
+    if kind == "reduction":
+        return render_reduction(name, body)
+    if kind == "dot":
+        return render_dot(name, body)
+    raise Unsupported(f"{kind} kernels run on the interpreter")

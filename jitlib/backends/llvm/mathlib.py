@@ -1,0 +1,752 @@
+"""Vectorizable transcendental functions, as LLVM IR text, for the CPU backend.
+
+Calls into libm stop LLVM's loop vectorizer, so each function here is straight-line IR:
+range reduction, a polynomial, and `select`s for the special cases; the only calls are
+LLVM intrinsics with vector forms (fma, fabs, floor, rint, copysign). Once inlined into
+a kernel loop, LLVM turns them into AVX2 / AVX-512 code.
+
+    function_ir("exp", np.float32)     # -> 'define internal float @jl_exp_f32(float %x) ...'
+    declarations_for([("exp", np.float32), ("pow", np.float64)])   # for one module
+
+Every function uses `llvm.fma` (exact fused multiply-add), so results are the same bits on
+every x86-64 CPU; without hardware FMA they are still right, only slow. Polynomial
+coefficients were fitted offline (weighted Lawson/minimax fits in 40-digit arithmetic,
+then rounded to the target precision). Accuracy and special cases: docs/cpu_math_accuracy.md.
+"""
+import struct
+
+import numpy as np
+
+UNARY = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "erf")
+BINARY = ("pow", "atan2")
+# (name, np.dtype) pairs; `is_supported` also accepts scalar types such as np.float32.
+SUPPORTED = frozenset((n, np.dtype(t)) for n in UNARY + BINARY for t in (np.float32, np.float64))
+
+
+def is_supported(name, dtype) -> bool:
+    """Whether `function_ir(name, dtype)` exists."""
+    try:
+        return (name, np.dtype(dtype)) in SUPPORTED
+    except TypeError:
+        return False
+
+
+class _Fmt:
+    """What the generators need to know about one floating-point format."""
+
+    def __init__(self, ty, ity, suffix, mant, bias, dtype):
+        self.ty, self.ity, self.suffix = ty, ity, suffix
+        self.mant, self.bias, self.dtype = mant, bias, np.dtype(dtype)
+        self.min_normal = float(np.finfo(dtype).smallest_normal)
+
+
+_F32 = _Fmt("float", "i32", "f32", 23, 127, np.float32)
+_F64 = _Fmt("double", "i64", "f64", 52, 1023, np.float64)
+_FMTS = {np.dtype(np.float32): _F32, np.dtype(np.float64): _F64}
+_FLOAT_TYS = ("float", "double")
+_INTRINSIC_SUFFIX = {"float": "f32", "double": "f64"}
+
+
+# ---------------------------------------------------------------- the IR builder
+
+class _Val:
+    """An SSA value or constant of LLVM type `ty`; the operators emit IR."""
+
+    __slots__ = ("e", "ref", "ty")
+
+    def __init__(self, e, ref, ty):
+        self.e, self.ref, self.ty = e, ref, ty
+
+    def __str__(self):
+        return self.ref
+
+    def _c(self, o):
+        return o if isinstance(o, _Val) else self.e.const(o, self.ty)
+
+    def _arith(self, fop, iop, a, b):
+        return self.e.bin(fop if self.ty in _FLOAT_TYS else iop, self._c(a), self._c(b))
+
+    def __add__(self, o):
+        return self._arith("fadd", "add", self, o)
+
+    def __radd__(self, o):
+        return self._arith("fadd", "add", o, self)
+
+    def __sub__(self, o):
+        return self._arith("fsub", "sub", self, o)
+
+    def __rsub__(self, o):
+        return self._arith("fsub", "sub", o, self)
+
+    def __mul__(self, o):
+        return self._arith("fmul", "mul", self, o)
+
+    def __rmul__(self, o):
+        return self._arith("fmul", "mul", o, self)
+
+    def __truediv__(self, o):
+        return self.e.bin("fdiv", self, self._c(o))
+
+    def __rtruediv__(self, o):
+        return self.e.bin("fdiv", self._c(o), self)
+
+    def __neg__(self):
+        return self.e.emit(self.ty, f"fneg {self.ty} {self}")
+
+    def __and__(self, o):
+        return self.e.bin("and", self, self._c(o))
+
+    def __or__(self, o):
+        return self.e.bin("or", self, self._c(o))
+
+    def __lshift__(self, o):
+        return self.e.bin("shl", self, self._c(o))
+
+    def __rshift__(self, o):      # arithmetic: exponents are signed
+        return self.e.bin("ashr", self, self._c(o))
+
+    def _cmp(self, pred, o):
+        if self.ty in _FLOAT_TYS:
+            return self.e.emit("i1", f"fcmp {pred} {self.ty} {self}, {self._c(o)}")
+        ipred = {"olt": "slt", "ogt": "sgt", "oeq": "eq", "une": "ne"}[pred]
+        return self.e.emit("i1", f"icmp {ipred} {self.ty} {self}, {self._c(o)}")
+
+    # Ordered comparisons are false on NaN; `ult` (less, or unordered) is true on NaN.
+    def lt(self, o):
+        return self._cmp("olt", o)
+
+    def gt(self, o):
+        return self._cmp("ogt", o)
+
+    def eq(self, o):
+        return self._cmp("oeq", o)
+
+    def ne(self, o):
+        return self._cmp("une", o)
+
+    def ult(self, o):
+        return self._cmp("ult", o)
+
+    def isnan(self):
+        return self._cmp("uno", self)
+
+
+class _Emitter:
+    """Collects the body of one function and the intrinsics it calls."""
+
+    def __init__(self):
+        self.lines = []
+        self.intrinsics = {}      # declare line -> None, in first-use order
+        self._n = 0
+
+    def emit(self, ty, text):
+        self._n += 1
+        ref = f"%t{self._n}"
+        self.lines.append(f"  {ref} = {text}")
+        return _Val(self, ref, ty)
+
+    def const(self, v, ty):
+        if ty in _FLOAT_TYS:
+            if ty == "float":       # LLVM spells float constants as the exact double value
+                v = float(np.float32(v))
+            bits = struct.unpack("<Q", struct.pack("<d", float(v)))[0]
+            return _Val(self, f"0x{bits:016X}", ty)
+        if ty == "i1":
+            return _Val(self, "true" if v else "false", ty)
+        return _Val(self, str(int(v)), ty)
+
+    def bin(self, op, a, b):
+        return self.emit(a.ty, f"{op} {a.ty} {a}, {b}")
+
+    def call(self, name, *args):
+        ty = args[0].ty
+        fn = f"llvm.{name}.{_INTRINSIC_SUFFIX[ty]}"
+        params = ", ".join([ty] * len(args))
+        self.intrinsics.setdefault(f"declare {ty} @{fn}({params})")
+        return self.emit(ty, f"call {ty} @{fn}({', '.join(f'{ty} {a}' for a in args)})")
+
+    def cast(self, op, v, ty):
+        return self.emit(ty, f"{op} {v.ty} {v} to {ty}")
+
+
+def _fma(a, b, c):
+    a = a if isinstance(a, _Val) else b._c(a)
+    return a.e.call("fma", a, a._c(b), a._c(c))
+
+
+def _fabs(a):
+    return a.e.call("fabs", a)
+
+
+def _rint(a):
+    return a.e.call("rint", a)
+
+
+def _floor(a):
+    return a.e.call("floor", a)
+
+
+def _copysign(mag, sign):
+    return mag.e.call("copysign", mag, sign)
+
+
+def _select(cond, a, b):
+    ref = a if isinstance(a, _Val) else b
+    a, b = ref._c(a), ref._c(b)
+    return ref.e.emit(ref.ty, f"select i1 {cond}, {ref.ty} {a}, {ref.ty} {b}")
+
+
+def _or(c1, c2):
+    return c1.e.bin("or", c1, c2)
+
+
+def _and(c1, c2):
+    return c1.e.bin("and", c1, c2)
+
+
+def _horner(x, coeffs):
+    """coeffs[0] + x*coeffs[1] + ..., by fused Horner steps."""
+    acc = x._c(coeffs[-1])
+    for c in reversed(coeffs[:-1]):
+        acc = _fma(acc, x, c)
+    return acc
+
+
+def _clamp(x, lo, hi):
+    """`x` limited to [lo, hi]; NaN becomes `lo` (callers select NaN back in)."""
+    t = _select(x.gt(lo), x, lo)
+    return _select(t.lt(hi), t, hi)
+
+
+def _to_int(f, v):
+    return v.e.cast("fptosi", v, f.ity)
+
+
+def _pow2(f, ki):
+    """2**ki as a float, for an integer `ki` in the normal exponent range."""
+    return ki.e.cast("bitcast", (ki + f.bias) << f.mant, f.ty)
+
+
+def _two_sum(a, b):
+    """(s, err) with s + err == a + b exactly, for any order of magnitudes."""
+    s = a + b
+    bb = s - a
+    return s, (a - (s - bb)) + (b - bb)
+
+
+def _div_pair(nh, nl, dh, dl):
+    """(nh + nl) / (dh + dl) to ~0.5 ulp, the pairs unevaluated sums with |lo| < |hi|.
+
+    One reciprocal, a quotient, and one correction step on the residual of the whole pairs.
+    """
+    inv = 1.0 / (dh + dl)
+    q = (nh + nl) * inv
+    return _fma(_fma(-q, dh, nh) + (nl - q * dl), inv, q)
+
+
+def _two_sum_fast(a, b):
+    """(s, err) with s + err == a + b exactly, provided |a| >= |b| or a == 0."""
+    s = a + b
+    return s, b - (s - a)
+
+
+# ---------------------------------------------------------------- constants
+
+_LN2 = 0.6931471805599453
+# ln2 minus _LN2 as rounded to each format (the second Cody-Waite part)
+_LN2_LO = {"f32": -1.9046542121259336e-09, "f64": 2.3190468138462996e-17}
+_LOG2E = 1.4426950408889634
+# ln2 with its low bits cleared (16 / 40 significant bits), so that e * LN2_HI is exact for
+# every binary exponent e that log meets; LN2_HI_LO is the rest of ln2.
+_LN2_HI = {"f32": 0.693145751953125, "f64": 0.6931471805601177}
+_LN2_HI_LO = {"f32": 1.428606765330187e-06, "f64": -1.7239444525614835e-13}
+
+_TWO_OVER_PI = 0.6366197723675814
+# 2/pi - TWO_OVER_PI rounded to each format: n's rounding check in _trig_reduce needs it.
+_TWO_OVER_PI_LO = {"f32": 2.5682552973194106e-08, "f64": -3.935735335036497e-17}
+# pi/2 as a sum of three (four for float32) parts, each rounded to the format.
+_PIO2 = {
+    "f32": (1.5707963705062866, -4.371138828673793e-08, -1.7151245100058819e-15,
+            1.056299898220315e-23),
+    "f64": (1.5707963267948966, 6.123233995736766e-17, -1.4973849048591698e-33),
+}
+
+# expm1(r) ~= r + r*r*Q(r) on |r| <= ln2/2 (+ slack for the rounding of k); relative fit.
+_EXPM1_Q = {
+    "f32": (0.4999999701976776, 0.16666537523269653, 0.041667211800813675,
+            0.008367249742150307, 0.0013882931089028716),
+    "f64": (0.5000000000000006, 0.16666666666666577, 0.04166666666656794,
+            0.008333333333396295, 0.0013888888934633337, 0.00019841269707809018,
+            2.480150140531842e-05, 2.7557413701096464e-06, 2.7627636016356716e-07,
+            2.505323027573679e-08),
+}
+# log1p(f) = 2s + s*z*R(z), s = f/(2+f), z = s*s, |s| <= 3 - 2*sqrt(2).
+_LOG_R = {
+    "f32": (0.6666678190231323, 0.3997706472873688, 0.2988549768924713),
+    "f64": (0.666666666666674, 0.3999999999938046, 0.28571428750741623,
+            0.22222197642609706, 0.181836163036164, 0.15312633175243137, 0.1481096193669129),
+}
+# pow's extra-precise log: R(z) = 2/3 + z*T2(z).
+_POW_T2 = (0.40000000000002417, 0.28571428570018004, 0.2222222253518175,
+           0.18181782977144192, 0.15386823650649376, 0.132552248320347, 0.13211525748308794)
+# sin(r) = r + r^3 S(r^2), cos(r) = 1 - r^2/2 + r^4 C(r^2) on |r| <= pi/4.
+_SIN_S = {
+    "f32": (-0.1666666716337204, 0.008333329111337662, -0.00019839296874124557,
+            2.717978759392281e-06),
+    "f64": (-0.1666666666666663, 0.008333333333321927, -0.0001984126982942381,
+            2.755731356037997e-06, -2.5050737742316073e-08, 1.589562569755248e-10),
+}
+_COS_C = {
+    "f32": (0.04166664555668831, -0.0013887304812669754, 2.4431816200376488e-05),
+    "f64": (0.04166666666666659, -0.0013888888888872728, 2.4801587288645668e-05,
+            -2.755731411896526e-07, 2.087569250301749e-09, -1.1358096835236377e-11),
+}
+# atan(t) = t + t^3 A(t^2) on |t| <= tan(pi/8).
+_ATAN_A = {
+    "f32": (-0.3333331346511841, 0.1999841332435608, -0.1424238532781601,
+            0.10584953427314758, -0.060549356043338776),
+    "f64": (-0.3333333333333318, 0.19999999999949014, -0.14285714279716324,
+            0.1111111075864259, -0.09090897024575197, 0.07692046875209906,
+            -0.0666294944343352, 0.05846745109437871, -0.05034071211340786,
+            0.03792980156065818, -0.017757847752444118),
+}
+# erf(x) = x + x*P(x^2) on |x| <= 1.
+_ERF_P = {
+    "f32": (0.12837916612625122, -0.3761262595653534, 0.1128358393907547,
+            -0.02685377188026905, 0.005188257899135351, -0.0008009631419554353,
+            7.852161070331931e-05),
+    "f64": (0.1283791670955126, -0.3761263890318375, 0.11283791670954858,
+            -0.026866170645072948, 0.005223977624781467, -0.0008548326978779256,
+            0.00012055331038297046, -1.4925593540921595e-05, 1.6460973363741737e-06,
+            -1.6350030984483658e-07, 1.4657918185807683e-08, -1.1365812140503488e-09,
+            5.945505123188838e-11),
+}
+# erf(x) = 1 - exp(-x^2 + H(|x| - center)) for 1 <= |x|, piecewise: (upper bound, center,
+# coefficients); fitted for absolute error in erf (weight erfc/erf).
+_ERF_H = {
+    "f32": ((4.0, 2.5, (-1.556817889213562, -0.3526943624019623, 0.05611524358391762,
+                        -0.010714075528085232, 0.0024629521649330854, -0.00015300273662433028,
+                        0.00018620683113113046)),),
+    "f64": (
+        (1.5, 1.25, (-1.0001536619221256, -0.5677239416692396, 0.12918983594122135,
+                     -0.0326870086826292, 0.007791961611593491, -0.0016069509614641845,
+                     0.0002467839937704688, -1.0041702101294794e-05, -1.0830867733223818e-05,
+                     5.166882222548911e-06, -1.44591846854786e-06, 2.466889394445208e-07)),
+        (2.25, 1.875, (-1.3114467176930773, -0.43802371386343436, 0.08277314955270097,
+                       -0.01837039942972158, 0.004061666999004368, -0.0008408815204869287,
+                       0.0001542383369080736, -2.2498167958677525e-05, 1.5818260384034577e-06,
+                       4.739326321346748e-07, -2.754281238425966e-07, 8.898901842817616e-08)),
+        (6.0, 4.125, (-2.0169177647005454, -0.22991140695329962, 0.0251858214873769,
+                      -0.003515756619236515, 0.0005285185878518261, -8.08283934573639e-05,
+                      1.279725455181454e-05, -1.4716677040089038e-06, 5.013132523862145e-07,
+                      5.1355652088903144e-08, 2.3860727825584928e-08, 1.146546045985513e-09)),
+    ),
+}
+
+_INF = float("inf")
+_NAN = float("nan")
+
+
+# ---------------------------------------------------------------- shared cores
+
+def _exp_reduce(f, x, lo=None):
+    """(k, r) with x + lo = k*ln2 + r, |r| <= ~ln2/2; `x` finite and clamped by the caller."""
+    k = _rint(x * _LOG2E)
+    # Exact: x and k*LN2 are multiples of ulp(LN2)/2 (or k = 0) and differ by less than 1.
+    r = _fma(-k, _LN2, x)
+    r = _fma(-k, _LN2_LO[f.suffix], r)
+    if lo is not None:
+        r = r + lo
+    return k, r
+
+
+def _expm1_poly(f, r):
+    return _fma(r * r, _horner(r, _EXPM1_Q[f.suffix]), r)
+
+
+def _scale2(f, p, k):
+    """p * 2**k in two steps, so results in the subnormal range are rounded only once."""
+    ki = _to_int(f, k)
+    k1 = ki >> 1
+    return p * _pow2(f, k1) * _pow2(f, ki - k1)
+
+
+def _exp_core(f, x, lo=None):
+    """exp(x + lo), for x clamped so that 2^(k/2) is a normal number (k = rint(x/ln2))."""
+    k, r = _exp_reduce(f, x, lo)
+    return _scale2(f, 1.0 + _expm1_poly(f, r), k)
+
+
+def _expm1_parts(f, x):
+    """(s, rh, p) with expm1(x) ~= 2 * (s*p + (s*rh + (s - 1/2))), s = 2^(k-1).
+
+    x is clamped to [-60, 710] (f64) / [-30, 89] (f32) and not tiny. With s = 2^(k-1) the
+    scale cannot overflow at k = 1024, and rh is kept apart from p = expm1(r) - rh until the
+    end, so the cancellation in 2^k * expm1(r) + (2^k - 1) does not magnify a rounding.
+    """
+    k = _rint(x * _LOG2E)
+    r1 = _fma(-k, _LN2, x)
+    # r = rh + rl exactly (Fast2Sum): expm1 keeps r's rounding error, which exp can afford.
+    rh, rl = _two_sum_fast(r1, -k * _LN2_LO[f.suffix])
+    p = _fma(rh * rh, _horner(rh, _EXPM1_Q[f.suffix]), rl)   # expm1(rh + rl) - rh
+    return _pow2(f, _to_int(f, k) - 1), rh, p
+
+
+def _expm1_core(f, x):
+    s, rh, p = _expm1_parts(f, x)
+    return _fma(s, p, _fma(s, rh, s - 0.5)) * 2.0
+
+
+def _expm1_pair(f, x):
+    """expm1(x) as an unevaluated sum hi + lo (x >= 0, as in `_expm1_core`)."""
+    s, rh, p = _expm1_parts(f, x)
+    ih, il = _two_sum(s * rh, s - 0.5)          # both terms exact for k >= 0
+    hi, lo = _two_sum_fast(ih, _fma(s, p, il))  # normalized: lo is below hi's last bit
+    return hi * 2.0, lo * 2.0
+
+
+def _log_decompose(f, x):
+    """(e, m) with x = 2**e * m, m in [sqrt(1/2), sqrt(2)), for finite x > 0 (subnormal too)."""
+    sub = x.lt(f.min_normal)
+    shift = f.mant + 2
+    xs = _select(sub, x * 2.0 ** shift, x)
+    ix = x.e.cast("bitcast", xs, f.ity)
+    sqrt_half_bits = int(np.array(0.7071067811865476, f.dtype).view(f"i{f.dtype.itemsize}"))
+    ei = (ix - sqrt_half_bits) >> f.mant
+    m = x.e.cast("bitcast", ix - (ei << f.mant), f.ty)
+    ei = ei + _select(sub, ix._c(-shift), ix._c(0))
+    return x.e.cast("sitofp", ei, f.ty), m
+
+
+def _log_core(f, e, m, corr=None):
+    """e*ln2 + log(m) (+ corr, a small correction), m in [sqrt(1/2), sqrt(2))."""
+    fr = m - 1.0                          # exact (Sterbenz)
+    s = fr / (fr + 2.0)
+    z = s * s
+    rz = z * _horner(z, _LOG_R[f.suffix])
+    # log1p(fr) = 2s + s*rz, and 2s = fr - s*fr: the latter keeps s's rounding error small.
+    low = e * _LN2_HI_LO[f.suffix]
+    if corr is not None:
+        low = low + corr
+    t = _fma(s, rz - fr, low)
+    hi, err = _two_sum_fast(e * _LN2_HI[f.suffix], fr)
+    return hi + (t + err)
+
+
+def _trig_reduce(f, x):
+    """(r, q): x = q*pi/2 + r (mod 2*pi), |r| <= ~pi/4, q in 0..3 as an i32."""
+    xs = _select(_fabs(x).lt(_INF), x, 0.0)      # inf/NaN would make fptosi poison
+    # n = nearest integer to x*2/pi. The product's rounding can pick the wrong neighbour
+    # (and push r past pi/4) once it has few fraction bits, so check against its exact error.
+    t = xs * _TWO_OVER_PI
+    n = _rint(t)
+    frac = (t - n) + (_fma(xs, _TWO_OVER_PI, -t) + xs * _TWO_OVER_PI_LO[f.suffix])
+    n = n + _select(frac.gt(0.5), xs._c(1.0), _select(frac.lt(-0.5), xs._c(-1.0), 0.0))
+    r = xs
+    for part in _PIO2[f.suffix]:
+        r = _fma(-n, part, r)
+    # Past the accurate range n and r lose meaning; keep r bounded so results stay in [-1, 1].
+    r = _clamp(r, -0.8, 0.8)
+    q = n - _floor(n * 0.25) * 4.0                # n mod 4, exact
+    return r, x.e.cast("fptosi", q, "i32")
+
+
+def _sin_poly(f, r):
+    z = r * r
+    return _fma(r * z, _horner(z, _SIN_S[f.suffix]), r)
+
+
+def _cos_poly(f, r):
+    z = r * r
+    hz = z * 0.5
+    w = 1.0 - hz
+    # (1 - w) - hz recovers the rounding of w
+    return w + _fma(z * z, _horner(z, _COS_C[f.suffix]), (1.0 - w) - hz)
+
+
+def _bit(qi, mask):
+    return (qi & mask).ne(0)
+
+
+def _sincos(f, x, shift):
+    r, qi = _trig_reduce(f, x)
+    qi = qi + shift                      # cos(x) = sin(x + pi/2)
+    v = _select(_bit(qi, 1), _cos_poly(f, r), _sin_poly(f, r))
+    return _select(_bit(qi, 2), -v, v)
+
+
+def _poly_pieces(x, pieces):
+    """Horner on t = x - center, with the piece's coefficients chosen by `select`s."""
+    *firsts, last = pieces
+    center = x._c(last[1])
+    coeffs = [x._c(c) for c in last[2]]
+    for bound, c0, cs in reversed(firsts):
+        below = x.lt(bound)
+        center = _select(below, c0, center)
+        coeffs = [_select(below, a, b) for a, b in zip(cs, coeffs)]
+    return _horner(x - center, coeffs)
+
+
+# ---------------------------------------------------------------- the functions
+
+def _exp(f, x):
+    lo, hi = (-110.0, 90.0) if f is _F32 else (-760.0, 720.0)
+    res = _exp_core(f, _clamp(x, lo, hi))        # the clamp keeps 2^(k/2) representable
+    return _select(x.isnan(), x, res)
+
+
+def _expm1(f, x):
+    lo, hi, tiny = (-30.0, 89.0, 2.0 ** -24) if f is _F32 else (-60.0, 710.0, 2.0 ** -53)
+    res = _expm1_core(f, _clamp(x, lo, hi))
+    return _select(_fabs(x).ult(tiny), x, res)   # keeps -0.0, tiny values and NaN
+
+
+def _log(f, x):
+    e, m = _log_decompose(f, x)
+    res = _log_core(f, e, m)
+    res = _select(x.eq(_INF), x, res)
+    res = _select(x.eq(0.0), -_INF, res)
+    return _select(x.ult(0.0), _NAN, res)        # negative or NaN
+
+
+def _log1p(f, x):
+    u = x + 1.0
+    # (1 + x) - u exactly (Fast2Sum with the larger operand first).
+    big = _fabs(x).gt(1.0)
+    hi_op = _select(big, x, 1.0)
+    lo_op = _select(big, 1.0, x)
+    c = lo_op - (u - hi_op)
+    e, m = _log_decompose(f, u)
+    res = _log_core(f, e, m, c / u)
+    tiny = 2.0 ** -24 if f is _F32 else 2.0 ** -53
+    res = _select(x.eq(_INF), x, res)
+    res = _select(x.eq(-1.0), -_INF, res)
+    res = _select(x.lt(-1.0), _NAN, res)
+    return _select(_fabs(x).ult(tiny), x, res)
+
+
+def _tanh(f, x):
+    hi, tiny = (10.0, 2.0 ** -13) if f is _F32 else (22.0, 2.0 ** -28)
+    a = _fabs(x)
+    th, tl = _expm1_pair(f, _select(a.lt(hi), a, hi) * 2.0)
+    dh, dl = _two_sum(th, th._c(2.0))
+    res = _copysign(_div_pair(th, tl, dh, dl + tl), x)        # t / (t + 2)
+    return _select(a.ult(tiny), x, res)
+
+
+def _logistic(f, x):
+    hi = 110.0 if f is _F32 else 760.0
+    a = _fabs(x)
+    e = _exp_core(f, -_select(a.lt(hi), a, hi))  # exp(-|x|) in (0, 1]: nothing overflows
+    res = _div_pair(_select(x.lt(0.0), e, 1.0), 0.0, *_two_sum_fast(e._c(1.0), e))
+    return _select(x.isnan(), x, res)
+
+
+def _sin(f, x):
+    res = _sincos(f, x, 0)
+    res = _select(x.eq(0.0), x, res)             # sin(-0.0) = -0.0
+    return _select(_fabs(x).lt(_INF), res, _NAN)
+
+
+def _cos(f, x):
+    return _select(_fabs(x).lt(_INF), _sincos(f, x, 1), _NAN)
+
+
+def _tan(f, x):
+    r, qi = _trig_reduce(f, x)
+    z = r * r
+    sin_lo = r * z * _horner(z, _SIN_S[f.suffix])          # sin(r) = r + sin_lo
+    hz = z * 0.5
+    cos_hi = 1.0 - hz
+    cos_lo = _fma(z * z, _horner(z, _COS_C[f.suffix]), (1.0 - cos_hi) - hz)
+    odd = _bit(qi, 1)                            # tan(r + pi/2) = -cos(r)/sin(r)
+    nh, nl = _select(odd, -cos_hi, r), _select(odd, -cos_lo, sin_lo)
+    dh, dl = _select(odd, r, cos_hi), _select(odd, sin_lo, cos_lo)
+    res = _div_pair(nh, nl, dh, dl)
+    res = _select(x.eq(0.0), x, res)
+    return _select(_fabs(x).lt(_INF), res, _NAN)
+
+
+def _erf(f, x):
+    xmax = 4.0 if f is _F32 else 6.0             # erf rounds to 1 beyond
+    a = _fabs(x)
+    ac = _select(a.lt(xmax), a, xmax)
+    small = _fma(ac, _horner(ac * ac, _ERF_P[f.suffix]), ac)
+    # 1 - erfc, erfc = exp(-x^2 + h): x^2 is carried as hi + lo so its rounding is not lost.
+    h = _poly_pieces(ac, _ERF_H[f.suffix])
+    x2 = ac * ac
+    x2_lo = _fma(ac, ac, -x2)
+    y, y_err = _two_sum_fast(-x2, h)
+    erfc = _exp_core(f, y, y_err - x2_lo)
+    res = _select(ac.lt(1.0), small, 1.0 - erfc)
+    res = _copysign(res, x)
+    return _select(x.isnan(), x, res)
+
+
+def _pow_log_f64(f, ax):
+    """log(ax) as an unevaluated sum hi + lo, good to ~2^-67 relative, for finite ax > 0."""
+    e, m = _log_decompose(f, ax)
+    fr = m - 1.0
+    d = fr + 2.0
+    d_lo = (2.0 - d) + fr                         # d + d_lo == fr + 2 exactly
+    sh = fr / d
+    sl = (_fma(-sh, d, fr) - sh * d_lo) / d       # s = fr / (fr + 2) = sh + sl
+    zh = sh * sh
+    zl = _fma(sh, sh, -zh) + (sh * sl) * 2.0
+    s3h = zh * sh
+    s3l = _fma(zh, sh, -s3h) + (zl * sh + zh * sl)
+    # log1p(fr) = 2s + s^3 * (2/3 + z*T2(z)); the 2/3 term is carried in double-double.
+    th, tl = _two_sum_fast(ax._c(0.6666666666666666), zh * _horner(zh, _POW_T2))
+    tl = tl + 3.700743415417188e-17               # 2/3 - double(2/3)
+    ph = s3h * th
+    pl = _fma(s3h, th, -ph) + (s3h * tl + s3l * th)
+    hi, err = _two_sum_fast(sh * 2.0, ph)
+    lo = err + (sl * 2.0 + pl)
+    hi2, err2 = _two_sum_fast(e * _LN2_HI["f64"], hi)
+    return hi2, err2 + (lo + e * _LN2_HI_LO["f64"])
+
+
+def _pow_magnitude(f, ax, y):
+    """|x|**y for finite ax > 0 and finite y (anything else is selected away later)."""
+    if f is _F32:
+        # float32: log and exp in double precision are far more precise than needed.
+        e, m = _log_decompose(_F64, ax.e.cast("fpext", ax, "double"))
+        z = y.e.cast("fpext", y, "double") * _log_core(_F64, e, m)
+        res = _exp_core(_F64, _clamp(z, -760.0, 720.0))
+        return res.e.cast("fptrunc", res, "float")
+    hi, lo = _pow_log_f64(f, ax)
+    zh = y * hi
+    zl = _fma(y, hi, -zh) + y * lo
+    zc = _clamp(zh, -760.0, 720.0)
+    return _exp_core(f, zc, _select(zc.eq(zh), zl, 0.0))
+
+
+def _pow(f, x, y):
+    ax = _fabs(x)
+    finite_x = _and(ax.lt(_INF), ax.gt(0.0))
+    mag = _pow_magnitude(f, _select(finite_x, ax, 1.0), _select(_fabs(y).lt(_INF), y, 0.0))
+    y_neg = y.lt(0.0)
+    mag = _select(ax.eq(0.0), _select(y_neg, ax._c(_INF), 0.0), mag)
+    mag = _select(ax.eq(_INF), _select(y_neg, ax._c(0.0), _INF), mag)
+    # y = +-inf: 1 for |x| == 1, else inf or 0 as |x| > 1 agrees with y > 0 or not.
+    agree = ax.gt(1.0).eq(y.gt(0.0))
+    inf_y = _select(ax.eq(1.0), 1.0, _select(agree, ax._c(_INF), 0.0))
+    mag = _select(_fabs(y).eq(_INF), inf_y, mag)
+    half = y * 0.5
+    y_odd = _and(_floor(y).eq(y), _floor(half).ne(half))    # false for +-inf
+    x_neg = x.e.cast("bitcast", x, f.ity).lt(0)              # sign bit: -0.0 counts
+    res = _select(_and(x_neg, y_odd), -mag, mag)
+    # Negative finite base with a non-integral exponent (ne is true for NaN too).
+    bad = _and(_and(x.lt(0.0), x.gt(-_INF)), _floor(y).ne(y))
+    res = _select(bad, _NAN, res)
+    res = _select(_or(x.isnan(), y.isnan()), x + y, res)
+    return _select(_or(y.eq(0.0), x.eq(1.0)), 1.0, res)     # C99: even for NaN
+
+
+def _atan2(f, y, x):
+    ax, ay = _fabs(x), _fabs(y)
+    swap = ay.gt(ax)
+    num, den = _select(swap, ax, ay), _select(swap, ay, ax)
+    # Tiny operands: scale both up so den * tan(pi/8) below is not rounded coarsely.
+    scale = _select(den.lt(f.min_normal * 2.0 ** (f.mant + 2)), ax._c(2.0 ** (f.mant + 2)), 1.0)
+    # Huge ones: scale down so num + den below cannot overflow.
+    scale = _select(den.gt(2.0 ** (f.bias - 2)), ax._c(0.25), scale)
+    num, den = num * scale, den * scale
+    both_inf = _and(ax.eq(_INF), ay.eq(_INF))
+    num, den = _select(both_inf, 1.0, num), _select(both_inf, 1.0, den)
+    den = _select(den.eq(0.0), 1.0, den)             # atan2(+-0, +-0): t = 0
+    # t = num/den in [0, 1]; above tan(pi/8) use atan(t) = pi/4 + atan((t-1)/(t+1)).
+    red = num.gt(den * 0.41421356237309503)
+    t = _select(red, num - den, num) / _select(red, num + den, den)
+    a = _fma(t * (t * t), _horner(t * t, _ATAN_A[f.suffix]), t)
+    pio4_lo = -1.2154201256553e-08 if f is _F32 else 3.061616997868383e-17
+    pio2_lo = -4.371138828673793e-08 if f is _F32 else 6.123233995736766e-17
+    pi_lo = -8.742277657347586e-08 if f is _F32 else 1.2246467991473532e-16
+    a = _select(red, (a + pio4_lo) + 0.7853981633974483, a)
+    a = _select(swap, (pio2_lo - a) + 1.5707963267948966, a)
+    x_neg = x.e.cast("bitcast", x, f.ity).lt(0)
+    a = _select(x_neg, (pi_lo - a) + 3.141592653589793, a)
+    res = _copysign(a, y)
+    return _select(_or(x.isnan(), y.isnan()), x + y, res)
+
+
+_GENERATORS = {
+    "exp": _exp, "expm1": _expm1, "log": _log, "log1p": _log1p, "tanh": _tanh,
+    "logistic": _logistic, "sin": _sin, "cos": _cos, "tan": _tan, "erf": _erf,
+    "pow": _pow, "atan2": _atan2,
+}
+
+
+# ---------------------------------------------------------------- public API
+
+def _fmt(dtype):
+    try:
+        return _FMTS[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise ValueError(f"mathlib: no LLVM math for dtype {dtype!r}") from None
+
+
+def symbol(name, dtype) -> str:
+    """The LLVM name of function `name` for `dtype`, e.g. 'jl_exp_f32' (without the '@')."""
+    return f"jl_{name}_{_fmt(dtype).suffix}"
+
+
+def arity(name) -> int:
+    """How many operands function `name` takes (1, or 2 for pow and atan2)."""
+    if name not in _GENERATORS:
+        raise ValueError(f"mathlib: unknown function {name!r}")
+    return 2 if name in BINARY else 1
+
+
+_CACHE = {}
+
+
+def _build(name, dtype):
+    """(definition text, declare lines) of one function; cached."""
+    f = _fmt(dtype)
+    key = (name, f.suffix)
+    if key not in _CACHE:
+        if name not in _GENERATORS:
+            raise ValueError(f"mathlib: unknown function {name!r}; have {sorted(_GENERATORS)}")
+        e = _Emitter()
+        params = ["x", "y"][:arity(name)]
+        args = [_Val(e, f"%{p}", f.ty) for p in params]
+        if name == "atan2":                       # atan2(y, x): %x is the first operand
+            args = [_Val(e, "%x", f.ty), _Val(e, "%y", f.ty)]
+        res = _GENERATORS[name](f, *args)
+        sig = ", ".join(f"{f.ty} %{p}" for p in params)
+        body = "\n".join(e.lines)
+        text = (f"define internal {f.ty} @{symbol(name, dtype)}({sig}) alwaysinline nounwind {{\n"
+                f"{body}\n  ret {f.ty} {res}\n}}\n")
+        _CACHE[key] = (text, tuple(e.intrinsics))
+    return _CACHE[key]
+
+
+def function_ir(name, dtype) -> str:
+    """LLVM IR text defining `@jl_<name>_<f32|f64>` plus the intrinsic declares it needs.
+
+    Binary functions take `(%x, %y)`: pow(x, y) = x**y, atan2(x, y) = arctan2(x, y) with
+    NumPy's argument order (the first operand is the ordinate). To put several functions in
+    one module use `declarations_for`, which declares each intrinsic once.
+    """
+    text, declares = _build(name, dtype)
+    return "\n".join(declares) + "\n\n" + text
+
+
+def declarations_for(names_dtypes) -> str:
+    """IR text with each (name, dtype) function defined once and each intrinsic declared once.
+
+    Intrinsics are declared here, so the including module must not declare the same
+    `llvm.*` intrinsics again.
+    """
+    seen, defs, declares = set(), [], {}
+    for name, dtype in names_dtypes:
+        key = (name, _fmt(dtype).suffix)
+        if key in seen:
+            continue
+        seen.add(key)
+        text, decls = _build(name, dtype)
+        defs.append(text)
+        for d in decls:
+            declares.setdefault(d)
+    return "\n".join(declares) + "\n\n" + "\n".join(defs)
