@@ -1,0 +1,397 @@
+"""CPU side-by-side timing of the anchor workloads: jitlib next to NumPy, JAX, numexpr, numba.
+
+    python -m benchmarks [--scale small|large] [--out PATH] [--budget SECONDS]
+
+For each workload of `benchmarks/workloads.py`:
+
+- jitlib: `jitlib.jit(lambda *a: fn(np, *a), backend="cpu")`. "compile ms" is the first call
+  (trace + optimize + LLVM compile + one run); the steady figure is the median of timed calls.
+- NumPy eager; `jax.jit(lambda *a: fn(jnp, *a))` on CPU (x64 off: jitlib's jax backend, which
+  turns x64 on, is never imported), "jax 1st ms" is its first call (trace + XLA compile + run);
+  numexpr and numba (2 threads, `parallel=True`) for ew_chain and gelu_tanh when installed.
+- Each tool is warmed up once after its first call, then called until `--budget` seconds or
+  `--max-reps` calls (at least `--min-reps`); the median is reported.
+- Bandwidth ceiling: a STREAM-like triad `a = b + s*c` on float32 arrays of 2^24 elements,
+  counted as 3 arrays moved (STREAM's convention: no write-allocate traffic). numba's version
+  is one parallel pass; NumPy's (`np.multiply(c, s, out=a); np.add(a, b, out=a)`) is two
+  single-threaded passes, so it understates the machine. The best of them is the ceiling.
+- GB/s is `workloads.min_bytes(inputs, output) / median`: what one perfect kernel moves, so
+  a tool that makes extra passes gets no credit for them. GFLOP/s (mlp, attention, mse_loss)
+  counts 2*M*N*K per matmul only.
+- `tiny` measures per-call dispatch in microseconds (mean of a batch of calls, median of batches).
+
+Writes the figures and machine info as JSON to `--out` (default
+`benchmarks/results/cpu-<date>.json`) and the markdown table next to it (`.md`).
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import pathlib
+import platform
+import statistics
+import sys
+import time
+
+import numpy as np
+
+from benchmarks import workloads as W
+
+MEMORY_BOUND = ("ew_chain", "gelu_tanh", "softmax_rows", "layernorm", "logsumexp_rows")
+COMPUTE = ("mlp", "attention", "mse_loss")
+
+
+# ---------------------------------------------------------------------------- helpers
+
+def _block(out):
+    if hasattr(out, "block_until_ready"):
+        out.block_until_ready()
+    return out
+
+
+def time_calls(f, args, budget, min_reps, max_reps):
+    """Median seconds of calls of f(*args) after one warm-up call."""
+    _block(f(*args))
+    times = []
+    start = time.perf_counter()
+    while len(times) < max_reps and (len(times) < min_reps
+                                     or time.perf_counter() - start < budget):
+        t0 = time.perf_counter()
+        _block(f(*args))
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times), len(times)
+
+
+def first_call(f, args):
+    t0 = time.perf_counter()
+    out = _block(f(*args))
+    return time.perf_counter() - t0, out
+
+
+def dispatch_us(f, args, batch=2000, batches=7):
+    _block(f(*args))
+    means = []
+    for _ in range(batches):
+        t0 = time.perf_counter()
+        for _ in range(batch):
+            out = f(*args)
+        _block(out)
+        means.append((time.perf_counter() - t0) / batch)
+    return statistics.median(means) * 1e6
+
+
+def matmul_flops(name, arrays):
+    if name == "mlp":
+        x, w1, _, w2, _ = arrays
+        m, k = x.shape
+        h = w1.shape[1]
+        return 2 * m * k * h + 2 * m * h * w2.shape[1]
+    if name == "attention":
+        q, k, v = arrays
+        b, s, d = q.shape
+        return 2 * b * s * s * d + 2 * b * s * s * v.shape[-1]
+    if name == "mse_loss":
+        w1, w2, x, _ = arrays
+        n, f = x.shape
+        h = w1.shape[1]
+        return 2 * n * f * h + 2 * n * h * w2.shape[1]
+    return None
+
+
+def machine_info():
+    cpu = platform.processor() or "?"
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    info = dict(cpu=cpu, cores=os.cpu_count(), python=platform.python_version(),
+                platform=platform.platform(), numpy=np.__version__,
+                date=datetime.datetime.now().isoformat(timespec="seconds"))
+    for mod in ("jax", "jaxlib", "llvmlite", "numexpr", "numba"):
+        try:
+            info[mod] = __import__(mod).__version__
+        except Exception:
+            info[mod] = None
+    return info
+
+
+# ---------------------------------------------------------------------------- peers
+
+def make_numexpr():
+    try:
+        import numexpr as ne
+    except ImportError:
+        return None
+    ne.set_num_threads(os.cpu_count() or 1)
+    exprs = {
+        "ew_chain": ("where((a + b) * c > 0, (a + b) * c, 0)", ("a", "b", "c")),
+        "gelu_tanh": ("h * x * (one + tanh(k0 * (x + k1 * x * x * x)))", ("x",)),
+    }
+    # numexpr makes Python float literals float64 (the result would be float64); float32
+    # 0-d constants keep it in float32 like the other tools
+    consts = dict(h=np.float32(0.5), one=np.float32(1.0), k0=np.float32(0.7978845608),
+                  k1=np.float32(0.044715))
+    out = {}
+    for name, (expr, names) in exprs.items():
+        def f(*arrays, expr=expr, names=names):
+            return ne.evaluate(expr, local_dict=dict(consts, **dict(zip(names, arrays))))
+        out[name] = f
+    return out
+
+
+def make_numba():
+    try:
+        import numba
+    except ImportError:
+        return None, None
+    numba.set_num_threads(min(2, numba.config.NUMBA_NUM_THREADS))
+    prange = numba.prange
+    f32 = np.float32
+
+    @numba.njit(parallel=True, cache=False)
+    def ew_chain(a, b, c):
+        out = np.empty_like(a)
+        for i in prange(a.shape[0]):
+            t = (a[i] + b[i]) * c[i]
+            out[i] = t if t > f32(0.0) else f32(0.0)
+        return out
+
+    @numba.njit(parallel=True, cache=False)
+    def gelu_tanh(x):
+        out = np.empty_like(x)
+        for i in prange(x.shape[0]):
+            v = x[i]
+            out[i] = f32(0.5) * v * (f32(1.0) + np.tanh(
+                f32(0.7978845608) * (v + f32(0.044715) * v * v * v)))
+        return out
+
+    @numba.njit(parallel=True, cache=False)
+    def triad(a, b, c, s):
+        for i in prange(a.shape[0]):
+            a[i] = b[i] + s * c[i]
+
+    return {"ew_chain": ew_chain, "gelu_tanh": gelu_tanh}, triad
+
+
+def measure_triad(numba_triad, n=1 << 24, reps=20):
+    rng = np.random.default_rng(1)
+    b = rng.standard_normal(n, dtype=np.float32)
+    c = rng.standard_normal(n, dtype=np.float32)
+    a = np.empty_like(b)
+    s = np.float32(3.0)
+    moved = 3 * n * 4
+    res = {}
+
+    def np_triad():
+        np.multiply(c, s, out=a)
+        np.add(a, b, out=a)
+    np_triad()
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter(); np_triad(); ts.append(time.perf_counter() - t0)
+    res["numpy_out"] = dict(best_ms=min(ts) * 1e3, median_ms=statistics.median(ts) * 1e3,
+                            gbs_best=moved / min(ts) / 1e9)
+    assert np.allclose(a, b + s * c)
+    if numba_triad is not None:
+        import numba
+        numba_triad(a, b, c, s)
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter(); numba_triad(a, b, c, s); ts.append(time.perf_counter() - t0)
+        res["numba_parallel"] = dict(best_ms=min(ts) * 1e3, median_ms=statistics.median(ts) * 1e3,
+                                     gbs_best=moved / min(ts) / 1e9,
+                                     threads=numba.get_num_threads())
+        assert np.allclose(a, b + s * c)
+    res["bytes"] = moved
+    best = max(res[k]["gbs_best"] for k in ("numpy_out", "numba_parallel") if k in res)
+    res["ceiling_gbs"] = best
+    return res
+
+
+# ---------------------------------------------------------------------------- main
+
+def main(argv=None):
+    p = argparse.ArgumentParser(prog="python -m benchmarks", description=__doc__.split("\n")[0])
+    p.add_argument("--scale", default="large", choices=("small", "large"))
+    p.add_argument("--out", default=None)
+    p.add_argument("--budget", type=float, default=1.5, help="seconds of timed calls per tool")
+    p.add_argument("--min-reps", type=int, default=3)
+    p.add_argument("--max-reps", type=int, default=50)
+    p.add_argument("--only", nargs="*", default=None, help="workload names")
+    args = p.parse_args(argv)
+
+    out_path = pathlib.Path(args.out or
+                            f"benchmarks/results/cpu-{datetime.date.today().isoformat()}.json")
+
+    try:
+        import jax
+        import jax.numpy as jnp
+        jax.config.update("jax_platforms", "cpu")
+    except ImportError:
+        jax = jnp = None
+    import jitlib
+
+    numexpr_fns = make_numexpr()
+    numba_fns, numba_triad = make_numba()
+    notes = []
+    if numexpr_fns is None:
+        notes.append("numexpr not installed: its column is empty")
+    if numba_fns is None:
+        notes.append("numba not installed: its column is empty, triad from NumPy only")
+    if jax is None:
+        notes.append("jax not installed: its column is empty")
+
+    print(f"triad: a = b + s*c, float32, 2^24 elements ...", flush=True)
+    triad = measure_triad(numba_triad)
+    ceiling = triad["ceiling_gbs"]
+    for k in ("numba_parallel", "numpy_out"):
+        if k in triad:
+            print(f"  {k}: {triad[k]['gbs_best']:.1f} GB/s (best of 20, {triad[k]['best_ms']:.2f} ms)")
+
+    tools = ["jitlib", "numpy", "jax", "numexpr", "numba"]
+    rows = {}
+    names = args.only or list(W.WORKLOADS)
+    rng = np.random.default_rng(0)
+    for name in names:
+        fn = W.WORKLOADS[name]
+        arrays = W.inputs(name, rng, args.scale)
+        print(f"{name}: {', '.join(str(a.shape) for a in arrays)}", flush=True)
+        row = dict(shapes=[list(a.shape) for a in arrays], tools={})
+        ref = fn(np, *arrays)
+        row["min_bytes"] = W.min_bytes(arrays, ref)
+        flops = matmul_flops(name, arrays)
+        row["matmul_flops"] = flops
+
+        callables = {}
+        jitted = jitlib.jit(lambda *a, fn=fn: fn(np, *a), backend="cpu")
+        callables["jitlib"] = jitted
+        callables["numpy"] = lambda *a, fn=fn: fn(np, *a)
+        if jax is not None:
+            callables["jax"] = jax.jit(lambda *a, fn=fn: fn(jnp, *a))
+        if numexpr_fns and name in numexpr_fns:
+            callables["numexpr"] = numexpr_fns[name]
+        if numba_fns and name in numba_fns:
+            callables["numba"] = numba_fns[name]
+
+        for tool, f in callables.items():
+            t_first, out = first_call(f, arrays)
+            out = np.asarray(out)
+            err = float(np.max(np.abs(out.astype(np.float64) - ref)) /
+                        max(1e-30, float(np.max(np.abs(ref)))))
+            rec = dict(first_ms=t_first * 1e3, dtype=str(out.dtype), max_rel_err=err)
+            if name == "tiny":
+                rec["dispatch_us"] = dispatch_us(f, arrays)
+                rec["median_ms"] = rec["dispatch_us"] / 1e3
+            else:
+                med, reps = time_calls(f, arrays, args.budget, args.min_reps, args.max_reps)
+                rec.update(median_ms=med * 1e3, reps=reps,
+                           gbs=row["min_bytes"] / med / 1e9,
+                           pct_triad=100 * row["min_bytes"] / med / 1e9 / ceiling)
+                if flops:
+                    rec["gflops"] = flops / med / 1e9
+            row["tools"][tool] = rec
+            extra = f"{rec.get('dispatch_us', 0):.1f} us/call" if name == "tiny" else \
+                f"{rec['median_ms']:.2f} ms (x{rec['reps']})"
+            print(f"  {tool:8s} first {rec['first_ms']:9.1f} ms  {extra}  "
+                  f"err {err:.1e} {rec['dtype']}", flush=True)
+
+        fallbacks = {}
+        for entry in jitted._cache.values():
+            fallbacks.update(getattr(entry.executable, "fallbacks", {}) or {})
+        row["jitlib_fallbacks"] = fallbacks
+        row["jitlib_native"] = [n for e in jitted._cache.values()
+                                for n in getattr(e.executable, "native", [])]
+        if fallbacks:
+            print(f"  jitlib interpreter fallbacks: {fallbacks}")
+        jt = row["tools"]["jitlib"]["median_ms"]
+        row["ratio_vs_jitlib"] = {t: r["median_ms"] / jt for t, r in row["tools"].items()
+                                  if t != "jitlib"}
+        rows[name] = row
+
+    mb = [n for n in MEMORY_BOUND if n in rows]
+    geo = None
+    if mb:
+        geo = math.exp(sum(math.log(rows[n]["ratio_vs_jitlib"]["numpy"]) for n in mb) / len(mb))
+    if jax is not None:
+        notes.append(f"jax_enable_x64 = {bool(jax.config.jax_enable_x64)} at end of run; "
+                     "jitlib.backends.jax imported: "
+                     f"{'jitlib.backends.jax' in sys.modules}")
+    notes.append("jitlib cpu backend is single-threaded; jax/XLA, numexpr, numba(2 threads) "
+                 "and NumPy's BLAS may use both cores")
+
+    md = render(rows, triad, geo, machine_info(), notes, args.scale)
+    print()
+    print(md)
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    result = dict(machine=machine_info(), scale=args.scale, budget_s=args.budget,
+                  triad=triad, workloads=rows, geomean_speedup_vs_numpy_memory_bound=geo,
+                  memory_bound=list(mb), notes=notes)
+    out_path.write_text(json.dumps(result, indent=2))
+    out_path.with_suffix(".md").write_text(md + "\n")
+    print(f"wrote {out_path} and {out_path.with_suffix('.md')}")
+
+
+def _f(v, fmt):
+    return "-" if v is None else format(v, fmt)
+
+
+def render(rows, triad, geo, info, notes, scale):
+    tools = ["jitlib", "numpy", "jax", "numexpr", "numba"]
+    lines = [f"CPU: {info['cpu']}, {info['cores']} cores; numpy {info['numpy']}, jax "
+             f"{info['jax']}, llvmlite {info['llvmlite']}, numexpr {info['numexpr']}, "
+             f"numba {info['numba']}; {info['date']}; scale {scale}", ""]
+    tri = ", ".join(f"{k} {triad[k]['gbs_best']:.1f} GB/s"
+                    for k in ("numba_parallel", "numpy_out") if k in triad)
+    lines.append(f"Triad `a = b + s*c` (float32, 2^24, 3 arrays counted): {tri}; "
+                 f"ceiling {triad['ceiling_gbs']:.1f} GB/s.")
+    lines.append("")
+    lines.append("Median ms per call (ratio = peer time / jitlib time; >1 means jitlib faster).")
+    lines.append("")
+    hdr = ["workload"] + [f"{t} ms" for t in tools] + \
+        [f"x {t}" for t in tools[1:]] + \
+        ["jitlib GB/s (% triad)", "best peer GB/s", "jitlib GFLOP/s", "jax GFLOP/s",
+         "jitlib 1st ms", "jax 1st ms", "fallbacks"]
+    lines.append("| " + " | ".join(hdr) + " |")
+    lines.append("|" + "---|" * len(hdr))
+    for name, row in rows.items():
+        if name == "tiny":
+            continue
+        T = row["tools"]
+        cells = [name]
+        cells += [_f(T[t]["median_ms"], ".2f") if t in T else "-" for t in tools]
+        cells += [_f(row["ratio_vs_jitlib"].get(t), ".2f") for t in tools[1:]]
+        j = T["jitlib"]
+        cells.append(f"{j['gbs']:.1f} ({j['pct_triad']:.0f}%)")
+        peers = [(T[t]["gbs"], t) for t in T if t != "jitlib"]
+        bp = max(peers) if peers else None
+        cells.append(f"{bp[0]:.1f} {bp[1]} ({T[bp[1]]['pct_triad']:.0f}%)" if bp else "-")
+        cells.append(_f(j.get("gflops"), ".1f"))
+        cells.append(_f(T.get("jax", {}).get("gflops"), ".1f"))
+        cells.append(f"{j['first_ms']:.0f}")
+        cells.append(_f(T.get("jax", {}).get("first_ms"), ".0f"))
+        cells.append(", ".join(f"{k}: {v}" for k, v in row["jitlib_fallbacks"].items()) or "none")
+        lines.append("| " + " | ".join(cells) + " |")
+    if "tiny" in rows:
+        T = rows["tiny"]["tools"]
+        lines.append("")
+        lines.append("Dispatch (`tiny`, x + 1.0 on 4 floats), µs per call: " + ", ".join(
+            f"{t} {T[t]['dispatch_us']:.1f}" for t in T) + ".")
+    if geo is not None:
+        lines.append("")
+        lines.append(f"Geometric-mean speedup of jitlib over NumPy on {', '.join(MEMORY_BOUND)}: "
+                     f"{geo:.2f}x.")
+    errs = [f"{n}/{t} {r['max_rel_err']:.1e}" for n, row in rows.items()
+            for t, r in row["tools"].items() if r["max_rel_err"] > 1e-3]
+    lines.append("")
+    lines.append("Max relative error vs eager NumPy above 1e-3: " + (", ".join(errs) or "none") + ".")
+    for n in notes:
+        lines.append(f"- {n}")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    main()
