@@ -2,8 +2,8 @@
 
 The reference is NumPy evaluated in extended precision (np.longdouble, 64-bit mantissa on
 x86-64) and rounded to the tested dtype, i.e. essentially the correctly rounded result;
-NumPy's own float32 loops are themselves up to ~3 ulp off. `python -m tests.backends.
-test_llvm_mathlib` (or running this file) prints the measured table of the docs.
+NumPy's own float32 loops are themselves up to ~3 ulp off. Running this file
+(`python tests/backends/test_llvm_mathlib.py`) prints the measured errors for the docs.
 """
 import ctypes
 import math

@@ -385,10 +385,10 @@ def store(fn, v, ptr, lin, dt):
 # -- math functions: the one place that picks libm/intrinsics or jitlib's mathlib
 
 # The functions taken from jitlib/backends/llvm/mathlib.py: straight-line IR, inlined and
-# vectorized with the loop, where a libm call keeps LLVM from vectorizing it. Empty until
-# mathlib is final; then: MATHLIB = {"exp", "expm1", "log", "log1p", "tanh", "sin", "cos",
-# "tan", "pow", "atan2"}.
-MATHLIB = frozenset()
+# vectorized with the loop, where a libm call keeps LLVM from vectorizing it. The trig
+# functions stay on libm: mathlib's argument reduction loses accuracy past 2**24 (f32)
+# and 2**52 (f64), see docs/cpu_math_accuracy.md.
+MATHLIB = frozenset({"exp", "expm1", "log", "log1p", "tanh", "pow", "atan2"})
 _INTRINSIC = {"exp", "log", "sin", "cos", "tan", "tanh", "pow", "sqrt"}
 _LIBM = {"expm1", "log1p", "atan2"}
 

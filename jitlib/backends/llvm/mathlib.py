@@ -392,6 +392,15 @@ def _expm1_parts(f, x):
     return _pow2(f, _to_int(f, k) - 1), rh, p
 
 
+def _exp_pair(f, x):
+    """exp(x) as an unevaluated sum hi + lo, for x <= 0 clamped as in `_exp_core`."""
+    k = _rint(x * _LOG2E)
+    rh, rl = _two_sum_fast(_fma(-k, _LN2, x), -k * _LN2_LO[f.suffix])
+    e1, e1_err = _two_sum_fast(x._c(1.0), rh)
+    lo = e1_err + _fma(rh * rh, _horner(rh, _EXPM1_Q[f.suffix]), rl)   # exp(r) = e1 + lo
+    return _scale2(f, e1, k), _scale2(f, lo, k)
+
+
 def _expm1_core(f, x):
     s, rh, p = _expm1_parts(f, x)
     return _fma(s, p, _fma(s, rh, s - 0.5)) * 2.0
@@ -537,8 +546,10 @@ def _tanh(f, x):
 def _logistic(f, x):
     hi = 110.0 if f is _F32 else 760.0
     a = _fabs(x)
-    e = _exp_core(f, -_select(a.lt(hi), a, hi))  # exp(-|x|) in (0, 1]: nothing overflows
-    res = _div_pair(_select(x.lt(0.0), e, 1.0), 0.0, *_two_sum_fast(e._c(1.0), e))
+    eh, el = _exp_pair(f, -_select(a.lt(hi), a, hi))    # exp(-|x|) <= 1: no overflow
+    dh, dl = _two_sum_fast(eh._c(1.0), eh)
+    neg = x.lt(0.0)
+    res = _div_pair(_select(neg, eh, 1.0), _select(neg, el, 0.0), dh, dl + el)
     return _select(x.isnan(), x, res)
 
 
