@@ -14,6 +14,7 @@ import pytest
 from hypothesis import given
 
 import jitlib
+import anchors
 import programs
 from ir_strategies import programs as random_programs
 from jitlib.backends.llvm import LLVMBackend, kernels
@@ -485,58 +486,7 @@ def test_an_unsupported_body_falls_back_instead_of_guessing():
 
 # -- the anchor workloads and the program catalogue
 
-def ew_chain(a, b, c):
-    return np.maximum((a + b) * c, 0.0)
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-
-
-def softmax_rows(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    mu = np.mean(x, axis=-1, keepdims=True)
-    var = np.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
-
-
-def logsumexp_rows(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
-
-
-def mlp(x, w1, b1, w2, b2):
-    h = np.maximum(x @ w1 + b1, 0.0)
-    return h @ w2 + b2
-
-
-def attention(q, k, v):
-    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
-    m = np.max(s, axis=-1, keepdims=True)
-    p = np.exp(s - m)
-    p = p / np.sum(p, axis=-1, keepdims=True)
-    return p @ v
-
-
-def _f32(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
-ANCHORS = {
-    ew_chain: lambda rng: [_f32(rng, 1000) for _ in range(3)],
-    gelu_tanh: lambda rng: [_f32(rng, 1000)],
-    softmax_rows: lambda rng: [_f32(rng, 16, 33)],
-    layernorm: lambda rng: [_f32(rng, 16, 33), _f32(rng, 33), _f32(rng, 33)],
-    logsumexp_rows: lambda rng: [_f32(rng, 16, 33)],
-    mlp: lambda rng: [_f32(rng, 16, 16), _f32(rng, 16, 32), _f32(rng, 32), _f32(rng, 32, 16),
-                      _f32(rng, 16)],
-    attention: lambda rng: [_f32(rng, 2, 16, 8) for _ in range(3)],
-}
+ANCHORS = anchors.ARGS
 
 
 def _module_tolerance(module):
@@ -599,7 +549,7 @@ def _kernel(fn, *args):
 
 
 def test_ew_chain_kernel_is_vectorized():
-    kernel = _kernel(ew_chain, *[np.ones(1 << 12, np.float32)] * 3)
+    kernel = _kernel(anchors.ew_chain, *[np.ones(1 << 12, np.float32)] * 3)
     asm = get_compiler().assembly(kernel.ir)
     # packed single-precision multiplies: the loop body runs on vector registers
     assert re.search(r"\bv?mulps\s+[^\n]*%[xyz]mm", asm), asm[:2000]
@@ -608,8 +558,8 @@ def test_ew_chain_kernel_is_vectorized():
 def test_mathlib_functions_plug_in(monkeypatch):
     from jitlib.backends.llvm import emitter
     monkeypatch.setattr(emitter, "MATHLIB", frozenset({"exp", "log"}))
-    args = ANCHORS[logsumexp_rows](np.random.default_rng(1))
-    module = jitlib.make_ir(logsumexp_rows)(*args)
+    args = ANCHORS[anchors.logsumexp_rows](np.random.default_rng(1))
+    module = jitlib.make_ir(anchors.logsumexp_rows)(*args)
     (fusion,) = [i for i in optimize(module).instructions if i.op is Op.FUSION]
     assert "@jl_exp_f32" in kernels.render(fusion).ir
     exe = LLVM.compile(module)

@@ -1,5 +1,4 @@
 """Fusion: kernel counts on the anchor workloads, decisions with reasons, meaning preserved."""
-import math
 
 import numpy as np
 import pytest
@@ -7,6 +6,8 @@ from hypothesis import given
 
 import jitlib
 import programs
+from anchors import (ARGS, attention, ew_chain, gelu_tanh, layernorm, logsumexp_rows, mlp,
+                     softmax_rows)
 from ir_strategies import programs as random_programs
 from jitlib.fusion import optimize
 from jitlib.fusion.fuse import fuse, kernel_summary
@@ -15,59 +16,8 @@ from jitlib.hlo.ops import Op
 from jitlib.hlo.verifier import verify
 
 
-def ew_chain(a, b, c):
-    return np.maximum((a + b) * c, 0.0)
-
-
-def gelu_tanh(x):
-    return 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
-
-
-def softmax_rows(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    e = np.exp(x - m)
-    return e / np.sum(e, axis=-1, keepdims=True)
-
-
-def layernorm(x, g, b):
-    mu = np.mean(x, axis=-1, keepdims=True)
-    var = np.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
-    return (x - mu) / np.sqrt(var + 1e-5) * g + b
-
-
-def logsumexp_rows(x):
-    m = np.max(x, axis=-1, keepdims=True)
-    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
-
-
-def mlp(x, w1, b1, w2, b2):
-    h = np.maximum(x @ w1 + b1, 0.0)
-    return h @ w2 + b2
-
-
-def attention(q, k, v):
-    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
-    m = np.max(s, axis=-1, keepdims=True)
-    p = np.exp(s - m)
-    p = p / np.sum(p, axis=-1, keepdims=True)
-    return p @ v
-
-
-def _f32(rng, *shape):
-    return rng.standard_normal(shape).astype(np.float32)
-
-
 def _anchor_args(rng):
-    return {
-        ew_chain: [_f32(rng, 256) for _ in range(3)],
-        gelu_tanh: [_f32(rng, 256)],
-        softmax_rows: [_f32(rng, 16, 32)],
-        layernorm: [_f32(rng, 16, 32), _f32(rng, 32), _f32(rng, 32)],
-        logsumexp_rows: [_f32(rng, 16, 32)],
-        mlp: [_f32(rng, 16, 16), _f32(rng, 16, 32), _f32(rng, 32), _f32(rng, 32, 16),
-              _f32(rng, 16)],
-        attention: [_f32(rng, 2, 16, 8) for _ in range(3)],
-    }
+    return {fn: make(rng) for fn, make in ARGS.items()}
 
 
 def _kernels(module):
@@ -183,7 +133,7 @@ def test_kernel_summary_names_user_lines():
     (kernel,) = _kernels(optimize(jitlib.make_ir(softmax_rows)(x)))
     first = softmax_rows.__code__.co_firstlineno
     summary = kernel_summary(kernel)
-    assert summary.startswith(f"kernel {kernel.attrs['name']} = test_fuse.py:{first + 1}-"
+    assert summary.startswith(f"kernel {kernel.attrs['name']} = anchors.py:{first + 1}-"
                               f"{first + 3}: ")
     assert "reduce_max" in summary and "exp" in summary and "reduce_sum" in summary
 
