@@ -94,6 +94,7 @@ class Jitted:
         self._signature = _python_signature(fn)
         self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
         self._cache = {}
+        self._fast = {}   # _fast_key -> the same entries as _cache
         self._hits = self._misses = 0
         self._lock = threading.Lock()
 
@@ -102,6 +103,11 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
+        fast_key = self._fast_key(args, kwargs)
+        entry = self._fast.get(fast_key) if fast_key is not None else None
+        if entry is not None:
+            self._hits += 1
+            return tree.unflatten(entry.out_tree, list(entry.executable(*args)))
         bound = self._bind(args, kwargs)
         key, dynamic, flat = self._key(bound)
         entry = self._cache.get(key)
@@ -118,10 +124,21 @@ class Jitted:
                     self._hits += 1
         else:
             self._hits += 1
+        if fast_key is not None:
+            self._fast[fast_key] = entry
         arrays = [np.asarray(x, dtype=shape_dtype[1])
                   for x, shape_dtype in zip(flat, key.leaves)]
         outs = entry.executable(*arrays)
         return tree.unflatten(entry.out_tree, list(outs))
+
+    def _fast_key(self, args, kwargs):
+        """The common call, positional ndarrays and nothing static, keys a second cache
+        by (shape, dtype) per argument and the backend: the full key is a function of
+        exactly these, so a hit skips binding and flattening."""
+        if kwargs or self._static or not all(type(a) is np.ndarray for a in args):
+            return None
+        return (self.backend or config.default_backend(),
+                tuple((a.shape, a.dtype) for a in args))
 
     def lower(self, *args, **kwargs):
         """Trace for these arguments (no compile) and return a `Lowered`."""
@@ -136,6 +153,7 @@ class Jitted:
     def clear_cache(self):
         with self._lock:
             self._cache.clear()
+            self._fast.clear()
             self._hits = self._misses = 0
 
     def __get__(self, obj, objtype=None):
@@ -173,9 +191,14 @@ class Jitted:
                 names.append(name)
                 dynamic.append(value)
         flat, in_tree = tree.flatten(tuple(dynamic))
-        leaf_names = _leaf_names(names, in_tree)
-        leaves = tuple(abstract_leaf(x, f"argument {leaf_names[i]!r} of {self.__name__}")
-                       for i, x in enumerate(flat))
+        try:
+            leaves = tuple(abstract_leaf(x, "") for x in flat)
+        except errors.JitlibTypeError:
+            # name the offending argument; the names are only worth computing now
+            leaf_names = _leaf_names(names, in_tree)
+            for i, x in enumerate(flat):
+                abstract_leaf(x, f"argument {leaf_names[i]!r} of {self.__name__}")
+            raise
         backend = self.backend or config.default_backend()
         key = _Signature(tuple(names), in_tree, leaves, tuple(static), backend)
         return key, dynamic, flat

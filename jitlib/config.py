@@ -1,4 +1,5 @@
 """Process-wide settings. Environment variables give the defaults only."""
+import functools
 import os
 
 
@@ -13,8 +14,11 @@ def debug_level() -> int:
 
 def default_backend() -> str:
     """JITLIB_BACKEND if set, else "gpu" where a CUDA GPU and Triton are present, else "cpu"."""
-    name = os.environ.get("JITLIB_BACKEND")
-    if name:
-        return name
+    return os.environ.get("JITLIB_BACKEND") or _detected_backend()
+
+
+@functools.lru_cache(maxsize=None)
+def _detected_backend() -> str:
+    # probing for triton and a GPU costs a file-system walk: once per process
     from jitlib.backends import default_backend_name
     return default_backend_name()

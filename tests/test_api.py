@@ -166,3 +166,22 @@ def test_partial_and_callable_objects_can_be_jitted():
 
     np.testing.assert_array_equal(_jit(functools.partial(np.multiply, 2.0))(np.ones(2)), [2, 2])
     assert jitlib.make_ir(Scale())(np.ones(2)).name == "Scale"
+
+
+def test_fast_path_for_positional_arrays_keeps_the_cache_contract():
+    traces = []
+
+    def f(x, y):
+        traces.append(1)
+        return x * y
+    jf = _jit(f)
+    a, b = np.arange(3.0), np.arange(3, dtype=np.float32)
+    for _ in range(3):
+        np.testing.assert_array_equal(jf(a, a), a * a)
+    out = jf(a, b)                      # a new dtype misses the fast cache too
+    assert out.dtype == np.float64 and len(traces) == 2
+    np.testing.assert_array_equal(jf(a, y=a), a * a)   # keywords take the full path: a hit
+    assert jf.cache_info() == jitlib.CacheInfo(hits=3, misses=2, entries=2)
+    jf.clear_cache()
+    jf(a, a)
+    assert len(traces) == 3
