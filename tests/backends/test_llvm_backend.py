@@ -17,6 +17,7 @@ import jitlib
 import anchors
 import programs
 from ir_strategies import programs as random_programs
+from rounding_cases import ROUND_ONCE_PAIRS, round_once_inputs
 from jitlib.backends.llvm import LLVMBackend, kernels
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import index_rules, scalar_rules
@@ -244,32 +245,11 @@ def test_convert(src):
         assert_exact(g, w, f"{src} -> {d}")
 
 
-def _near_ties(rng, bits, n, significant):
-    """`bits`-bit integers at and around halfway points of a `significant`-bit grid."""
-    shift = rng.integers(significant + 1, bits - significant + 1, n)
-    head = rng.integers(1 << (significant - 1), 1 << significant, n)
-    halfway = [(int(h) << int(s)) + (1 << (int(s) - 1)) for h, s in zip(head, shift)]
-    return [v + int(d) for v, d in zip(halfway, rng.integers(-2, 3, n))]
 
-
-@pytest.mark.parametrize("src,dst", [("f64", "f16"), ("f64", "bf16"), ("i32", "bf16"),
-                                     ("u32", "bf16"), ("i64", "bf16"), ("u64", "bf16")])
+@pytest.mark.parametrize("src,dst", ROUND_ONCE_PAIRS)
 def test_convert_rounds_once(src, dst):
     # NumPy and ml_dtypes round once; going through f32 would round twice
-    rng = np.random.default_rng(7)
-    if src == "f64":
-        grid = np.array(rng.uniform(-60000, 60000, 300), DT[dst])
-        above = np.nextafter(grid, np.array(np.inf, DT[dst]))
-        mid = (grid.astype(np.float64) + above.astype(np.float64)) / 2
-        x = np.concatenate([mid, mid * (1 + 2.0 ** -40), mid * (1 - 2.0 ** -40)])
-        x = x[np.isfinite(x)]
-    else:
-        info = np.iinfo(DT[src])
-        bits = info.bits - (info.min < 0)
-        x = np.array(_near_ties(rng, bits, 600, 8) + [info.max, info.min],
-                     dtype=object).astype(DT[src])
-        if info.min < 0:
-            x = np.concatenate([x, -x[:-2]])
+    x = round_once_inputs(DT[src], DT[dst])
     p = B.parameter(0, x.shape, x.dtype)
     (got,), (want,) = run(Module("convert", [p], [B.convert(p, DT[dst])]), x)
     assert_exact(got, want)
