@@ -11,6 +11,7 @@ deterministic topological order. Modules compare and hash by structure
 (name, params, results), so a FUSION instruction, whose `body` attribute is a
 Module, is interned like any other.
 """
+import threading
 import weakref
 
 import numpy as np
@@ -74,6 +75,9 @@ class Instr:
 
     __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "__weakref__")
     _interned = weakref.WeakValueDictionary()
+    # Two threads tracing at once must agree on one object per structure, or CSE (and
+    # the identity-based equality of Modules) silently breaks.
+    _intern_lock = threading.Lock()
 
     @classmethod
     def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None):
@@ -84,9 +88,14 @@ class Instr:
         attr_items = tuple(sorted((k, _normalize_attr(v)) for k, v in (attrs or {}).items()))
         # typed key: True == 1 == 1.0 in Python, but not as attributes
         key = (op, shape, dtype, operands, tuple((k, _typed(v)) for k, v in attr_items))
-        found = cls._interned.get(key)
-        if found is not None:
-            return found
+        with cls._intern_lock:
+            found = cls._interned.get(key)
+            if found is not None:
+                return found
+            return cls._new(key, op, shape, dtype, operands, attr_items, loc)
+
+    @classmethod
+    def _new(cls, key, op, shape, dtype, operands, attr_items, loc):
         self = object.__new__(cls)
         self.op = op
         self.shape = shape
