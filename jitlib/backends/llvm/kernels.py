@@ -12,8 +12,10 @@ count and stride is a constant and LLVM sees plain counted loops.
              add/mul is marked `reassoc`, so LLVM may split it into vector lanes (partial
              sums combined at the end): the order differs from NumPy's pairwise sum,
              so sums agree with the interpreter to rounding, not bit for bit. f16/bf16
-             accumulate in f32 and round once. max/min fold left with np.maximum's rule
-             (NaN wins, NumPy's tie rule); argmax/argmin keep the first extreme, NaN first.
+             accumulate in f32 and round once. max/min give the left fold of
+             np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
+             vectorized pass (`float_extreme`). argmax/argmin keep the first extreme,
+             NaN first.
   dot        `DotKernel`: the executable runs the dot_general in NumPy (its BLAS), then
              the elementwise epilogue here as a loop kernel reading the dot's result.
              First step only: the target is BLAS plus the epilogue fused in one pass
@@ -270,6 +272,9 @@ class _ReductionEmitter:
         if 0 in sizes:   # an empty reduction is its identity (argmax rejects empty axes)
             el.fixed[red] = literal(_identity(op, dt), dt)
             return
+        if op in (Op.REDUCE_MAX, Op.REDUCE_MIN) and dtypes.is_float(dt):
+            self.float_extreme(red, kdims, sizes)
+            return
         acc = fn.alloca(t)
         fn.emit(f"store {t} {literal(_identity(op, dt), dt)}, ptr {acc}")
         arg = op in O.ARG_REDUCE
@@ -300,6 +305,41 @@ class _ReductionEmitter:
         else:
             result = fn.op(f"load {t}, ptr {acc}", "a")
             el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
+
+    def float_extreme(self, red, kdims, sizes):
+        """A float max/min in two tries. First in vector lanes with llvm.maximum/minimum:
+        NaN wins and -0 < +0, so any lane split gives the same bits, and LLVM vectorizes it
+        (it will not vectorize minmax's compare-and-select without fast-math). That equals
+        the in-order fold of `minmax` unless the result is NaN (which NaN) or a zero (which
+        sign, where NumPy keeps the tie rule of its loop): only then is the row folded
+        again, in order, as `minmax` does: rare, and at worst one more pass."""
+        fn, el = self.fn, self.el
+        x = red.operands[0]
+        dt, t, is_max = x.dtype, compute_type(x.dtype), red.op is Op.REDUCE_MAX
+        acc = fn.alloca(t)
+        identity = literal(_identity(red.op, dt), dt)
+
+        def fold(combine):
+            fn.emit(f"store {t} {identity}, ptr {acc}")
+
+            def step(rdims):
+                el.push()
+                v = el.value(x, self.s_index(kdims, rdims))
+                fn.emit(f"store {t} {combine(fn.op(f'load {t}, ptr {acc}', 'a'), v)}, "
+                        f"ptr {acc}")
+                el.pop()
+            nest(fn, sizes, step)
+
+        fold(lambda a, v: fn.intrinsic("maximum" if is_max else "minimum", t, a, v))
+        special = fn.op(f"fcmp ueq {t} {fn.op(f'load {t}, ptr {acc}', 'a')}, 0.0", "c")
+        in_order, done = fn.label("in_order"), fn.label("extreme")
+        fn.emit(f"br i1 {special}, label %{in_order}, label %{done}")
+        fn.start_block(in_order)
+        fold(lambda a, v: minmax(fn, dt, a, v, is_max))
+        fn.emit(f"br label %{done}")
+        fn.start_block(done)
+        result = fn.op(f"load {t}, ptr {acc}", "a")
+        el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
 
     def per_k(self, kdims):
         fn, el, plan = self.fn, self.el, self.plan
