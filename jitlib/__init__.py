@@ -12,11 +12,13 @@ __version__ = "0.1.0"
 
 from jitlib import errors, tree  # noqa: E402
 from jitlib.api import CacheInfo, Jitted, Lowered, jit, make_ir  # noqa: E402
+from jitlib.array import Array, from_dlpack  # noqa: E402
 from jitlib.errors import (  # noqa: E402
     JitlibError, JitlibTypeError, ShapeError, TracerConversionError, UnsupportedError)
+from jitlib.transforms.batching_api import vmap  # noqa: E402
 
 __all__ = [
-    "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "tree",
+    "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "tree", "Array", "from_dlpack",
     "JitlibError", "JitlibTypeError", "ShapeError", "TracerConversionError",
-    "UnsupportedError",
+    "UnsupportedError", "vmap",
 ]
