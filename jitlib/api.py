@@ -14,12 +14,17 @@ from typing import NamedTuple
 import numpy as np
 
 from jitlib import config, errors, tree
+from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
 from jitlib.trace.context import Trace, abstract_leaf, current_trace
 from jitlib.trace.tracer import Tracer, as_instr
 
 log = logging.getLogger("jitlib")
+
+
+# Argument types whose (shape, dtype) alone key a call; an Array keys like an ndarray.
+_ARRAY_TYPES = (np.ndarray, Array)
 
 
 class CacheInfo(NamedTuple):
@@ -126,7 +131,8 @@ class Jitted:
             self._hits += 1
         if fast_key is not None:
             self._fast[fast_key] = entry
-        arrays = [np.asarray(x, dtype=shape_dtype[1])
+        # a jitlib.Array stays where it is (on the GPU); the executable takes it as is
+        arrays = [x if type(x) is Array else np.asarray(x, dtype=shape_dtype[1])
                   for x, shape_dtype in zip(flat, key.leaves)]
         outs = entry.executable(*arrays)
         return tree.unflatten(entry.out_tree, list(outs))
@@ -135,7 +141,7 @@ class Jitted:
         """The common call, positional ndarrays and nothing static, keys a second cache
         by (shape, dtype) per argument and the backend: the full key is a function of
         exactly these, so a hit skips binding and flattening."""
-        if kwargs or self._static or not all(type(a) is np.ndarray for a in args):
+        if kwargs or self._static or not all(type(a) in _ARRAY_TYPES for a in args):
             return None
         return (self.backend or config.default_backend(),
                 tuple((a.shape, a.dtype) for a in args))

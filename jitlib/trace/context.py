@@ -11,6 +11,7 @@ import threading
 import numpy as np
 
 from jitlib import errors
+from jitlib.array import Array
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Module
 
@@ -68,8 +69,8 @@ def abstract_leaf(x, what):
     weak = isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
     if weak:
         arr = np.asarray(x)
-    elif isinstance(x, (np.ndarray, np.generic)):
-        arr = x
+    elif isinstance(x, (np.ndarray, np.generic, Array)):
+        arr = x   # a jitlib.Array has shape and dtype: asking np.asarray would copy it
     elif hasattr(x, "__array__") or hasattr(x, "__dlpack__"):
         arr = np.asarray(x)
     else:

@@ -1,0 +1,265 @@
+"""The CUDA device under the GPU backend: a context, a stream, and memory from the driver.
+
+Everything goes through the CUDA driver API of cuda-python (`cuda.bindings.driver`),
+imported when a device is first asked for, so `import jitlib` never loads CUDA:
+
+- context: the device's primary context, the one PyTorch, JAX and Triton also use, so
+  pointers pass between them unchanged;
+- stream: the one Triton launches kernels on (see `_triton_launch_stream`). Allocations,
+  frees and copies are queued on it too, so they are ordered with the kernels without
+  events or waits;
+- memory: `cuMemAllocAsync` / `cuMemFreeAsync` from the device's stream-ordered pool. The
+  pool is the allocator; it is told to keep freed memory (release threshold = max) so a
+  steady loop of calls reuses it instead of going back to the OS at every synchronize.
+
+`get_device()` returns the process-wide device; its `empty`, `from_numpy`, `to_numpy` and
+`copy` make and read `jitlib.Array`s. Every failure is a `DeviceError` that names the call.
+"""
+import logging
+import threading
+
+import numpy as np
+
+from jitlib.array import Array, DeviceError
+
+log = logging.getLogger("jitlib")
+
+_CU_STREAM_LEGACY = 1       # the driver's handle for the legacy default stream
+_CU_STREAM_PER_THREAD = 2   # ... and for the per-thread default stream
+_NO_GPU_HINT = ("the 'gpu' backend needs an NVIDIA GPU with its driver and the cuda-python "
+                "package (pip install cuda-bindings); elsewhere use backend='cpu'")
+
+_devices = {}
+_devices_lock = threading.Lock()
+
+
+def get_device(ordinal=0):
+    """The CUDA device `ordinal`, set up on first use; a DeviceError ("no CUDA GPU ...")
+    where there is none."""
+    device = _devices.get(ordinal)
+    if device is None:
+        with _devices_lock:
+            device = _devices.get(ordinal)
+            if device is None:
+                device = _devices[ordinal] = Device(ordinal)
+    return device
+
+
+def _driver():
+    try:
+        from cuda.bindings import driver
+    except ImportError as e:
+        raise DeviceError(f"no CUDA GPU: cuda-python is not installed ({e})",
+                          hint=_NO_GPU_HINT) from None
+    return driver
+
+
+def _triton_launch_stream(ordinal):
+    """The CUstream handle Triton launches kernels on, as an int.
+
+    Why PyTorch is reached here: Triton 3.6's launcher takes the current device and stream
+    from PyTorch (`torch._C._cuda_getCurrentRawStream`); queueing our allocations and
+    copies on that same stream keeps them ordered with the kernels. This function is the
+    only place the runtime touches PyTorch, and only through Triton's own driver object.
+    Where that fails (no Triton, or no PyTorch under it) we use the legacy default stream,
+    which is also what PyTorch reports unless the user switched streams.
+    """
+    try:
+        from triton.runtime import driver
+        return int(driver.active.get_current_stream(ordinal))
+    except Exception as e:   # the fallback is correct for the usual setup; say so
+        log.warning("jitlib: Triton did not report its launch stream (%s: %s); using the "
+                    "legacy default stream", type(e).__name__, e)
+        return 0
+
+
+class Device:
+    """One CUDA GPU: its primary context, one stream, and its stream-ordered memory pool.
+
+    `host_to_device` and `device_to_host` count the copies made, so tests can check that a
+    chain of jitted calls never touches the host.
+    """
+
+    def __init__(self, ordinal=0):
+        self.ordinal = ordinal
+        self._cu = cu = _driver()
+        try:
+            self._check(cu.cuInit(0), "cuInit")
+        except DeviceError:
+            raise
+        except Exception as e:   # cuda-python could not load libcuda: no driver here
+            raise DeviceError(f"no CUDA GPU: the CUDA driver library did not load "
+                              f"({type(e).__name__}: {e})", hint=_NO_GPU_HINT) from None
+        count = self._check(cu.cuDeviceGetCount(), "cuDeviceGetCount")
+        if not 0 <= ordinal < count:
+            raise DeviceError(f"no CUDA GPU {ordinal}: the driver sees {count} device(s)",
+                              hint=_NO_GPU_HINT)
+        self._handle = self._check(cu.cuDeviceGet(ordinal), "cuDeviceGet")
+        name = self._check(cu.cuDeviceGetName(256, self._handle), "cuDeviceGetName")
+        self.name = bytes(name).split(b"\0", 1)[0].decode()
+        self._context = self._check(cu.cuDevicePrimaryCtxRetain(self._handle),
+                                    "cuDevicePrimaryCtxRetain")
+        self._thread = threading.local()
+        self._make_current()
+        self.stream = _triton_launch_stream(ordinal)
+        self._pool = self._check(cu.cuDeviceGetDefaultMemPool(self._handle),
+                                 "cuDeviceGetDefaultMemPool")
+        self._keep_freed_memory()
+        self._event = self._check(
+            cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
+        self.host_to_device = self.device_to_host = 0
+
+    def __repr__(self):
+        return f"cuda:{self.ordinal}"
+
+    # -- arrays
+
+    def empty(self, shape, dtype):
+        """An uninitialised Array of `shape` and `dtype`."""
+        dtype = np.dtype(dtype)
+        shape = tuple(int(d) for d in shape)
+        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        allocation = _Allocation(self, self._alloc(nbytes))
+        return Array(allocation.ptr, shape, dtype, allocation, self)
+
+    def from_numpy(self, a):
+        """`a` copied to a new Array (C order)."""
+        a = np.ascontiguousarray(a)
+        out = self.empty(a.shape, a.dtype)
+        if a.nbytes:
+            # pageable source: the call returns once the driver has staged the bytes, so
+            # `a` may go right after
+            self._check(self._cu.cuMemcpyHtoDAsync(out.data_ptr(), a.ctypes.data, a.nbytes,
+                                                   self.stream), "cuMemcpyHtoDAsync")
+        self.host_to_device += 1
+        return out
+
+    def to_numpy(self, array):
+        """A host copy of `array`, after all work queued on it so far."""
+        host = np.empty(array.shape, array.dtype)
+        if host.nbytes:
+            self._make_current()
+            self._check(self._cu.cuMemcpyDtoHAsync(host.ctypes.data, array.data_ptr(),
+                                                   host.nbytes, self.stream),
+                        "cuMemcpyDtoHAsync")
+            self.synchronize()
+        self.device_to_host += 1
+        return host
+
+    def copy(self, array):
+        """A new Array with `array`'s contents, copied on the device."""
+        out = self.empty(array.shape, array.dtype)
+        if array.nbytes:
+            self._check(self._cu.cuMemcpyDtoDAsync(out.data_ptr(), array.data_ptr(),
+                                                   array.nbytes, self.stream),
+                        "cuMemcpyDtoDAsync")
+        return out
+
+    def as_array(self, x, dtype=None):
+        """`x` as an Array on this device: an Array passes through, anything else (NumPy
+        arrays, scalars) is copied in once."""
+        if isinstance(x, Array):
+            if dtype is not None and x.dtype != dtype:
+                raise DeviceError(f"a {x.dtype} Array was passed where {np.dtype(dtype)} "
+                                  "is expected")
+            return x
+        return self.from_numpy(np.asarray(x, dtype=dtype))
+
+    # -- ordering
+
+    def synchronize(self):
+        """Wait until everything queued on the stream has run."""
+        self._check(self._cu.cuStreamSynchronize(self.stream), "cuStreamSynchronize")
+
+    @property
+    def dlpack_stream(self):
+        """Our stream as a DLPack consumer names it (0 is not allowed: the legacy default
+        stream is 1)."""
+        return _CU_STREAM_LEGACY if self.stream == 0 else self.stream
+
+    def order_before(self, consumer_stream):
+        """Make work already queued on our stream run before whatever is queued on
+        `consumer_stream` from now on (DLPack's `stream` argument: None or 1 the legacy
+        default stream, 2 the per-thread one, -1 no ordering, else a CUstream handle)."""
+        if consumer_stream == -1:
+            return
+        if consumer_stream in (None, 0):
+            consumer_stream = _CU_STREAM_LEGACY
+        if consumer_stream == self.dlpack_stream:
+            return
+        self._make_current()
+        self._check(self._cu.cuEventRecord(self._event, self.stream), "cuEventRecord")
+        self._check(self._cu.cuStreamWaitEvent(consumer_stream, self._event, 0),
+                    "cuStreamWaitEvent")
+
+    # -- memory
+
+    def memory_in_use(self):
+        """Bytes of the pool now handed out to live allocations (after a synchronize,
+        frees are counted)."""
+        cu = self._cu
+        value = self._check(cu.cuMemPoolGetAttribute(
+            self._pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_USED_MEM_CURRENT),
+            "cuMemPoolGetAttribute")
+        return int(value)
+
+    def _alloc(self, nbytes):
+        if nbytes == 0:
+            return 0   # cuMemAllocAsync rejects 0 bytes; nothing will be read or written
+        self._make_current()
+        return int(self._check(self._cu.cuMemAllocAsync(nbytes, self.stream),
+                               f"cuMemAllocAsync({nbytes} bytes)"))
+
+    def _free(self, ptr):
+        if ptr:
+            self._make_current()
+            self._check(self._cu.cuMemFreeAsync(ptr, self.stream), "cuMemFreeAsync")
+
+    def _keep_freed_memory(self):
+        cu = self._cu
+        try:
+            self._check(cu.cuMemPoolSetAttribute(
+                self._pool, cu.CUmemPool_attribute.CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                cu.cuuint64_t(2 ** 64 - 1)), "cuMemPoolSetAttribute")
+        except Exception as e:   # only costs speed; keep going, but say so
+            log.warning("jitlib: could not raise the pool's release threshold (%s)", e)
+
+    def _make_current(self):
+        # A driver context is current per thread; the first call on a thread sets it.
+        if getattr(self._thread, "current", False):
+            return
+        self._check(self._cu.cuCtxSetCurrent(self._context), "cuCtxSetCurrent")
+        self._thread.current = True
+
+    def _check(self, result, what):
+        """The value of a cuda-python call `(CUresult, *values)`, or a DeviceError."""
+        err, *values = result
+        if err != self._cu.CUresult.CUDA_SUCCESS:
+            name = self._cu.cuGetErrorName(err)[1]
+            text = self._cu.cuGetErrorString(err)[1]
+            raise DeviceError(f"{what} failed on cuda:{self.ordinal}: "
+                              f"{_decode(name)}: {_decode(text)}")
+        if not values:
+            return None
+        return values[0] if len(values) == 1 else tuple(values)
+
+
+class _Allocation:
+    """One pool allocation; returned to the pool (on the stream, after the work queued on
+    it) when the last Array over it is collected."""
+
+    __slots__ = ("device", "ptr")
+
+    def __init__(self, device, ptr):
+        self.device = device
+        self.ptr = ptr
+
+    def __del__(self):
+        try:
+            self.device._free(self.ptr)
+        except Exception:
+            pass   # interpreter shutdown: the driver module may be gone already
+
+
+def _decode(value):
+    return value.decode() if isinstance(value, bytes) else str(value)
