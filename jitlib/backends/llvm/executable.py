@@ -4,8 +4,8 @@ Each FUSION kernel becomes a runner: compiled LLVM code called through ctypes on
 C-contiguous buffers, a dot kernel (NumPy's BLAS, then a compiled epilogue), or the
 reference interpreter for what the LLVM backend does not emit yet (recorded in
 `fallbacks`, logged). Buffers are fresh `np.empty` arrays, dropped after their last use.
-Later steps go here: reusing buffers by liveness, running kernels on several threads.
-ctypes already releases the GIL while a compiled kernel runs.
+Large kernels are shared between threads (parallel.py); ctypes releases the GIL while
+a compiled kernel runs.
 """
 import ctypes
 import logging
@@ -14,7 +14,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import kernels
+from jitlib.backends.llvm import kernels, parallel
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.interpreter import eval_rules, evaluate
@@ -29,21 +29,30 @@ def _contiguous(a):
 
 
 class NativeRunner:
-    """A compiled kernel: inputs, then freshly allocated outputs, as pointer arguments."""
+    """A compiled kernel: inputs, then freshly allocated outputs, as pointer arguments,
+    then the share of the work; large splittable calls are shared between threads."""
 
     def __init__(self, kernel):
         if config.debug_level() >= 4:
             log.info("llvm kernel %s:\n%s", kernel.name, kernel.ir)
         address = get_compiler().compile(kernel.ir, kernel.name)
         n_args = len(kernel.inputs) + len(kernel.outputs)
-        self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args)(address)
+        self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args,
+                                    ctypes.c_int64, ctypes.c_int64)(address)
         self._outputs = [(o.shape, o.dtype) for o in kernel.outputs]
+        moved = sum(i.size * i.dtype.itemsize for i in kernel.inputs + kernel.outputs)
+        self._pool = (parallel.get_pool() if kernel.splittable
+                      and moved >= parallel.MIN_PARALLEL_BYTES else None)
 
     def __call__(self, arrays):
         # hold every buffer in a list: a pointer to a dropped temporary would dangle
         buffers = [_contiguous(a) for a in arrays]
         buffers += [np.empty(shape, dtype) for shape, dtype in self._outputs]
-        self._fn(*[b.ctypes.data for b in buffers])
+        pointers = [b.ctypes.data for b in buffers]
+        if self._pool is None:
+            self._fn(*pointers, 0, 1)
+        else:
+            self._pool.run(self._fn, pointers)
         return buffers[len(arrays):]
 
 

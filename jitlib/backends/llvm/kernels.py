@@ -1,8 +1,14 @@
 """Loop nests per kernel kind: the LLVM IR text of one FUSION kernel.
 
-Every kernel is `void @name(ptr %in0, ..., ptr %out0, ...)`: C-contiguous buffers, one
-per body parameter (or per input) then one per result. Shapes are static, so every trip
-count and stride is a constant and LLVM sees plain counted loops.
+Every kernel is `void @name(ptr %in0, ..., ptr %out0, ..., i64 %part, i64 %parts)`:
+C-contiguous buffers, one per body parameter (or per input) then one per result, then
+which share of the work to do. Shapes are static, so every stride and almost every trip
+count is a constant and LLVM sees plain counted loops. The outermost loop that has more
+than one iteration runs over its share, [n*part/parts, n*(part+1)/parts): threads calling
+the kernel with parts = 2 and part = 0, 1 split it between them, and since each element
+(loop kernels) or each row (reduction kernels) is computed whole by one thread, the
+results are the same bits for any number of parts. A reduction with a single row cannot
+be split (`splittable`): its order would change.
 
   loop       a nest over the output shape; one flat loop when every op maps the output
              index to itself or to a scalar, so the vectorizer sees one simple loop.
@@ -50,6 +56,7 @@ class NativeKernel:
     ir: str
     inputs: list
     outputs: list
+    splittable: bool = True     # whether calls with parts > 1 are allowed
 
 
 @dataclasses.dataclass
@@ -85,26 +92,57 @@ def loop(fn, n, body, vectorize=False):
     fn.start_block(done)
 
 
-def nest(fn, sizes, body, vectorize=True):
+def share(fn, n, body, vectorize=False):
+    """Emit `for i in range(lo, hi): body(i)` over this call's share of range(n)."""
+    if n == 0:
+        return
+    lo = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 %part, {n}', 'lo')}, %parts", "lo")
+    end = fn.op(f"add nuw nsw i64 %part, 1", "hi")
+    hi = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 {end}, {n}', 'hi')}, %parts", "hi")
+    head, latch, done = fn.label("share"), fn.label("latch"), fn.label("done")
+    pred = fn.block
+    fn.emit(f"br i1 {fn.op(f'icmp ult i64 {lo}, {hi}', 'c')}, label %{head}, label %{done}")
+    fn.start_block(head)
+    i = fn.tmp("i")
+    fn.emit(f"{i} = phi i64 [{lo}, %{pred}], [{i}.next, %{latch}]")
+    body(i)
+    fn.emit(f"br label %{latch}")
+    fn.start_block(latch)
+    fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
+    more = fn.op(f"icmp ult i64 {i}.next, {hi}", "c")
+    hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
+    fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
+    fn.start_block(done)
+
+
+def nest(fn, sizes, body, vectorize=True, split=False):
     """Loops over `sizes` (outermost first); `body(indices)`; the innermost real loop
-    carries the vectorize hint."""
+    carries the vectorize hint. With `split`, the outermost real loop (or, where every
+    size is 1, a loop of one) runs over this call's share only."""
     sizes = list(sizes)
     if 0 in sizes:
         return
-    inner = max((i for i, n in enumerate(sizes) if n > 1), default=-1)
+    real = [i for i, n in enumerate(sizes) if n > 1]
+    inner = max(real, default=-1)
+    outer = min(real, default=0) if split and sizes else None
 
     def level(k, done):
         if k == len(sizes):
             body(done)
             return
-        loop(fn, sizes[k], lambda i: level(k + 1, done + [i]), vectorize and k == inner)
-    level(0, [])
+        emit = share if k == outer else loop
+        emit(fn, sizes[k], lambda i: level(k + 1, done + [i]), vectorize and k == inner)
+    if split and not sizes:
+        share(fn, 1, lambda i: body([]))
+    else:
+        level(0, [])
 
 
 def _function(name, n_in, n_out):
     name = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "kernel"   # a plain LLVM identifier
     params = [("ptr", f"%in{i}", "noalias readonly") for i in range(n_in)]
     params += [("ptr", f"%out{j}", "noalias") for j in range(n_out)]
+    params += [("i64", "%part", ""), ("i64", "%parts", "")]
     return FunctionText(name, params)
 
 
@@ -143,10 +181,11 @@ def render_loop(name, inputs, outputs):
             el.pop()
 
         if len(shape) <= 1 or _flat([out for _, out in group], set(inputs)):
-            loop(fn, int(np.prod(shape, dtype=np.int64)),
-                 lambda i, shape=shape, body=body: body(Index(shape, lin=i)), vectorize=True)
+            share(fn, int(np.prod(shape, dtype=np.int64)),
+                  lambda i, shape=shape, body=body: body(Index(shape, lin=i)), vectorize=True)
         else:
-            nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)))
+            nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)),
+                 split=True)
     fn.emit("ret void")
     return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs))
 
@@ -360,8 +399,14 @@ class _ReductionEmitter:
         el.pop()
         el.fixed.clear()
 
+    @property
+    def splittable(self):
+        """Whether there are several rows to share out (never one row's own loop)."""
+        return any(self.plan.S[d] > 1 for d in self.kept)
+
     def render(self):
-        nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False)
+        nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False,
+             split=self.splittable)
         self.fn.emit("ret void")
         return self.fn.render()
 
@@ -370,7 +415,7 @@ def render_reduction(name, body):
     """A reduction kernel over the body's params and results."""
     emitter = _ReductionEmitter(name, body)
     return NativeKernel(emitter.fn.name, emitter.render(), list(body.params),
-                        list(body.results))
+                        list(body.results), emitter.splittable)
 
 
 # -- dot kernels

@@ -1,0 +1,143 @@
+"""Kernels shared between threads give the same bits as one thread.
+
+Every compiled kernel does its `(part, parts)` share of the outermost loop (kernels.py);
+parallel.Pool runs the parts on several threads. These tests compile the same modules
+with pools of 1, 2 and 3 threads (3 splits unevenly) and with no size threshold, and ask
+for identical bits, and for the interpreter's answer within the backend's tolerances.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import jitlib
+import anchors
+from jitlib.backends.llvm import LLVMBackend, kernels, parallel
+from jitlib.fusion import optimize
+from jitlib.hlo import Module, Op, build as B, dtypes
+from jitlib.hlo.interpreter import evaluate
+from jitlib.testing import assert_allclose_tree
+
+RNG = np.random.default_rng(11)
+F32 = np.dtype(np.float32)
+
+
+def _compile_with_threads(module, threads, monkeypatch):
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    exe = LLVMBackend().compile(module)
+    assert not exe.fallbacks
+    return exe
+
+
+def _same_bits(a, b, what):
+    assert a.dtype == b.dtype and a.shape == b.shape, what
+    assert a.tobytes() == b.tobytes(), what
+
+
+def _modules():
+    x = B.parameter(0, (37, 129), F32)
+    v = B.parameter(1, (129,), F32)
+    flat = Module("flat", [x, v], [B.binary(Op.MUL, B.unary(Op.EXP, x),
+                                            B.broadcast_in_dim(v, (37, 129), (1,)))])
+    nested = Module("nested", [x, v], [B.binary(Op.ADD, B.transpose(
+        B.reshape(x, (129, 37)), (1, 0)), B.broadcast_in_dim(v, (37, 129), (1,)))])
+    rows = Module("rows", [x, v], [B.reduce(Op.REDUCE_SUM, x, (1,)),
+                                   B.reduce(Op.REDUCE_MAX, x, (1,))])
+    columns = Module("columns", [x, v], [B.reduce(Op.REDUCE_SUM, x, (0,))])
+    whole = Module("whole", [x, v], [B.reduce(Op.REDUCE_SUM, x, (0, 1))])
+    return [flat, nested, rows, columns, whole]
+
+
+@pytest.mark.parametrize("index", range(5), ids=["flat", "nested", "rows", "columns", "whole"])
+def test_any_thread_count_gives_the_same_bits(index, monkeypatch):
+    module = _modules()[index]
+    args = [RNG.standard_normal(p.shape).astype(F32) for p in module.params]
+    results = [_compile_with_threads(module, n, monkeypatch)(*args) for n in (1, 2, 3)]
+    for n, got in zip((2, 3), results[1:]):
+        for g, w in zip(got, results[0]):
+            _same_bits(g, w, f"{module.name}: {n} threads vs 1\n{module}")
+    assert_allclose_tree(results[0], evaluate(module, args), rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("fn", [anchors.softmax_rows, anchors.layernorm, anchors.gelu_tanh])
+def test_anchor_rows_are_split_without_changing_bits(fn, monkeypatch):
+    args = {anchors.layernorm: [RNG.standard_normal((65, 300)).astype(F32),
+                                RNG.standard_normal(300).astype(F32),
+                                RNG.standard_normal(300).astype(F32)]}.get(
+        fn, [RNG.standard_normal((65, 300)).astype(F32)])
+    module = jitlib.make_ir(fn)(*args)
+    one, two = (_compile_with_threads(module, n, monkeypatch)(*args) for n in (1, 2))
+    for a, b in zip(one, two):
+        _same_bits(a, b, fn.__name__)
+
+
+def test_a_single_row_reduction_is_never_split():
+    x = B.parameter(0, (4096,), F32)
+    whole = B.reduce(Op.REDUCE_SUM, x, (0,))
+    (fusion,) = [i for i in optimize(Module("sum", [x], [whole])).instructions
+                 if i.op is Op.FUSION]
+    assert not kernels.render(fusion).splittable
+    rows = B.parameter(0, (8, 512), F32)
+    (fusion,) = [i for i in optimize(Module("sums", [rows], [
+        B.reduce(Op.REDUCE_SUM, rows, (1,))])).instructions if i.op is Op.FUSION]
+    assert kernels.render(fusion).splittable
+
+
+def test_small_calls_never_reach_the_pool(monkeypatch):
+    ran_on = set()   # threads that asked the pool to split a call
+
+    class Spy(parallel.Pool):
+        def run(self, fn, args):
+            ran_on.add(threading.get_ident())
+            super().run(fn, args)
+
+    monkeypatch.setattr(parallel, "_pool", Spy(2))
+    x = B.parameter(0, (4,), F32)
+    small = LLVMBackend().compile(Module("small", [x], [B.unary(Op.NEG, x)]))
+    small(np.ones(4, F32))
+    assert not ran_on                                   # below MIN_PARALLEL_BYTES
+    big = B.parameter(0, (1 << 18,), F32)
+    LLVMBackend().compile(Module("big", [big], [B.unary(Op.NEG, big)]))(
+        np.ones(1 << 18, F32))
+    assert ran_on
+
+
+def test_concurrent_callers_share_the_pool(monkeypatch):
+    # a caller that finds the workers busy runs its whole kernel itself
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    f = jitlib.jit(anchors.softmax_rows, backend="cpu")
+    xs = [RNG.standard_normal((64, 257)).astype(F32) for _ in range(4)]
+    want = [f(x) for x in xs]
+    got = [None] * len(xs)
+
+    def call(i):
+        for _ in range(20):
+            got[i] = f(xs[i])
+    threads = [threading.Thread(target=call, args=(i,)) for i in range(len(xs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for g, w in zip(got, want):
+        _same_bits(g, w, "softmax from 4 threads")
+
+
+@pytest.mark.parametrize("value, want", [("3", 3), ("0", None), ("x", None), ("", None)])
+def test_thread_count_comes_from_the_environment(value, want, monkeypatch):
+    monkeypatch.setenv("JITLIB_NUM_THREADS", value)
+    import os
+    assert parallel.num_threads() == (want or os.cpu_count())
+
+
+def test_bool_and_narrow_outputs_split_on_element_boundaries(monkeypatch):
+    # 1-byte and 2-byte outputs: neighbouring shares must not clobber each other's bytes
+    x = B.parameter(0, (1001,), F32)
+    module = Module("narrow", [x], [
+        B.compare(x, B.broadcast_in_dim(B.constant(np.float32(0.1)), (1001,), ()), "GT"),
+        B.convert(x, np.dtype(np.float16)), B.convert(x, dtypes.bfloat16)])
+    arg = RNG.standard_normal(1001).astype(F32)
+    one, three = (_compile_with_threads(module, n, monkeypatch)(arg) for n in (1, 3))
+    for a, b in zip(one, three):
+        _same_bits(a, b, "narrow outputs")
