@@ -14,6 +14,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jitlib import config, errors, tree
+from jitlib.cache import hooks as _cache_hooks
 from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
@@ -90,7 +91,8 @@ class Lowered:
 class Jitted:
     """The callable `jit` returns. Also has `.lower`, `.cache_info`, `.clear_cache`."""
 
-    def __init__(self, fn, static_argnums=(), static_argnames=(), backend=None):
+    def __init__(self, fn, static_argnums=(), static_argnames=(), backend=None,
+                 buckets=None, max_compiles=None, on_exceed="error", cache_size=None):
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):   # partials and callable objects have none
             self.__name__ = getattr(type(fn), "__name__", "fn")
@@ -98,8 +100,14 @@ class Jitted:
         self.backend = backend
         self._signature = _python_signature(fn)
         self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
-        self._cache = {}
         self._fast = {}   # _fast_key -> the same entries as _cache
+        # the cache layer (jitlib/cache, jitlib/buckets): bounded cache, budget, buckets
+        from jitlib.buckets.runtime import bucket_layer
+        from jitlib.cache.budget import Recompiles
+        from jitlib.cache.memory import CompileCache
+        self._cache = CompileCache(cache_size, on_evict=self._fast.clear)
+        self._recompiles = Recompiles(self.__name__, max_compiles, on_exceed)
+        self._buckets = bucket_layer(self, buckets)
         self._hits = self._misses = 0
         self._lock = threading.Lock()
 
@@ -108,6 +116,8 @@ class Jitted:
     def __call__(self, *args, **kwargs):
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
+        if self._buckets is not None:
+            return self._buckets(args, kwargs)
         fast_key = self._fast_key(args, kwargs)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None:
@@ -120,6 +130,7 @@ class Jitted:
             with self._lock:
                 entry = self._cache.get(key)
                 if entry is None:
+                    _cache_hooks.before_compile(self, key)
                     entry = self._compile(key, bound, dynamic)
                     self._cache[key] = entry
                     self._misses += 1
@@ -155,6 +166,10 @@ class Jitted:
 
     def cache_info(self):
         return CacheInfo(self._hits, self._misses, len(self._cache))
+
+    def recompiles(self):
+        """One line per compile so far: what differed from the nearest cached signature."""
+        return [text for _, _, text in self._recompiles.history]
 
     def clear_cache(self):
         with self._lock:
@@ -322,15 +337,20 @@ def _result_instr(x, fn_name, index):
             hint="return arrays, scalars, or pytrees (tuples, lists, dicts) of them") from None
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None):
+def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets=None,
+        max_compiles=None, on_exceed="error", cache_size=None):
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
-    default "gpu" where a CUDA GPU and Triton are present, else "cpu"."""
+    default "gpu" where a CUDA GPU and Triton are present, else "cpu".
+    `buckets`: shape-bucket rules (see jitlib/buckets); `max_compiles`/`on_exceed`: a
+    recompile budget ("error" or "warn"); `cache_size`: signatures kept compiled."""
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                   backend=backend, buckets=buckets, max_compiles=max_compiles,
+                   on_exceed=on_exceed, cache_size=cache_size)
     if fn is None:
-        return functools.partial(jit, static_argnums=static_argnums,
-                                 static_argnames=static_argnames, backend=backend)
+        return functools.partial(jit, **options)
     if isinstance(fn, Jitted):
         fn = fn.fn
-    return Jitted(fn, static_argnums, static_argnames, backend)
+    return Jitted(fn, **options)
 
 
 def make_ir(fn, *, static_argnums=(), static_argnames=()):

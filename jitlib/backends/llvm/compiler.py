@@ -2,12 +2,15 @@
 
 parse -> verify -> optimise at O3 for the host CPU (its real name and features, so the
 vectorizer uses every vector unit it has) -> MCJIT. Compiled functions are cached in
-memory by the hash of their IR text: the same kernel text compiles once per process.
+memory by the hash of their IR text: the same kernel text compiles once per process,
+and on disk (jitlib/cache/disk.py) as object code, so it compiles once per machine.
 """
 import hashlib
 import threading
 
 import llvmlite.binding as llvm
+
+from jitlib.cache.disk import object_store, versions
 
 
 class Compiler:
@@ -52,8 +55,19 @@ class Compiler:
                 return address
             # one engine for all kernels: symbols must be unique, so add the text's hash
             symbol = f"{name}.{digest[:16]}"
-            module = self.optimize(ir_text.replace(f'@"{name}"', f'@"{symbol}"'))
-            self._engine.add_module(module)
+            renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
+            store = object_store()
+            if store is None:
+                self._engine.add_module(self.optimize(renamed))
+            else:   # the disk cache holds object code: a new process skips LLVM
+                key = store.key(renamed, self.target_machine.triple, self.cpu,
+                                self.features, *versions())
+                obj = store.load(key)
+                if obj is None:
+                    obj = self.target_machine.emit_object(self.optimize(renamed))
+                    store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
+                                triple=self.target_machine.triple)
+                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
             self._engine.finalize_object()
             address = self._engine.get_function_address(symbol)
             if not address:

@@ -1,0 +1,16 @@
+"""The cache layer of `jit`: the bounded in-memory cache, miss explanations, the
+recompile budget, the shapes seen, and the persistent disk cache of object code.
+
+    memory.py   CompileCache: signature -> compiled entry, LRU-bounded, with statistics
+    explain.py  why a call missed: the differences from the nearest cached signature
+    budget.py   max_compiles / on_exceed, and the JITLIB_LOG=recompiles log
+    shapes.py   the shapes each function has seen (for the bucket planner)
+    disk.py     the persistent cache (JITLIB_CACHE_DIR), object code per LLVM module
+    planner.py  bucket sizes from the shapes seen: compiles against padding waste
+    cli.py      python -m jitlib cache info|clear, buckets suggest|warm
+"""
+from jitlib.cache.budget import RecompileBudgetError, RecompileWarning
+from jitlib.cache.disk import cache_dir
+from jitlib.cache.memory import CompileCache
+
+__all__ = ["CompileCache", "RecompileBudgetError", "RecompileWarning", "cache_dir"]

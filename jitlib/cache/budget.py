@@ -1,0 +1,91 @@
+"""Each compile of one jitted function: explained, counted against a budget, logged.
+
+`jit(f, max_compiles=N, on_exceed="error"|"warn")`: compile N+1 raises (or warns)
+with the difference that caused every compile and the fix for it. With
+JITLIB_LOG=recompiles (or the `jitlib` logger at INFO) every compile after the first
+logs why the cache missed.
+"""
+import logging
+import os
+import sys
+import warnings
+
+from jitlib import errors
+from jitlib.cache import explain
+
+log = logging.getLogger("jitlib")
+_ON_EXCEED = ("error", "warn")
+
+
+class RecompileBudgetError(errors.JitlibError):
+    """A jitted function compiled more often than its max_compiles allows."""
+
+
+class RecompileWarning(UserWarning):
+    """A jitted function compiled more often than its max_compiles allows."""
+
+
+def log_enabled(topic):
+    """JITLIB_LOG=topic[,topic...]: make the `jitlib` logger print that topic."""
+    topics = {t.strip() for t in os.environ.get("JITLIB_LOG", "").split(",")}
+    return topic in topics or "all" in topics
+
+
+class Recompiles:
+    """The compile history of one jitted function."""
+
+    def __init__(self, fn_name, max_compiles=None, on_exceed="error"):
+        if max_compiles is not None and (isinstance(max_compiles, bool)
+                                         or not isinstance(max_compiles, int)
+                                         or max_compiles < 1):
+            raise errors.JitlibTypeError(f"max_compiles must be a positive int, got "
+                                         f"{max_compiles!r}")
+        if on_exceed not in _ON_EXCEED:
+            raise errors.JitlibTypeError(f"on_exceed must be one of {_ON_EXCEED}, got "
+                                         f"{on_exceed!r}")
+        self.fn_name = fn_name
+        self.max_compiles = max_compiles
+        self.on_exceed = on_exceed
+        self.history = []     # (signature, [Difference], explanation) per compile
+
+    def before_compile(self, key, cached_keys, what=""):
+        """Explain, log and budget one compile; raises when over an "error" budget."""
+        diffs, text = explain.explain(self.fn_name, key, cached_keys)
+        if what:
+            text += f" [{what}]"
+        self.history.append((key, diffs, text))
+        if len(self.history) > 1 or log_enabled("recompiles"):
+            _log_recompile(text)
+        if self.max_compiles is not None and len(self.history) > self.max_compiles:
+            message = self.report()
+            if self.on_exceed == "error":
+                self.history.pop()
+                raise RecompileBudgetError(message, hint=self._fixes())
+            warnings.warn(f"{message}\nhint: {self._fixes()}", RecompileWarning, stacklevel=4)
+
+    def report(self):
+        lines = [f"{self.fn_name} needs compile {len(self.history)}, past "
+                 f"max_compiles={self.max_compiles}; what caused each compile:"]
+        lines += [f"  {i}. {text}" for i, (_, _, text) in enumerate(self.history, 1)]
+        return "\n".join(lines)
+
+    def _fixes(self):
+        fixes = []
+        for _, diffs, _ in self.history[1:]:
+            for d in diffs:
+                fix = d.fix(self.fn_name)
+                if fix not in fixes:
+                    fixes.append(fix)
+        return "; ".join(fixes) or "raise max_compiles"
+
+
+def _log_recompile(text):
+    if log_enabled("recompiles") and not any(getattr(h, "_jitlib", False)
+                                             for h in log.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.setFormatter(logging.Formatter("jitlib: recompile: %(message)s"))
+        handler._jitlib = True
+        log.addHandler(handler)
+        if log.level == logging.NOTSET or log.level > logging.INFO:
+            log.setLevel(logging.INFO)
+    log.info("%s", text)

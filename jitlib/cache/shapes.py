@@ -1,0 +1,84 @@
+"""The shapes each jitted function has seen, for `python -m jitlib buckets suggest`.
+
+Counted in memory on every compile and every bucketed call (never on the fast path,
+which must stay a dict lookup), and merged into <cache dir>/shapes/<function>.json
+when the process exits, if the disk cache is on.
+"""
+import atexit
+import collections
+import json
+import os
+import threading
+
+_lock = threading.Lock()
+_seen = {}          # (module, qualname) -> Counter of ((name, shape, dtype), ...) tuples
+_registered = False
+
+
+def record(fn, names, shapes):
+    """One call of `fn` with leaves `names` of `shapes` ((shape, dtype) each)."""
+    global _registered
+    key = (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn)))
+    sig = tuple((n, tuple(s), str(d)) for n, (s, d) in zip(names, shapes))
+    with _lock:
+        _seen.setdefault(key, collections.Counter())[sig] += 1
+        if not _registered:
+            atexit.register(flush)
+            _registered = True
+
+
+def seen(fn):
+    key = (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn)))
+    with _lock:
+        return dict(_seen.get(key, {}))
+
+
+def flush(directory=None):
+    """Merge what this process saw into the cache directory's shape files."""
+    from jitlib.cache import disk
+    directory = directory or disk.cache_dir()
+    if directory is None:
+        return
+    with _lock:
+        items = {k: dict(v) for k, v in _seen.items()}
+    if not items:
+        return
+    folder = os.path.join(directory, "shapes")
+    try:
+        disk.private_dir(folder)
+    except OSError:
+        return
+    for (module, qualname), counts in items.items():
+        path = os.path.join(folder, f"{module}.{qualname}.json".replace(os.sep, "_"))
+        merged = collections.Counter()
+        for entry in load_file(path).get("calls", []):
+            merged[_sig_from_json(entry["args"])] += entry["count"]
+        merged.update(counts)
+        doc = {"module": module, "qualname": qualname,
+               "calls": [{"args": [[n, list(s), d] for n, s, d in sig], "count": c}
+                         for sig, c in merged.items()]}
+        disk.atomic_write(path, json.dumps(doc, indent=1).encode())
+    with _lock:
+        for key in items:
+            _seen.pop(key, None)
+
+
+def load_file(path):
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return {}
+
+
+def load_all(directory):
+    """Every recorded function: [{"module", "qualname", "calls"}]."""
+    folder = os.path.join(directory, "shapes")
+    if not os.path.isdir(folder):
+        return []
+    return [doc for name in sorted(os.listdir(folder)) if name.endswith(".json")
+            for doc in [load_file(os.path.join(folder, name))] if doc]
+
+
+def _sig_from_json(args):
+    return tuple((n, tuple(s), d) for n, s, d in args)
