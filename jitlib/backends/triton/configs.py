@@ -1,0 +1,106 @@
+"""Launch configurations: block sizes and warps per kernel signature.
+
+`choose(kernel)` answers from the tuned-config cache when an autotuner has measured the
+kernel on this GPU, else from the heuristics below (sizes are static, so the heuristic
+sees the real extents). The autotuner is a hook: `record(kernel, device_name, config)`
+stores a measured winner (JSON beside the generated sources, keyed by the kernel's
+source hash and the GPU's name) and `candidates(kernel)` lists what is worth timing.
+Nothing here measures; the GPU harness does, on the H200.
+"""
+import dataclasses
+import json
+import os
+import threading
+
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    constexprs: dict      # block-size arguments of the kernel, by name
+    num_warps: int = 4
+    num_stages: int = 2
+
+    def key(self):
+        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages)
+
+
+def next_pow2(n):
+    return 1 << max(int(n) - 1, 0).bit_length()
+
+
+# -- heuristics, one per kernel kind
+
+def loop_config(n):
+    """Flat elementwise: 1024-element tiles (8 f32 per thread at 4 warps: 128-bit loads),
+    smaller for small n so the masked tail is not most of the work."""
+    block = min(1024, max(16, next_pow2(n)))
+    return Config({"BLOCK": block}, num_warps=4 if block >= 512 else 1)
+
+
+def reduction_config(rows, row_len):
+    """A whole row in registers: ROWS rows per program so a tile holds ~2-4K elements;
+    long rows get more warps so each thread keeps at most ~16 elements."""
+    block_r = next_pow2(max(row_len, 1))
+    rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
+    warps = min(16, max(1, (rows_per * block_r) // 512))
+    return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
+
+
+def dot_config(m, n, k, itemsize):
+    """Tensor-core tiles: 128x128 output tiles for big problems, down to 16 for small
+    ones (tl.dot's minimum); K step 64 for 16-bit inputs, 32 for f32, 16 for f64."""
+    bm = min(128, max(16, next_pow2(m)))
+    bn = min(128, max(16, next_pow2(n)))
+    bk = {2: 64, 4: 32}.get(itemsize, 16)
+    bk = min(bk, max(16, next_pow2(k)))
+    big = bm * bn >= 128 * 128
+    return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=8 if big else 4,
+                  num_stages=3 if itemsize <= 4 else 2)
+
+
+def candidates(kernel):
+    """Configs an autotuner should time for `kernel` (its heuristic one first)."""
+    base = kernel.config
+    if kernel.kind == "loop":
+        return [base] + [Config({"BLOCK": b}, num_warps=w)
+                         for b, w in ((512, 4), (2048, 8), (4096, 8)) if b != base.constexprs["BLOCK"]]
+    if kernel.kind == "dot":
+        return [base] + [Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w, num_stages=s)
+                         for bm, bn, bk, w, s in ((128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
+                                                  (128, 64, 32, 4, 4))]
+    return [base]
+
+
+# -- the tuned-config cache
+
+_lock = threading.Lock()
+_tuned = {}     # (cache file, source hash, device) -> Config
+
+
+def _tuned_path(cache_dir):
+    return os.path.join(cache_dir, "tuned_configs.json")
+
+
+def _load(cache_dir):
+    path = _tuned_path(cache_dir)
+    if path not in _tuned:
+        try:
+            with open(path) as f:
+                _tuned[path] = {k: Config(**v) for k, v in json.load(f).items()}
+        except (OSError, ValueError, TypeError):
+            _tuned[path] = {}
+    return _tuned[path]
+
+
+def choose(kernel, cache_dir, device_name):
+    """The config to launch `kernel` with: a measured one if recorded, else the heuristic."""
+    with _lock:
+        return _load(cache_dir).get(f"{kernel.digest}:{device_name}", kernel.config)
+
+
+def record(kernel, cache_dir, device_name, config):
+    """Remember the measured winner for `kernel` on `device_name` (persisted)."""
+    with _lock:
+        table = _load(cache_dir)
+        table[f"{kernel.digest}:{device_name}"] = config
+        with open(_tuned_path(cache_dir), "w") as f:
+            json.dump({k: dataclasses.asdict(c) for k, c in table.items()}, f, indent=1)

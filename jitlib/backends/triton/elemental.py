@@ -1,0 +1,608 @@
+"""Elemental Triton emission: each op's value at a block of indices, as source lines.
+
+The same two tables as the LLVM backend (jitlib/backends/llvm/emitter.py), producing
+Triton expressions over whole tiles instead of scalar LLVM IR:
+
+  scalar_rules[op](w, instr, *values) -> expr     elementwise math on compute values
+  index_rules[op](el, instr, index) -> value      leaves and movement as index arithmetic
+
+An index is a tile of int64 positions (a variable of the kernel, e.g. the flat offsets
+`i` of a loop kernel), so broadcasts, transposes, slices, pads and gathers are integer
+arithmetic on it and never move data. Every load is masked with the kernel's current
+mask; where an op clamps (gather, dynamic_slice, pad, concatenate) the index is clamped
+too, so even lanes a `tl.where` discards read inside their buffer.
+
+Semantics follow jitlib/hlo/ops.py: int x/0 == x%0 == 0, round half to even, gather
+clamps, NaN-propagating max/min (NaN in the first operand wins, NumPy's tie rule),
+float pow exponents 2, 1, 0.5, -1 exact. Float math goes through libdevice (CUDA's
+correctly documented math library), division and sqrt are the IEEE-rounded `div_rn` and
+`sqrt_rn`, so results match NumPy to libm accuracy, not to Triton's fast approximations.
+"""
+import numpy as np
+
+from jitlib.backends.triton.source import (
+    F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow)
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+# float results the interpreter rounds to the 16-bit grid after the op
+ROUNDED = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT, Op.TANH, Op.SIN, Op.COS,
+                     Op.TAN, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.REM, Op.POW, Op.ATAN2})
+
+
+def strides(shape):
+    out, step = [], 1
+    for d in reversed(shape):
+        out.append(step)
+        step *= d
+    return tuple(reversed(out))
+
+
+class Index:
+    """Positions in `shape`: per-dim int64 expressions (names or ints), or a linear one."""
+
+    __slots__ = ("shape", "dims", "lin")
+
+    def __init__(self, shape, dims=None, lin=None):
+        self.shape = tuple(shape)
+        if dims is not None:
+            dims = tuple(0 if n == 1 else d for n, d in zip(self.shape, dims))
+        self.dims = dims
+        self.lin = lin
+
+    @classmethod
+    def zero(cls, shape):
+        return cls(shape, (0,) * len(shape), 0)
+
+    @property
+    def key(self):
+        return ("d",) + self.dims if self.dims is not None else ("l", self.lin)
+
+
+# -- integer index arithmetic, folded where both sides are known
+
+class IndexMath:
+    def __init__(self, w):
+        self.w = w
+
+    def add(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a + b
+        if b == 0:
+            return a
+        if a == 0:
+            return b
+        return self.w.let(f"{a} + {b}", "i")
+
+    def sub(self, a, b):
+        if isinstance(a, int) and isinstance(b, int):
+            return a - b
+        if b == 0:
+            return a
+        return self.w.let(f"{a} - {b}", "i")
+
+    def mul(self, a, c):
+        if isinstance(a, int):
+            return a * c
+        if c == 1:
+            return a
+        if c == 0:
+            return 0
+        return self.w.let(f"{a} * {c}", "i")
+
+    def clamp(self, a, lo, hi):
+        if isinstance(a, int):
+            return min(max(a, lo), hi)
+        return self.w.let(f"tl.minimum(tl.maximum({a}, {lo}), {hi})", "i")
+
+
+# -- scalar rules
+
+scalar_rules = {}
+
+
+def _is_float(dt):
+    return dtypes.is_float(np.dtype(dt))
+
+
+def _lit(instr, value, dt=None):
+    return literal(value, instr.dtype if dt is None else dt)
+
+
+def fdiv(a, b, dt):
+    """IEEE-rounded division: f32's `/` is an approximation in Triton, f64's is exact."""
+    return f"{a} / {b}" if np.dtype(dt) == F64 else f"tl.div_rn({a}, {b})"
+
+
+def fsqrt(x, dt):
+    return f"tl.sqrt({x})" if np.dtype(dt) == F64 else f"tl.sqrt_rn({x})"
+
+
+def _neg(w, instr, x):
+    return f"-{x}"
+
+
+def _abs(w, instr, x):
+    if instr.dtype == dtypes.BOOL or dtypes.is_unsigned(instr.dtype):
+        return x
+    return f"tl.abs({x})"
+
+
+def _sign(w, instr, x):
+    one, zero, minus = _lit(instr, 1), _lit(instr, 0), _lit(instr, -1)
+    if instr.dtype == dtypes.BOOL:
+        return x
+    if dtypes.is_unsigned(instr.dtype):
+        return f"tl.where({x} > 0, {one}, {zero})"
+    rest = x if _is_float(instr.dtype) else zero   # 0, -0.0 and NaN are themselves
+    return f"tl.where({x} > 0, {one}, tl.where({x} < 0, {minus}, {rest}))"
+
+
+def _math(name):
+    def rule(w, instr, *xs):
+        return f"libdevice.{name}({', '.join(xs)})"
+    return rule
+
+
+def _sqrt(w, instr, x):
+    return fsqrt(x, instr.dtype)
+
+
+def _rsqrt(w, instr, x):
+    # the interpreter's 1/sqrt(x), each step rounded to the 16-bit grid
+    return fdiv(_lit(instr, 1), narrow(fsqrt(x, instr.dtype), instr.dtype), instr.dtype)
+
+
+def _logistic(w, instr, x):
+    # the interpreter's formula: exp(-|x|) never overflows
+    dt = instr.dtype
+    e = w.let(narrow(f"libdevice.exp(-tl.abs({x}))", dt))
+    denom = w.let(narrow(f"{_lit(instr, 1)} + {e}", dt))
+    pos = narrow(fdiv(_lit(instr, 1), denom, dt), dt)
+    neg = narrow(fdiv(e, denom, dt), dt)
+    return f"tl.where({x} >= 0, {pos}, {neg})"
+
+
+def _floor(w, instr, x):
+    return f"tl.floor({x})"
+
+
+def _ceil(w, instr, x):
+    return f"tl.ceil({x})"
+
+
+def _round(w, instr, x):
+    return f"libdevice.rint({x})"   # half to even
+
+
+def _not(w, instr, x):
+    return f"~{x}"
+
+
+def _is_finite(w, instr, x):
+    return f"tl.abs({x}) < {literal(np.inf, instr.operands[0].dtype)}"
+
+
+def convert(w, x, src, dst):
+    """A compute value of dtype `src` as one of dtype `dst` (NumPy's astype)."""
+    src, dst = np.dtype(src), np.dtype(dst)
+    if src == dst:
+        return x
+    if dst == dtypes.BOOL:
+        return f"{x} != 0"    # NaN is True
+    if src == dtypes.BOOL:
+        return narrow(f"{x}.to({compute_type(dst)})", dst)
+    if dtypes.is_integer(dst) and _is_float(src) and np.dtype(dst).itemsize < 8:
+        # through i64, as C compilers do on x86; NaN and out-of-range are undefined
+        return f"{x}.to(tl.int64).to({compute_type(dst)})"
+    if dst in NARROW:
+        # ints and f64 go through f32 first: a second rounding, off by one 16-bit ulp in
+        # rare ties (the LLVM backend rounds once; documented in backends/triton/README)
+        return narrow(f"{x}.to(tl.float32)", dst)
+    return f"{x}.to({compute_type(dst)})"
+
+
+def _convert(w, instr, x):
+    return convert(w, x, instr.operands[0].dtype, instr.dtype)
+
+
+def _arith(symbol, bool_symbol=None):
+    def rule(w, instr, x, y):
+        if instr.dtype == dtypes.BOOL:
+            return f"{x} {bool_symbol or symbol} {y}"
+        return f"{x} {symbol} {y}"
+    return rule
+
+
+def _safe_divisor(w, instr, y):
+    """A divisor that is y, or 1 where y is 0 (or -1 for signed types)."""
+    special = f"({y} == 0)"
+    if dtypes.is_signed(instr.dtype):
+        special = f"(({y} == 0) | ({y} == -1))"
+    return w.let(f"tl.where({special}, {_lit(instr, 1)}, {y})")
+
+
+def _div(w, instr, x, y):
+    if _is_float(instr.dtype):
+        return fdiv(x, y, instr.dtype)
+    # C division: x/0 == 0, x/-1 == -x (wrapping), answered without dividing
+    q = f"{x} // {_safe_divisor(w, instr, y)}"
+    if dtypes.is_signed(instr.dtype):
+        q = f"tl.where({y} == -1, -{x}, {q})"
+    return f"tl.where({y} == 0, {_lit(instr, 0)}, {q})"
+
+
+def _rem(w, instr, x, y):
+    if _is_float(instr.dtype):
+        return f"{x} % {y}"    # Triton's float % is C fmod, as the interpreter's
+    return f"{x} % {_safe_divisor(w, instr, y)}"   # x%0 == x%-1 == 0
+
+
+def _pow(w, instr, x, y):
+    dt = instr.dtype
+    if _is_float(dt):
+        # exponents 2, 1, 0.5, -1 exactly as NumPy's fast paths compute them
+        out = f"libdevice.pow({x}, {y})"
+        for e, v in ((2, f"{x} * {x}"), (1, x), (0.5, fsqrt(x, dt)),
+                     (-1, fdiv(_lit(instr, 1), x, dt))):
+            out = f"tl.where({y} == {e!r}, {v}, {out})"
+        return out
+    # square-and-multiply over every exponent bit, wrapping as NumPy's integer power
+    n = np.dtype(dt).itemsize * 8 - (1 if dtypes.is_signed(dt) else 0)
+    r, b, e = w.fresh("p"), w.fresh("p"), w.fresh("p")
+    w.line(f"{r} = {_lit(instr, 1)}")
+    w.line(f"{b} = {x}")
+    w.line(f"{e} = {y}")
+    w.line(f"for _ in tl.static_range({n}):")
+    w.indent += 1
+    w.line(f"{r} = tl.where(({e} & 1) != 0, {r} * {b}, {r})")
+    w.line(f"{b} = {b} * {b}")
+    w.line(f"{e} = {e} >> 1")
+    w.indent -= 1
+    if not dtypes.is_signed(dt):
+        return r
+    # x ** -n: the integer part of 1 / x ** n
+    one, zero, minus = _lit(instr, 1), _lit(instr, 0), _lit(instr, -1)
+    recip = (f"tl.where({x} == 1, {one}, tl.where({x} == -1, "
+             f"tl.where(({y} & 1) != 0, {minus}, {one}), {zero}))")
+    return f"tl.where({y} < 0, {recip}, {r})"
+
+
+def minmax(dt, x, y, is_max):
+    """np.maximum / np.minimum: NaN in x or y wins (x's first); on ties NumPy returns y,
+    except its float16 loop, which returns x."""
+    dt = np.dtype(dt)
+    if dt == dtypes.BOOL:
+        return f"{x} {'|' if is_max else '&'} {y}"
+    if _is_float(dt):
+        cmp = (">=" if is_max else "<=") if dt == F16 else (">" if is_max else "<")
+        return f"tl.where(({x} {cmp} {y}) | ({x} != {x}), {x}, {y})"
+    return f"tl.where({x} {'>' if is_max else '<'} {y}, {x}, {y})"
+
+
+def _max(w, instr, x, y):
+    return minmax(instr.dtype, x, y, True)
+
+
+def _min(w, instr, x, y):
+    return minmax(instr.dtype, x, y, False)
+
+
+_COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
+
+
+def _compare(w, instr, x, y):
+    return f"{x} {_COMPARE[instr.attrs['direction']]} {y}"
+
+
+def _select(w, instr, p, a, b):
+    return f"tl.where({p}, {a}, {b})"
+
+
+def _clamp(w, instr, lo, x, hi):
+    return minmax(instr.dtype, w.let(minmax(instr.dtype, x, lo, True)), hi, False)
+
+
+scalar_rules.update({
+    Op.NEG: _neg, Op.ABS: _abs, Op.SIGN: _sign,
+    Op.EXP: _math("exp"), Op.EXPM1: _math("expm1"), Op.LOG: _math("log"),
+    Op.LOG1P: _math("log1p"), Op.SQRT: _sqrt, Op.RSQRT: _rsqrt, Op.TANH: _math("tanh"),
+    Op.LOGISTIC: _logistic, Op.SIN: _math("sin"), Op.COS: _math("cos"),
+    Op.TAN: _math("tan"), Op.FLOOR: _floor, Op.CEIL: _ceil, Op.ROUND: _round,
+    Op.NOT: _not, Op.IS_FINITE: _is_finite, Op.CONVERT: _convert,
+    Op.ADD: _arith("+", "|"), Op.SUB: _arith("-"), Op.MUL: _arith("*", "&"),
+    Op.DIV: _div, Op.REM: _rem, Op.POW: _pow, Op.MAX: _max, Op.MIN: _min,
+    Op.ATAN2: _math("atan2"), Op.AND: _arith("&"), Op.OR: _arith("|"),
+    Op.XOR: _arith("^"), Op.COMPARE: _compare, Op.SELECT: _select, Op.CLAMP: _clamp,
+})
+assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
+
+# the libdevice functions generated code calls (the interpreter path swaps in NumPy's)
+LIBDEVICE = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "atan2", "pow",
+             "rint")
+
+
+# -- the elemental generator
+
+class Elemental:
+    """Emits values of body instructions at index tiles, loading `inputs` from memory.
+
+    `inputs` maps an instruction to the pointer argument holding it (C order); `fixed`
+    maps an instruction to a value already computed for the tile being written (a
+    reduction's row result, a dot's product). `mask` guards every load. With `raw` set,
+    loads keep the memory type (a dot's operand tiles) and only movement is allowed.
+    """
+
+    def __init__(self, w, inputs):
+        self.w = w
+        self.im = IndexMath(w)
+        self.inputs = dict(inputs)
+        self.fixed = {}
+        self.mask = None
+        self.raw = False
+        self.scopes = [{}]
+
+    def push(self):
+        self.scopes.append({})
+
+    def pop(self):
+        self.scopes.pop()
+
+    def linear(self, index):
+        if index.lin is None:
+            lin = 0
+            for d, s in zip(index.dims, strides(index.shape)):
+                lin = self.im.add(lin, self.im.mul(d, s))
+            index.lin = lin
+        return index.lin
+
+    def dims(self, index):
+        if index.dims is None:
+            dims, lin = [], index.lin
+            for i, (n, s) in enumerate(zip(index.shape, strides(index.shape))):
+                if n == 1:
+                    dims.append(0)
+                elif isinstance(lin, int):
+                    dims.append((lin // s) % n)
+                else:
+                    d = lin if s == 1 else f"{lin} // {s}"
+                    if i > 0:   # the outermost quotient is already < n
+                        d = f"({d}) % {n}"
+                    dims.append(d if d == lin else self.w.let(d, "i"))
+            index.dims = tuple(dims)
+        return index.dims
+
+    def value(self, instr, index):
+        """A variable (or literal) holding `instr` at `index`, an Index into instr.shape."""
+        if instr in self.fixed and not self.raw:
+            return self.fixed[instr]
+        if instr.size == 1:
+            index = Index.zero(instr.shape)
+        key = (instr, index.key, self.raw)
+        for scope in reversed(self.scopes):
+            if key in scope:
+                return scope[key]
+        v = self._compute(instr, index)
+        self.scopes[-1][key] = v
+        return v
+
+    def load(self, ptr, instr, index):
+        lin = self.linear(index)
+        if instr.size == 1 or isinstance(lin, int):   # one known element: always in bounds
+            v = f"tl.load({ptr} + {lin})" if lin else f"tl.load({ptr})"
+        else:
+            mask = f", mask={self.mask}, other=0" if self.mask else ""
+            v = f"tl.load({ptr} + {lin}{mask})"
+        dt = np.dtype(instr.dtype)
+        if self.raw:
+            return self.w.let(v, "ld")
+        if dt == dtypes.BOOL:
+            v = f"{v} != 0"
+        elif dt in NARROW:
+            v = f"{v}.to(tl.float32)"
+        return self.w.let(v, "ld")
+
+    def _compute(self, instr, index):
+        if instr in self.inputs:
+            return self.load(self.inputs[instr], instr, index)
+        rule = scalar_rules.get(instr.op)
+        if rule is not None:
+            if self.raw:
+                raise Unsupported(f"a dot operand computed by {instr.op}")
+            values = [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
+                      for o in instr.operands]
+            expr = rule(self.w, instr, *values)
+            if instr.op in ROUNDED:
+                expr = narrow(expr, instr.dtype)
+            return self.w.let(expr, comment=_describe(instr))
+        rule = index_rules.get(instr.op)
+        if rule is None:
+            raise Unsupported(f"{instr.op} has no elemental rule")
+        return rule(self, instr, index)
+
+
+def _describe(instr):
+    loc = instr.loc
+    where = f" {loc.file.rsplit('/', 1)[-1]}:{loc.line}" if loc is not None else ""
+    return f"{instr.op}{where}"
+
+
+def store_value(value, dt):
+    """The expression stored for a compute value of dtype `dt`."""
+    dt = np.dtype(dt)
+    return f"{value}.to({memory_type(dt)})" if dt in NARROW else value
+
+
+# -- index rules: leaves and movement
+
+index_rules = {}
+
+
+def _constant(el, instr, index):
+    value = instr.attrs["value"].array
+    if value.size != 1:
+        raise Unsupported(f"a constant of {value.size} elements inside a kernel")
+    return literal(value.reshape(-1)[0], instr.dtype)
+
+
+def _iota(el, instr, index):
+    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
+    if isinstance(d, int):
+        return literal(d, instr.dtype)
+    return el.w.let(convert(el.w, d, np.int64, instr.dtype))
+
+
+def _broadcast_in_dim(el, instr, index):
+    (x,) = instr.operands
+    if x.size == 1:
+        return el.value(x, Index.zero(x.shape))
+    dims = el.dims(index)
+    return el.value(x, Index(x.shape, [0 if n == 1 else dims[d]
+                                       for n, d in zip(x.shape, instr.attrs["dims"])]))
+
+
+def _reshape(el, instr, index):
+    (x,) = instr.operands
+    return el.value(x, Index(x.shape, lin=el.linear(index)))
+
+
+def _transpose(el, instr, index):
+    (x,) = instr.operands
+    dims, sub = el.dims(index), [0] * x.ndim
+    for i, p in enumerate(instr.attrs["perm"]):
+        sub[p] = dims[i]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _slice(el, instr, index):
+    (x,) = instr.operands
+    a, im = instr.attrs, el.im
+    sub = [im.add(s, im.mul(d, st))
+           for d, s, st in zip(el.dims(index), a["start"], a["strides"])]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _reverse(el, instr, index):
+    (x,) = instr.operands
+    sub = [el.im.sub(n - 1, d) if i in instr.attrs["dims"] else d
+           for i, (n, d) in enumerate(zip(x.shape, el.dims(index)))]
+    return el.value(x, Index(x.shape, sub))
+
+
+def _all(conds):
+    conds = [c for c in conds if c is not True]
+    if False in conds:
+        return False
+    return " & ".join(f"({c})" for c in conds) if conds else True
+
+
+def _cmp(a, op, b):
+    if isinstance(a, int) and isinstance(b, int):
+        return {">=": a >= b, "<": a < b, "==": a == b}[op]
+    return f"{a} {op} {b}"
+
+
+def _pad(el, instr, index):
+    x, pad_value = instr.operands
+    a, im, w = instr.attrs, el.im, el.w
+    pv = el.value(pad_value, Index.zero(()))
+    if x.size == 0:
+        return pv
+    inside, sub = [], []
+    for d, n, lo, it in zip(el.dims(index), x.shape, a["low"], a["interior"]):
+        t = im.sub(d, lo)
+        q = t
+        inside.append(_cmp(t, ">=", 0))
+        if it:
+            if isinstance(t, int):
+                q, r = t // (it + 1), t % (it + 1)
+            else:   # t may be negative: its lanes are outside anyway, clamped below
+                q, r = w.let(f"{t} // {it + 1}", "i"), w.let(f"{t} % {it + 1}", "i")
+            inside.append(_cmp(r, "==", 0))
+        inside.append(_cmp(q, "<", n))
+        sub.append(im.clamp(q, 0, n - 1))
+    xv = el.value(x, Index(x.shape, sub))
+    cond = _all(inside)
+    if cond is True or cond is False:
+        return xv if cond else pv
+    return w.let(f"tl.where({cond}, {xv}, {pv})")
+
+
+def _concatenate(el, instr, index):
+    axis = instr.attrs["dim"]
+    dims = el.dims(index)
+    pos, out, offset = dims[axis], None, 0
+    for x in instr.operands:
+        n = x.shape[axis]
+        if x.size == 0:
+            offset += n
+            continue
+        sub = list(dims)
+        sub[axis] = el.im.clamp(el.im.sub(pos, offset), 0, n - 1)
+        v = el.value(x, Index(x.shape, sub))
+        if out is None:
+            out = v
+        else:
+            take = _cmp(pos, ">=", offset)
+            out = v if take is True else out if take is False else \
+                el.w.let(f"tl.where({take}, {v}, {out})")
+        offset += n
+    return out
+
+
+def _as_index(el, value, dt, hi):
+    """An integer scalar value as an int64 clamped into [0, hi]."""
+    dt = np.dtype(dt)
+    if dt == np.uint64:   # past int64's range it is out of range anyway: clamp first
+        return el.w.let(f"tl.where({value} > {hi}, {hi}, {value}.to(tl.int64))", "i")
+    if dt == dtypes.BOOL:
+        value = f"{value}.to(tl.int64)"
+    elif dt != np.int64:
+        value = el.w.let(f"{value}.to(tl.int64)", "i")
+    return el.im.clamp(value, 0, hi)
+
+
+def _dynamic_slice(el, instr, index):
+    x, *starts = instr.operands
+    sub = []
+    for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
+        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
+        sub.append(el.im.add(start, d))
+    return el.value(x, Index(x.shape, sub))
+
+
+def _dynamic_update_slice(el, instr, index):
+    x, update, *starts = instr.operands
+    xv = el.value(x, index)
+    if update.size == 0:
+        return xv
+    inside, sub = [], []
+    for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
+        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - u)
+        t = el.im.sub(d, start)
+        inside += [_cmp(t, ">=", 0), _cmp(t, "<", u)]
+        sub.append(el.im.clamp(t, 0, u - 1))
+    uv = el.value(update, Index(update.shape, sub))
+    cond = _all(inside)
+    if cond is True or cond is False:
+        return uv if cond else xv
+    return el.w.let(f"tl.where({cond}, {uv}, {xv})")
+
+
+def _gather(el, instr, index):
+    x, idx = instr.operands
+    axis = instr.attrs["axis"]
+    dims = el.dims(index)
+    i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
+    at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
+    sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
+    return el.value(x, Index(x.shape, sub))
+
+
+index_rules.update({
+    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.BROADCAST_IN_DIM: _broadcast_in_dim,
+    Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.REVERSE: _reverse,
+    Op.PAD: _pad, Op.CONCATENATE: _concatenate, Op.DYNAMIC_SLICE: _dynamic_slice,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
+})

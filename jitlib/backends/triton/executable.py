@@ -1,0 +1,129 @@
+"""TritonExecutable: runs an optimised module's kernels in order on a device.
+
+A device has `empty(shape, dtype)`, `from_numpy(a)` and `to_numpy(buf)` (buffers with
+`data_ptr()`, `shape`, `dtype`): the CUDA device (device.py) or the host device
+(host.py, kernels run by Triton's interpreter). Each FUSION kernel becomes a runner:
+generated Triton source, launched with its chosen config, or the reference interpreter
+for what is not generated yet (recorded in `fallbacks` with the reason, logged; on the
+GPU that costs a round trip through host memory).
+"""
+import logging
+
+import numpy as np
+
+from jitlib import config as jitlib_config
+from jitlib.backends.base import Executable
+from jitlib.backends.triton import compiler, configs, kernels
+from jitlib.backends.triton.source import Unsupported
+from jitlib.hlo.interpreter import evaluate
+from jitlib.hlo.ir import is_multi_output
+from jitlib.hlo.ops import Op
+
+log = logging.getLogger("jitlib")
+
+
+def launch_compiled(kernel, config, buffers):
+    """Launch on the current CUDA device through Triton's JIT launcher."""
+    fn = compiler.jit_function(kernel)
+    fn[kernel.grid(config)](*buffers, **config.constexprs, num_warps=config.num_warps,
+                            num_stages=config.num_stages)
+
+
+class KernelRunner:
+    """A generated kernel: inputs, then freshly allocated outputs, as pointer arguments."""
+
+    def __init__(self, kernel, device):
+        self.kernel = kernel
+        self.device = device
+        self.config = configs.choose(kernel, compiler.cache_dir(),
+                                     getattr(device, "name", "gpu"))
+        self._launch = getattr(device, "launch", None) or launch_compiled
+        if jitlib_config.debug_level() >= 4:
+            log.info("triton kernel %s (%s):\n%s", kernel.name,
+                     compiler.source_path(kernel), kernel.source)
+
+    def __call__(self, buffers):
+        outs = [self.device.empty(shape, dtype) for shape, dtype in self.kernel.outputs]
+        if all(n > 0 for n in self.kernel.grid(self.config)):
+            self._launch(self.kernel, self.config, list(buffers) + outs)
+        return outs
+
+
+class InterpretedRunner:
+    """The kernel's body on the reference interpreter, through host memory."""
+
+    def __init__(self, body, device):
+        self.body = body
+        self.device = device
+
+    def __call__(self, buffers):
+        arrays = [self.device.to_numpy(b) for b in buffers]
+        return [self.device.from_numpy(r) for r in evaluate(self.body, arrays)]
+
+
+class TritonExecutable(Executable):
+    """A module compiled into Triton kernels. `kernels` maps each generated kernel's name
+    to its TritonKernel (source, config); `fallbacks` maps the others to the reason."""
+
+    def __init__(self, module, backend_name, optimized, device):
+        super().__init__(module, backend_name)
+        self.optimized = optimized
+        self.device = device
+        self.kernels, self.fallbacks = {}, {}
+        self._steps = []
+        for instr in optimized.instructions:
+            runner = None
+            if instr.op is Op.FUSION:
+                name = instr.attrs["name"]
+                try:
+                    kernel = kernels.render(instr)
+                    runner = KernelRunner(kernel, device)
+                    self.kernels[name] = kernel
+                except Unsupported as e:
+                    self.fallbacks[name] = str(e)
+                    log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)
+                    runner = InterpretedRunner(instr.attrs["body"], device)
+            self._steps.append((instr, runner))
+        self._constants = {}
+
+    def kernel_sources(self):
+        """Every kernel as its path and source text, fallbacks as a comment line."""
+        out = []
+        for instr, _ in self._steps:
+            if instr.op is not Op.FUSION:
+                continue
+            name = instr.attrs["name"]
+            if name in self.kernels:
+                kernel = self.kernels[name]
+                out.append(f"# ---- {compiler.source_path(kernel)}\n{kernel.source}")
+            else:
+                out.append(f"# ---- {name}: not generated, runs on the interpreter "
+                           f"({self.fallbacks[name]})\n")
+        return "\n".join(out)
+
+    def run_buffers(self, buffers):
+        """Run on device buffers (one per parameter); returns device buffers."""
+        env = {}
+        for instr, runner in self._steps:
+            if instr.op is Op.PARAMETER:
+                env[instr] = buffers[instr.attrs["index"]]
+            elif instr.op is Op.CONSTANT:
+                if instr not in self._constants:
+                    self._constants[instr] = self.device.from_numpy(instr.attrs["value"].array)
+                env[instr] = self._constants[instr]
+            elif instr.op is Op.GET_OUTPUT:
+                env[instr] = env[instr.operands[0]][instr.attrs["index"]]
+            else:
+                outs = runner([env[o] for o in instr.operands])
+                env[instr] = outs if is_multi_output(instr) else outs[0]
+        return [env[r] for r in self.optimized.results]
+
+    def _execute(self, arrays):
+        results = self.run_buffers([self.device.from_numpy(a) for a in arrays])
+        out = []
+        for r, buf in zip(self.optimized.results, results):
+            value = self.device.to_numpy(buf)
+            # arguments and constants are not ours to hand out
+            fresh = r.op not in (Op.PARAMETER, Op.CONSTANT)
+            out.append(np.asarray(value) if fresh else np.array(value, order="C"))
+        return out

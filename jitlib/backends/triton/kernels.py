@@ -1,0 +1,399 @@
+"""Triton source per kernel kind: one `@triton.jit` function per FUSION kernel.
+
+Every kernel takes pointers (one per input, then one per output) and its block sizes as
+constexprs; shapes are static, so every extent and stride is a literal in the source.
+
+  loop       flat, masked BLOCK tiles over the output's index space, offsets in int64;
+             outputs of another (smaller) shape get their own mask in the same program.
+  reduction  one program per ROWS kept positions; the whole reduced extent of each row
+             is one register tile [ROWS, BLOCK_R] (BLOCK_R = the row length rounded up
+             to a power of two), so softmax, layernorm and logsumexp read their input
+             once. Reductions run in body order with keep_dims, their row values then
+             broadcast into the S-shaped outputs. Rows longer than MAX_ROW elements
+             are not generated yet (they would spill): the kernel falls back.
+  dot        `tl.dot` tiles [BM, BK] x [BK, BN] accumulating in f32 (f64 for f64), the
+             operands read through their views as index arithmetic, the epilogue applied
+             to the accumulator tile before the one store. f32 uses
+             input_precision="ieee": TF32 tensor cores round inputs to 10 mantissa bits,
+             which would not match NumPy; f16/bf16 use the tensor cores with f32
+             accumulation and round the product once, as the interpreter does.
+  opaque     not generated (scans, scatter): the executable runs it on the interpreter.
+"""
+import dataclasses
+import hashlib
+import re
+
+import numpy as np
+
+from jitlib.backends.triton import configs
+from jitlib.backends.triton.elemental import Elemental, Index, store_value
+from jitlib.backends.triton.source import (
+    F64, Unsupported, Writer, compute_type, literal, narrow, pointer_signature)
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+REDUCING = O.REDUCE | O.ARG_REDUCE
+MAX_ROW = 16384
+DOT_DTYPES = ("f16", "bf16", "f32", "f64")
+
+
+@dataclasses.dataclass
+class TritonKernel:
+    """One generated kernel: its module source, arguments and launch configuration."""
+    name: str               # the fusion's name in the optimized module
+    fn_name: str            # the Python identifier of the @triton.jit function
+    kind: str
+    source: str
+    inputs: list            # fusion operand positions, one pointer each
+    outputs: list           # (shape, dtype) per body result, one pointer each
+    config: configs.Config  # the heuristic launch configuration
+    grid: object            # config -> grid tuple
+    signature: dict = dataclasses.field(default_factory=dict)   # for ahead-of-time compiles
+
+    @property
+    def digest(self):
+        return hashlib.sha256(self.source.encode()).hexdigest()[:16]
+
+
+def identifier(name):
+    name = re.sub(r"\W", "_", name)
+    return name if name and not name[0].isdigit() else f"k_{name}"
+
+
+def _module_text(fn_name, kind, summary, params, body, helpers=()):
+    head = [f"# jitlib {kind} kernel `{fn_name}`, generated from the optimized module.",
+            f"# {summary}" if summary else None,
+            "import triton", "import triton.language as tl",
+            "from triton.language.extra import libdevice", ""]
+    out = [h for h in head if h is not None]
+    for helper in helpers:
+        out += ["", helper]
+    out += ["", "@triton.jit", f"def {fn_name}({', '.join(params)}):", body, ""]
+    return "\n".join(out)
+
+
+def _signature(params, inputs, outputs):
+    sig = {}
+    for p, (_, dt) in zip(params, list(inputs) + list(outputs)):
+        sig[p] = pointer_signature(dt)
+    return sig
+
+
+def _pointer_params(n_in, n_out):
+    return [f"in{i}" for i in range(n_in)] + [f"out{j}" for j in range(n_out)]
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
+# -- loop kernels
+
+def render_loop(name, body, summary=""):
+    fn = identifier(name)
+    w = Writer()
+    el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
+    w.line("# flat output positions of this program, int64 so huge outputs stay exact")
+    w.line("i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
+    by_shape = {}
+    for j, out in enumerate(body.results):
+        by_shape.setdefault(out.shape, []).append((j, out))
+    for shape, group in by_shape.items():
+        n = int(np.prod(shape, dtype=np.int64))
+        if n == 0:
+            continue
+        w.line(f"# outputs of shape {list(shape)}")
+        el.mask = w.let(f"i < {n}", "mask")
+        el.push()
+        index = Index(shape, lin="i")
+        for j, out in group:
+            v = el.value(out, index)
+            w.line(f"tl.store(out{j} + i, {store_value(v, out.dtype)}, mask={el.mask})")
+        el.pop()
+    params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
+    largest = max([int(np.prod(r.shape, dtype=np.int64)) for r in body.results] + [0])
+    return TritonKernel(
+        name, fn, "loop", _module_text(fn, "loop", summary, params, w.text()),
+        list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
+        configs.loop_config(largest),
+        lambda c, n=largest: (_cdiv(n, c.constexprs["BLOCK"]),),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(r.shape, r.dtype) for r in body.results]))
+
+
+# -- reduction kernels
+
+def _reduced(instr):
+    return (instr.attrs["axis"],) if instr.op in O.ARG_REDUCE else tuple(instr.attrs["dims"])
+
+
+def _squeeze(shape):
+    return tuple(d for d in shape if d != 1)
+
+
+def plan_reduction(body):
+    """(S, R, reductions, S-outputs, K-outputs) of a reduction kernel (fuse.py's form)."""
+    reductions = [i for i in body.instructions if i.op in REDUCING]
+    if not reductions:
+        raise Unsupported("a reduction kernel without a reduction")
+    S, R = reductions[0].operands[0].shape, tuple(sorted(_reduced(reductions[0])))
+    kept = [d for d in range(len(S)) if d not in R]
+    K = _squeeze(S[d] for d in kept)
+    k_level = set(reductions)
+    for m in body.instructions:
+        if m in k_level:
+            if (m.operands[0].shape, tuple(sorted(_reduced(m)))) != (S, R):
+                raise Unsupported("reductions over different dims in one kernel")
+            continue
+        if not any(o in k_level for o in m.operands):
+            continue
+        if m.op is Op.BROADCAST_IN_DIM:
+            x = m.operands[0]
+            targets = [d for d, n in zip(m.attrs["dims"], x.shape) if n != 1]
+            if m.shape != S or any(t not in kept for t in targets):
+                raise Unsupported("a reduced value broadcast other than along R")
+        elif m.op in O.ELEMENTWISE or m.op is Op.RESHAPE:
+            if _squeeze(m.shape) != K:
+                raise Unsupported(f"{m.op} mixes reduced values with others")
+            k_level.add(m)
+        else:
+            raise Unsupported(f"{m.op} of a reduced value")
+    s_out, k_out = [], []
+    for j, out in enumerate(body.results):
+        if out in k_level:
+            k_out.append((j, out))
+        elif out.shape == S:
+            s_out.append((j, out))
+        else:
+            raise Unsupported(f"output {out.type_str} is neither S- nor K-shaped")
+    return S, R, reductions, s_out, k_out
+
+
+def _identity(op, dt):
+    return {Op.REDUCE_SUM: 0, Op.REDUCE_PROD: 1, Op.REDUCE_MAX: dtypes.lowest(dt),
+            Op.REDUCE_MIN: dtypes.highest(dt), Op.ARGMAX: dtypes.lowest(dt),
+            Op.ARGMIN: dtypes.highest(dt), Op.REDUCE_OR: 0,
+            Op.REDUCE_AND: True if dt == dtypes.BOOL else -1}[op]
+
+
+# combine functions for reductions Triton's standard library lacks
+_COMBINERS = {
+    "mul": "@triton.jit\ndef _mul_combine(a, b):\n    return a * b\n",
+    "and": "@triton.jit\ndef _and_combine(a, b):\n    return a & b\n",
+    "or": "@triton.jit\ndef _or_combine(a, b):\n    return a | b\n",
+}
+
+
+def _emit_reduction(w, red, x, smask, r, row_len, helpers):
+    """The row result of `red` over tile value `x` (keep_dims: shape [ROWS, 1])."""
+    op, dt = red.op, np.dtype(red.operands[0].dtype)
+    ident = literal(_identity(op, dt), dt)
+    xs = w.let(f"tl.where({smask}, {x}, {ident})", "t")
+    is_bool, is_float = dt == dtypes.BOOL, dtypes.is_float(dt)
+    if is_bool and op in (Op.REDUCE_SUM, Op.REDUCE_OR, Op.REDUCE_MAX):
+        return w.let(f"tl.max({xs}.to(tl.int32), axis=1, keep_dims=True) != 0", "red")
+    if is_bool and op in (Op.REDUCE_PROD, Op.REDUCE_AND, Op.REDUCE_MIN):
+        return w.let(f"tl.min({xs}.to(tl.int32), axis=1, keep_dims=True) != 0", "red")
+    ct = compute_type(dt)
+    if op is Op.REDUCE_SUM:
+        # f16/bf16 accumulate in f32 (their compute type) and round once
+        return w.let(narrow(f"tl.sum({xs}, axis=1, keep_dims=True).to({ct})", dt), "red")
+    if op in (Op.REDUCE_PROD, Op.REDUCE_AND, Op.REDUCE_OR):
+        kind = {Op.REDUCE_PROD: "mul", Op.REDUCE_AND: "and", Op.REDUCE_OR: "or"}[op]
+        helpers.add(_COMBINERS[kind])
+        return w.let(narrow(f"tl.reduce({xs}, 1, _{kind}_combine, keep_dims=True)", dt),
+                     "red")
+    is_max = op in (Op.REDUCE_MAX, Op.ARGMAX)
+    m = w.let(f"tl.{'max' if is_max else 'min'}({xs}, axis=1, keep_dims=True)", "red")
+    if is_float:   # NaN anywhere in the row wins, as np.max
+        nan = w.let(f"tl.max(({xs} != {xs}).to(tl.int32), axis=1, keep_dims=True) > 0", "c")
+        m = w.let(f"tl.where({nan}, {literal(np.nan, dt)}, {m})", "red")
+    if op in O.ARG_REDUCE:
+        # the first position holding the extreme (the first NaN when there is one)
+        hit = f"({xs} == {m})" + (f" | (({xs} != {xs}) & ({m} != {m}))" if is_float else "")
+        pos = w.let(f"tl.min(tl.where({smask} & ({hit}), {r}, {row_len}), axis=1, "
+                    f"keep_dims=True)", "red")
+        return w.let(f"{pos}.to({compute_type(red.dtype)})", "red")
+    return m
+
+
+def _decompose(w, expr, sizes):
+    """Per-dim index expressions of a flat index `expr` over `sizes` (row-major)."""
+    if 0 in sizes:   # an empty extent: every lane is masked off
+        return [0] * len(sizes)
+    out, step = [], int(np.prod(sizes, dtype=np.int64))
+    for i, n in enumerate(sizes):
+        step //= n
+        if n == 1:
+            out.append(0)
+            continue
+        d = expr if step == 1 else f"{expr} // {step}"
+        if i > 0:
+            d = f"({d}) % {n}"
+        out.append(d if d == expr else w.let(d, "i"))
+    return out
+
+
+def render_reduction(name, body, summary=""):
+    fn = identifier(name)
+    S, R, reductions, s_out, k_out = plan_reduction(body)
+    kept = [d for d in range(len(S)) if d not in R]
+    n_rows = int(np.prod([S[d] for d in kept], dtype=np.int64))
+    row_len = int(np.prod([S[d] for d in R], dtype=np.int64))
+    if row_len > MAX_ROW:
+        raise Unsupported(f"rows of {row_len} elements exceed the in-register limit "
+                          f"({MAX_ROW}); the looped reduction kernel is not built yet")
+    block_r = configs.next_pow2(max(row_len, 1))
+    w = Writer()
+    el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
+    helpers = set()
+    w.line("# the kept positions (rows) of this program, as a column")
+    w.line("k = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]")
+    kmask = w.let(f"k < {n_rows}", "kmask")
+    w.line(f"# each row's whole reduced extent ({row_len} elements) in registers: "
+           "the input is read once")
+    w.line(f"r = tl.arange(0, {block_r})[None, :].to(tl.int64)")
+    smask = w.let(f"{kmask} & (r < {row_len})", "smask")
+    kdims = _decompose(w, "k", [S[d] for d in kept])
+    rdims = _decompose(w, "r", [S[d] for d in R])
+    dims = [0] * len(S)
+    for d, v in zip(kept, kdims):
+        dims[d] = v
+    for d, v in zip(R, rdims):
+        dims[d] = v
+    trailing = list(R) == list(range(len(S) - len(R), len(S)))
+    s_lin = w.let(f"k * {row_len} + r", "i") if trailing and row_len else None
+    s_index = Index(S, dims, s_lin)
+    el.mask = smask
+    for red in reductions:
+        if row_len == 0:   # an empty reduction is its identity
+            el.fixed[red] = literal(_identity(red.op, red.operands[0].dtype),
+                                    red.operands[0].dtype)
+            continue
+        x = el.value(red.operands[0], s_index)
+        el.fixed[red] = _emit_reduction(w, red, x, smask, "r", row_len, helpers)
+    if row_len and s_out:
+        w.line("# the row-shaped outputs")
+        lin = el.linear(s_index)
+        for j, out in s_out:
+            v = el.value(out, s_index)
+            w.line(f"tl.store(out{j} + {lin}, {store_value(v, out.dtype)}, mask={smask})")
+    if k_out:
+        w.line("# the per-row outputs")
+        el.mask = kmask
+        live = [v for d, v in zip(kept, kdims) if S[d] != 1]
+        for j, out in k_out:
+            it = iter(live)
+            index = Index(out.shape, [0 if n == 1 else next(it) for n in out.shape])
+            v = el.value(out, index)
+            w.line(f"tl.store(out{j} + k, {store_value(v, out.dtype)}, mask={kmask})")
+    params = _pointer_params(len(body.params), len(body.results)) + ["ROWS: tl.constexpr"]
+    return TritonKernel(
+        name, fn, "reduction",
+        _module_text(fn, "reduction", summary, params, w.text(), sorted(helpers)),
+        list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
+        configs.reduction_config(n_rows, row_len),
+        lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(r.shape, r.dtype) for r in body.results]))
+
+
+# -- dot kernels
+
+def render_dot(name, body, summary=""):
+    fn = identifier(name)
+    dots = [i for i in body.instructions if i.op is Op.DOT_GENERAL]
+    if len(dots) != 1:
+        raise Unsupported(f"a dot kernel with {len(dots)} dot_generals")
+    (dot,) = dots
+    lhs, rhs = dot.operands
+    dt = np.dtype(lhs.dtype)
+    if dtypes.name(dt) not in DOT_DTYPES or rhs.dtype != dt:
+        raise Unsupported(f"tl.dot of {dtypes.name(dt)} operands (floats only: "
+                          f"{', '.join(DOT_DTYPES)})")
+    for out in body.results:
+        if out.shape != dot.shape:
+            raise Unsupported(f"a dot epilogue output {out.type_str} of another shape")
+    a = dot.attrs
+    lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    size = lambda x, ds: int(np.prod([x.shape[i] for i in ds], dtype=np.int64))
+    B, M, N, K = size(lhs, lb), size(lhs, lfree), size(rhs, rfree), size(lhs, lc)
+    acc_t = "tl.float64" if dt == F64 else "tl.float32"
+
+    w = Writer()
+    el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
+    w.line(f"# output tile (pid_m, pid_n) of batch b: [{M}, {N}] = [{M}, {K}] @ [{K}, {N}]")
+    w.line("pid = tl.program_id(0)")
+    w.line(f"pid_m = pid // tl.cdiv({N}, BN)")
+    w.line(f"pid_n = pid % tl.cdiv({N}, BN)")
+    w.line("b = tl.program_id(1).to(tl.int64)")
+    w.line("rm = (pid_m.to(tl.int64) * BM + tl.arange(0, BM))[:, None]")
+    w.line("rn = (pid_n.to(tl.int64) * BN + tl.arange(0, BN))[None, :]")
+    bdims = _decompose(w, "b", [lhs.shape[i] for i in lb])
+    mdims = _decompose(w, "rm", [lhs.shape[i] for i in lfree])
+    ndims = _decompose(w, "rn", [rhs.shape[i] for i in rfree])
+    w.line(f"acc = tl.zeros([BM, BN], {acc_t})")
+    w.line(f"for k0 in range(0, {K}, BK):")
+    w.indent += 1
+    w.line("rk_col = (k0 + tl.arange(0, BK)).to(tl.int64)[:, None]")
+    w.line("rk_row = (k0 + tl.arange(0, BK)).to(tl.int64)[None, :]")
+    el.push()
+    el.raw = True
+
+    def operand(x, batch, contract, free, kname, fdims):
+        sub = [0] * x.ndim
+        for d, v in zip(batch, bdims):
+            sub[d] = v
+        for d, v in zip(free, fdims):
+            sub[d] = v
+        for d, v in zip(contract, _decompose(w, kname, [x.shape[i] for i in contract])):
+            sub[d] = v
+        return el.value(x, Index(x.shape, sub))
+
+    el.mask = w.let(f"(rm < {M}) & (rk_row < {K})", "mask")
+    a_tile = operand(lhs, lb, lc, lfree, "rk_row", mdims)
+    el.mask = w.let(f"(rk_col < {K}) & (rn < {N})", "mask")
+    b_tile = operand(rhs, rb, rc, rfree, "rk_col", ndims)
+    precision = ', input_precision="ieee"' if dtypes.name(dt) in ("f32", "f64") else ""
+    w.line(f"acc = tl.dot({a_tile}, {b_tile}, acc{precision}, out_dtype={acc_t})")
+    el.pop()
+    el.raw = False
+    w.indent -= 1
+    w.line("# the epilogue, on the accumulator tile before the one store")
+    product = w.let("acc" if dt == F64 or dtypes.name(dt) == "f32" else narrow("acc", dt),
+                    "prod")
+    el.fixed[dot] = product
+    el.mask = w.let(f"(rm < {M}) & (rn < {N})", "mask")
+    odims = list(bdims) + list(mdims) + list(ndims)
+    out_index = Index(dot.shape, odims, w.let(f"b * {M * N} + rm * {N} + rn", "i"))
+    for j, out in enumerate(body.results):
+        v = el.value(out, out_index)
+        w.line(f"tl.store(out{j} + {out_index.lin}, {store_value(v, out.dtype)}, "
+               f"mask={el.mask})")
+    params = _pointer_params(len(body.params), len(body.results)) + [
+        "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr"]
+    return TritonKernel(
+        name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
+        list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
+        configs.dot_config(M, N, K, dt.itemsize),
+        lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(r.shape, r.dtype) for r in body.results]))
+
+
+def render(fusion):
+    """The Triton kernel of one FUSION instruction; raises Unsupported where it cannot."""
+    from jitlib.fusion.fuse import kernel_summary
+    kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
+    summary = kernel_summary(fusion)
+    if kind == "loop":
+        return render_loop(name, body, summary)
+    if kind == "reduction":
+        return render_reduction(name, body, summary)
+    if kind == "dot":
+        return render_dot(name, body, summary)
+    raise Unsupported(f"{kind} kernels (scans, scatter) are not generated; they run on the "
+                      "interpreter")
