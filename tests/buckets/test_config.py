@@ -1,0 +1,110 @@
+"""Bucket config files: each kind of mistake names the file, the line and the key."""
+import os
+
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib.buckets import BucketConfigError, load
+
+GOOD = """\
+[[bucket]]
+function = "model.forward"
+arg = "x"
+axis = 0
+policy = "pow2"
+min = 1
+max = 4096
+pad_value = 0.0
+"""
+
+
+def _write(tmp_path, text):
+    path = tmp_path / "b.toml"
+    path.write_text(text)
+    return str(path)
+
+
+def test_example_file_loads():
+    root = os.path.dirname(os.path.dirname(os.path.dirname(__file__)))
+    rules = load(os.path.join(root, "examples", "buckets.toml"))
+    assert [r.bucket_for(5) for r in rules] == [8, 64, 8]
+
+
+def test_policies():
+    from jitlib.buckets.config import Source, parse_rule
+    src = Source("x")
+    rule = parse_rule({"function": "f", "arg": "x", "policy": "pow2", "max": 100}, src)
+    assert [rule.bucket_for(n) for n in (1, 2, 3, 5, 64, 65, 100, 101)] == \
+        [1, 2, 4, 8, 64, 100, 100, None]
+    rule = parse_rule({"function": "f", "arg": 0, "multiple_of": 64, "min": 10}, src)
+    assert [rule.bucket_for(n) for n in (1, 64, 65)] == [64, 64, 128]
+    rule = parse_rule({"function": "f", "arg": 0, "sizes": [4, 16]}, src)
+    assert [rule.bucket_for(n) for n in (1, 4, 5, 16, 17)] == [4, 4, 16, 16, None]
+
+
+BAD = {
+    "unknown key": (GOOD.replace("pad_value", "padvalue"), 8, "padvalue"),
+    "bad sizes": (GOOD.replace('policy = "pow2"', "sizes = [8, 4]"), 5, "sizes"),
+    "size past max": (GOOD.replace('policy = "pow2"', "sizes = [8, 8192]"), 5, "sizes"),
+    "unknown policy": (GOOD.replace("pow2", "fibonacci"), 5, "policy"),
+    "negative min": (GOOD.replace("min = 1", "min = -3"), 6, "min"),
+    "two policies": (GOOD.replace("min = 1", "multiple_of = 8"), 6, "multiple_of"),
+    "beyond_max": (GOOD + 'beyond_max = "pad"\n', 9, "beyond_max"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD))
+def test_bad_config_names_file_line_and_key(tmp_path, case):
+    text, line, key = BAD[case]
+    path = _write(tmp_path, "# header comment\n" + text)
+    with pytest.raises(BucketConfigError) as info:
+        load(path)
+    message = str(info.value)
+    assert f"{path}:{line + 1}" in message, message
+    assert f"key {key!r}" in message, message
+
+
+def test_axis_out_of_range_names_the_rule_line(tmp_path):
+    path = _write(tmp_path, GOOD.replace("axis = 0", "axis = 3").replace(
+        "model.forward", "*f"))
+    jitted = jitlib.jit(lambda x: x * 2, backend="interpreter", buckets=path)
+    with pytest.raises(BucketConfigError) as info:
+        jitted(np.ones((3, 2)))
+    assert f"{path}:4" in str(info.value) and "'axis'" in str(info.value)
+
+
+def test_unknown_argument_is_an_error():
+    with pytest.raises(BucketConfigError, match="'y' is not a parameter"):
+        jitlib.jit(lambda x: x, buckets={"arg": "y", "policy": "pow2"})
+
+
+def test_size_past_max(tmp_path, caplog):
+    from jitlib.buckets.runtime import BucketSizeError
+
+    def f(x):
+        return x.sum(axis=0)
+    jitted = jitlib.jit(f, backend="interpreter",
+                        buckets={"arg": "x", "policy": "pow2", "max": 4})
+    x = np.arange(12.0).reshape(6, 2)
+    with caplog.at_level("INFO", logger="jitlib"):
+        np.testing.assert_array_equal(jitted(x), f(x))   # compiled exactly, and logged
+    assert "past max = 4" in caplog.text
+    strict = jitlib.jit(f, backend="interpreter",
+                        buckets={"arg": "x", "policy": "pow2", "max": 4,
+                                 "beyond_max": "error"})
+    with pytest.raises(BucketSizeError, match="past the bucket rule's max = 4"):
+        strict(x)
+
+
+def test_jitlib_buckets_env_matches_qualified_name(tmp_path, monkeypatch):
+    path = _write(tmp_path, GOOD.replace("model.forward", "*.scaled_total"))
+    monkeypatch.setenv("JITLIB_BUCKETS", path)
+
+    def scaled_total(x):
+        return x.mean(axis=0) * 3.0
+    jitted = jitlib.jit(scaled_total, backend="interpreter")
+    for n in range(2, 9):
+        x = np.arange(n * 2.0).reshape(n, 2)
+        np.testing.assert_allclose(jitted(x), scaled_total(x))
+    assert jitted.cache_info().misses == 3     # buckets 2, 4, 8
