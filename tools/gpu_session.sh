@@ -1,0 +1,72 @@
+#!/usr/bin/env bash
+# One GPU session in one call (fits in 9 minutes): versions, the `gpu` tests, the GPU benchmark.
+#
+#   bash tools/gpu_session.sh            # from the repository root; OUT=dir keeps the logs
+#   QUICK=1 bash tools/gpu_session.sh    # the benchmark's --quick mode
+#
+# Everything printed also lands in $OUT (default ./gpu-session-out): session.log,
+# versions.txt, pytest-gpu.log, pytest-gpu.xml, benchmark.log, gpu-<date>.json and .md.
+# Each stage has its own time limit, so a hang in one still leaves the others' results;
+# the exit status is the tests' (0: all gpu tests passed).
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+OUT="${OUT:-$PWD/gpu-session-out}"
+mkdir -p "$OUT"
+export OUT
+export XLA_PYTHON_CLIENT_PREALLOCATE=false   # JAX, torch and jitlib share the GPU
+export PYTHONUNBUFFERED=1
+exec > >(tee -a "$OUT/session.log") 2>&1
+
+stage() { printf '\n===== %s (%s) =====\n' "$1" "$(date -u +%H:%M:%S)"; }
+
+stage "versions"
+{
+    nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm --format=csv \
+        || echo "nvidia-smi failed"
+    nvidia-smi | head -15
+    python --version
+    python - <<'EOF'
+import importlib, importlib.metadata as md
+for dist in ("numpy", "ml_dtypes", "torch", "triton", "jax", "jaxlib", "jax-cuda13-plugin",
+             "cupy-cuda13x", "cuda-bindings", "cuda-core", "cuda-python", "pytest",
+             "hypothesis", "llvmlite"):
+    try:
+        print(f"{dist:20s} {md.version(dist)}")
+    except md.PackageNotFoundError:
+        print(f"{dist:20s} not installed")
+try:
+    import jitlib
+    from jitlib.backends import default_backend_name
+    from jitlib.backends.triton.device import get_device
+    d = get_device()
+    print(f"jitlib device: {d.name} ({d}), stream {d.stream}; default backend: "
+          f"{default_backend_name()}")
+except Exception as e:
+    print(f"jitlib device: FAILED {type(e).__name__}: {e}")
+try:
+    import jax
+    print("jax devices:", jax.devices())
+except Exception as e:
+    print(f"jax devices: FAILED {type(e).__name__}: {e}")
+EOF
+} | tee "$OUT/versions.txt"
+
+stage "pytest -m gpu"
+PYTEST_ARGS=(-m gpu -p no:cacheprovider -rfEs --continue-on-collection-errors
+             --junitxml="$OUT/pytest-gpu.xml")
+# tests/conftest.py only sets hypothesis profiles; without hypothesis, run without it
+python -c "import hypothesis" 2>/dev/null || PYTEST_ARGS+=(--noconftest)
+timeout -k 10 270 python -m pytest "${PYTEST_ARGS[@]}" 2>&1 | tee "$OUT/pytest-gpu.log"
+tests_rc=${PIPESTATUS[0]}
+echo "pytest exit status: $tests_rc"
+
+stage "benchmark"
+BENCH_ARGS=(--budget-s 170)
+[ "${QUICK:-0}" = 1 ] && BENCH_ARGS+=(--quick)
+timeout -k 10 215 python -m benchmarks.gpu "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/benchmark.log"
+echo "benchmark exit status: ${PIPESTATUS[0]}"
+
+stage "done"
+ls -l "$OUT"
+exit "$tests_rc"
