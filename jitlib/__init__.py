@@ -16,9 +16,12 @@ from jitlib.array import Array, from_dlpack  # noqa: E402
 from jitlib.errors import (  # noqa: E402
     JitlibError, JitlibTypeError, ShapeError, TracerConversionError, UnsupportedError)
 from jitlib.transforms.batching_api import vmap  # noqa: E402
+from jitlib.transforms.autodiff import (  # noqa: E402
+    grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp)
 
 __all__ = [
     "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "tree", "Array", "from_dlpack",
     "JitlibError", "JitlibTypeError", "ShapeError", "TracerConversionError",
     "UnsupportedError", "vmap",
+    "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",
 ]

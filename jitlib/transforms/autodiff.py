@@ -1,0 +1,348 @@
+"""The Python-level derivatives: jvp, vjp, grad, value_and_grad, jacfwd, jacrev, hessian.
+
+Each one traces the user's function into a Module (core.trace), rewrites it with
+jvp_module or vjp_module, and runs the result with core.call: inlined into the
+active trace under jit or another transform (so they compose: jit(grad(f)),
+grad(grad(f)), jvp(grad(f), ...)), evaluated by the reference interpreter otherwise.
+
+Only floating-point leaves are differentiated. As in JAX, grad and the Jacobians
+refuse integer or bool inputs (JitlibTypeError); jvp and vjp accept them and give
+them zero (co)tangents of their own dtype, where JAX would give float0 zeros.
+"""
+import numpy as np
+
+from jitlib import errors, tree
+from jitlib.hlo import build, dtypes
+from jitlib.trace.tracer import Tracer, as_instr
+from jitlib.transforms import core
+from jitlib.transforms.jvp import jvp_module
+from jitlib.transforms.vjp import vjp_module
+
+__all__ = ["jvp", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"]
+
+
+# -- shared plumbing
+
+class _Outputs:
+    """Filled in while tracing: the structure of a function's output and aux value."""
+    out_tree = aux_tree = None
+
+
+def _flat_outputs(fun, has_aux):
+    """`fun` returning one flat list, output leaves then aux leaves; the structures
+    are left on the returned _Outputs."""
+    shapes = _Outputs()
+
+    def flat_fun(*args):
+        result = fun(*args)
+        if has_aux:
+            if not (isinstance(result, (tuple, list)) and len(result) == 2):
+                raise errors.JitlibTypeError(
+                    f"{_name(fun)} was given has_aux=True, so it must return a pair "
+                    f"(output, aux), not a {type(result).__name__}")
+            out, aux = result
+        else:
+            out, aux = result, None
+        out_leaves, shapes.out_tree = tree.flatten(out)
+        aux_leaves, shapes.aux_tree = tree.flatten(aux)
+        return list(out_leaves) + list(aux_leaves)
+    return flat_fun, shapes
+
+
+def _name(fun):
+    return getattr(fun, "__name__", None) or type(fun).__name__
+
+
+def _argnums(argnums, nargs, fun):
+    many = isinstance(argnums, (tuple, list))
+    nums = tuple(argnums) if many else (argnums,)
+    for n in nums:
+        if not isinstance(n, (int, np.integer)) or not -nargs <= n < nargs:
+            raise errors.JitlibTypeError(
+                f"argnums={argnums!r} does not name arguments of {_name(fun)}, which was "
+                f"called with {nargs} positional arguments")
+    return tuple(int(n) % nargs for n in nums), many
+
+
+def _leaf_ranges(args):
+    """For each positional argument, (its leaves' range in the flattened args, its tree)."""
+    ranges, start = [], 0
+    for a in args:
+        leaves, td = tree.flatten(a)
+        ranges.append((range(start, start + len(leaves)), td))
+        start += len(leaves)
+    return ranges
+
+
+def _float_leaves(module, ranges, nums, what):
+    """The parameter indices of the arguments `nums`, all of which must be floats."""
+    wrt = []
+    for n in nums:
+        for i in ranges[n][0]:
+            p = module.params[i]
+            if not dtypes.is_float(p.dtype):
+                raise errors.JitlibTypeError(
+                    f"{what} requires floating-point inputs, but argument {n} has dtype "
+                    f"{dtypes.name(p.dtype)}",
+                    hint="convert it with .astype(np.float32), or leave it out of argnums; "
+                         "jitlib.vjp and jitlib.jvp accept integer inputs")
+            wrt.append(i)
+    return wrt
+
+
+def _zero_like_param(p):
+    return np.zeros(p.shape, p.dtype)
+
+
+def _check_like(values, params, what):
+    for v, p in zip(values, params):
+        if tuple(np.shape(v)) != p.shape:
+            raise errors.ShapeError(
+                f"{what} has shape {tuple(np.shape(v))}, but its primal has shape {p.shape}")
+
+
+# -- forward mode
+
+def jvp(fun, primals, tangents, has_aux=False):
+    """(fun(*primals), the directional derivative of fun at primals along tangents).
+
+    `primals` and `tangents` are tuples (or lists) of the same structure; with
+    has_aux, fun returns (output, aux) and the result is (output, tangent, aux).
+    """
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise errors.JitlibTypeError("jvp takes primals and tangents as tuples or lists",
+                                     hint="write jitlib.jvp(f, (x,), (t,))")
+    flat_fun, shapes = _flat_outputs(fun, has_aux)
+    traced = core.trace(flat_fun, tuple(primals), name=_name(fun))
+    flat_primals = tree.leaves(tuple(primals))
+    flat_tangents, t_tree = tree.flatten(tuple(tangents))
+    if t_tree != traced.in_tree:
+        raise errors.JitlibTypeError(
+            f"jvp: tangents have structure {t_tree}, primals {traced.in_tree}",
+            hint="pass one tangent per primal, in the same containers")
+    module = traced.module
+    _check_like(flat_tangents, module.params, "a tangent")
+    wrt = [i for i, p in enumerate(module.params) if dtypes.is_float(p.dtype)]
+    results = core.call(jvp_module(module, wrt),
+                        list(flat_primals) + [flat_tangents[i] for i in wrt])
+    n_out, n_res = shapes.out_tree.num_leaves, len(module.results)
+    out = tree.unflatten(shapes.out_tree, results[:n_out])
+    tangent = tree.unflatten(shapes.out_tree, results[n_res:n_res + n_out])
+    if has_aux:
+        return out, tangent, tree.unflatten(shapes.aux_tree, results[n_out:n_res])
+    return out, tangent
+
+
+# -- reverse mode
+
+def vjp(fun, *primals, has_aux=False):
+    """(fun(*primals), vjp_fn): vjp_fn(cotangent) pulls a cotangent of the output back
+    to a tuple of cotangents, one per primal. With has_aux: (output, vjp_fn, aux)."""
+    flat_fun, shapes = _flat_outputs(fun, has_aux)
+    traced = core.trace(flat_fun, primals, name=_name(fun))
+    module = traced.module
+    flat_primals = tree.leaves(tuple(primals))
+    results = core.call(module, flat_primals)
+    n_out = shapes.out_tree.num_leaves
+    out_tree = shapes.out_tree
+    wrt = [i for i, p in enumerate(module.params) if dtypes.is_float(p.dtype)]
+    seeded = [i for i in range(n_out) if dtypes.is_float(module.results[i].dtype)]
+    backward = vjp_module(module, wrt, seeded)
+
+    def vjp_fn(cotangent):
+        flat_ct, ct_tree = tree.flatten(cotangent)
+        if ct_tree != out_tree:
+            raise errors.JitlibTypeError(
+                f"the cotangent has structure {ct_tree}, but {_name(fun)}'s output has "
+                f"structure {out_tree}", hint="pass one cotangent per output leaf")
+        _check_like(flat_ct, module.results, "a cotangent")
+        grads = core.call(backward, list(flat_primals) + [flat_ct[i] for i in seeded])
+        grads = dict(zip(wrt, grads[len(module.results):]))
+        flat = [grads[i] if i in grads else _zero_like_param(p)
+                for i, p in enumerate(module.params)]
+        return tree.unflatten(traced.in_tree, flat)
+
+    out = tree.unflatten(out_tree, results[:n_out])
+    if has_aux:
+        return out, vjp_fn, tree.unflatten(shapes.aux_tree, results[n_out:])
+    return out, vjp_fn
+
+
+def value_and_grad(fun, argnums=0, has_aux=False):
+    """A function returning (fun(*args), the gradient of fun's scalar output with
+    respect to the arguments `argnums`); with has_aux, ((output, aux), gradient)."""
+
+    def value_and_grad_fun(*args, **kwargs):
+        nums, many = _argnums(argnums, len(args), fun)
+        flat_fun, shapes = _flat_outputs(_with_kwargs(fun, kwargs), has_aux)
+        traced = core.trace(flat_fun, args, name=_name(fun))
+        module = traced.module
+        out = _scalar_output(module, shapes, fun)
+        ranges = _leaf_ranges(args)
+        wrt = _float_leaves(module, ranges, nums, "grad")
+        backward = vjp_module(module, wrt, seeded=[0])
+        results = core.call(backward, tree.leaves(tuple(args)) + [np.ones((), out.dtype)])
+        n_res = len(module.results)
+        grads = dict(zip(wrt, results[n_res:]))
+        per_arg = tuple(tree.unflatten(ranges[n][1], [grads[i] for i in ranges[n][0]])
+                        for n in nums)
+        value = results[0]
+        if has_aux:
+            value = (value, tree.unflatten(shapes.aux_tree, results[1:n_res]))
+        return value, per_arg if many else per_arg[0]
+
+    value_and_grad_fun.__name__ = f"value_and_grad_{_name(fun)}"
+    return value_and_grad_fun
+
+
+def grad(fun, argnums=0, has_aux=False):
+    """The gradient of fun's scalar output with respect to the arguments `argnums`
+    (an int, or a tuple giving a tuple of gradients); with has_aux, (gradient, aux)."""
+    both = value_and_grad(fun, argnums, has_aux)
+
+    def grad_fun(*args, **kwargs):
+        value, g = both(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    grad_fun.__name__ = f"grad_{_name(fun)}"
+    return grad_fun
+
+
+def _with_kwargs(fun, kwargs):
+    if not kwargs:
+        return fun
+
+    def bound(*args):
+        return fun(*args, **kwargs)
+    bound.__name__ = _name(fun)
+    return bound
+
+
+def _scalar_output(module, shapes, fun):
+    if shapes.out_tree.num_leaves != 1:
+        raise errors.JitlibTypeError(
+            f"grad needs {_name(fun)} to return one scalar, but it returned "
+            f"{shapes.out_tree.num_leaves} arrays ({shapes.out_tree})",
+            hint="use jitlib.vjp or jitlib.jacrev for several outputs, or has_aux=True "
+                 "to return extra values")
+    out = module.results[0]
+    if out.shape != ():
+        raise errors.JitlibTypeError(
+            f"grad is defined only for scalar-output functions; {_name(fun)} returned "
+            f"shape {out.shape}",
+            hint="reduce the output (np.sum, np.mean), or use jitlib.jacrev / jitlib.vjp")
+    if not dtypes.is_float(out.dtype):
+        raise errors.JitlibTypeError(
+            f"grad requires a floating-point output, but {_name(fun)} returned "
+            f"{dtypes.name(out.dtype)}")
+    return out
+
+
+# -- Jacobians
+
+def jacfwd(fun, argnums=0, has_aux=False):
+    """The Jacobian of fun by forward mode: one jvp per input element. Each output leaf
+    maps to arrays of shape out.shape + in.shape (per argument, as argnums says)."""
+    return _jacobian(fun, argnums, has_aux, forward=True)
+
+
+def jacrev(fun, argnums=0, has_aux=False):
+    """The Jacobian of fun by reverse mode: one vjp per output element."""
+    return _jacobian(fun, argnums, has_aux, forward=False)
+
+
+def hessian(fun, argnums=0, has_aux=False):
+    """The Hessian of a scalar function: jacfwd of jacrev, as in JAX."""
+    return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
+
+
+def _jacobian(fun, argnums, has_aux, forward):
+    what = "jacfwd" if forward else "jacrev"
+
+    def jacobian_fun(*args):
+        nums, many = _argnums(argnums, len(args), fun)
+        flat_fun, shapes = _flat_outputs(fun, has_aux)
+        ranges = _leaf_ranges(args)
+
+        def blocks(*traced_args):
+            # Traced as one Module, so eager calls evaluate it once and every basis
+            # vector shares the forward pass (instructions are interned).
+            traced = core.trace(flat_fun, traced_args, name=_name(fun))
+            wrt = _float_leaves(traced.module, ranges, nums, what)
+            flat = tree.leaves(tuple(traced_args))
+            n_out = shapes.out_tree.num_leaves
+            pieces = (_forward_blocks if forward else _reverse_blocks)(
+                traced.module, flat, wrt, n_out)
+            aux = core.call(traced.module, flat)[n_out:]
+            return [pieces[o][i] for o in range(n_out) for i in wrt] + list(aux)
+
+        outer = core.trace(blocks, args, name=f"{what}_{_name(fun)}")
+        results = core.call(outer.module, tree.leaves(tuple(args)))
+        n_out = shapes.out_tree.num_leaves
+        n_wrt = sum(len(ranges[n][0]) for n in nums)
+        per_out = []
+        for o in range(n_out):
+            row = iter(results[o * n_wrt:(o + 1) * n_wrt])
+            per_arg = tuple(tree.unflatten(ranges[n][1], [next(row) for _ in ranges[n][0]])
+                            for n in nums)
+            per_out.append(per_arg if many else per_arg[0])
+        jac = tree.unflatten(shapes.out_tree, per_out)
+        if has_aux:
+            return jac, tree.unflatten(shapes.aux_tree, results[n_out * n_wrt:])
+        return jac
+
+    jacobian_fun.__name__ = f"{what}_{_name(fun)}"
+    return jacobian_fun
+
+
+def _basis(shape, dtype):
+    """One-hot arrays of `shape`, one per element, in row-major order."""
+    size = int(np.prod(shape, dtype=np.int64))
+    return [np.eye(1, size, e, dtype=dtype).reshape(shape) for e in range(size)]
+
+
+def _stack(columns, lead_shape, shape, dtype):
+    """Tracers of `shape`, one per element of `lead_shape`, as one array of
+    lead_shape + shape."""
+    if not columns:
+        return Tracer(build.full(0, tuple(lead_shape) + tuple(shape), dtype))
+    rows = [build.reshape(as_instr(c), (1,) + tuple(shape)) for c in columns]
+    return Tracer(build.reshape(build.concatenate(rows, 0), tuple(lead_shape) + tuple(shape)))
+
+
+def _forward_blocks(module, flat, wrt, n_out):
+    """J[o][i] (out_o.shape + in_i.shape) from one jvp per element of each input i."""
+    pieces = [{} for _ in range(n_out)]
+    n_res = len(module.results)
+    for i in wrt:
+        p = module.params[i]
+        pushed = jvp_module(module, [i])
+        columns = [core.call(pushed, list(flat) + [e])[n_res:n_res + n_out]
+                   for e in _basis(p.shape, p.dtype)]
+        for o in range(n_out):
+            out = module.results[o]
+            stacked = _stack([c[o] for c in columns], p.shape, out.shape, out.dtype)
+            # stacked is in.shape + out.shape; a Jacobian is out.shape + in.shape
+            perm = [len(p.shape) + d for d in range(out.ndim)] + list(range(len(p.shape)))
+            pieces[o][i] = Tracer(build.transpose(as_instr(stacked), perm))
+    return pieces
+
+
+def _reverse_blocks(module, flat, wrt, n_out):
+    """J[o][i] (out_o.shape + in_i.shape) from one vjp per element of each output o."""
+    pieces = [{} for _ in range(n_out)]
+    n_res = len(module.results)
+    for o in range(n_out):
+        out = module.results[o]
+        if not dtypes.is_float(out.dtype):
+            for i in wrt:
+                p = module.params[i]
+                pieces[o][i] = Tracer(build.full(0, out.shape + p.shape, p.dtype))
+            continue
+        pulled = vjp_module(module, wrt, [o])
+        rows = [core.call(pulled, list(flat) + [e])[n_res:]
+                for e in _basis(out.shape, out.dtype)]
+        for k, i in enumerate(wrt):
+            p = module.params[i]
+            pieces[o][i] = _stack([r[k] for r in rows], out.shape, p.shape, p.dtype)
+    return pieces
