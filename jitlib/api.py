@@ -60,12 +60,20 @@ class Lowered:
     def as_text(self, stage="traced"):
         """IR text. stage="traced": the Module as traced. stage="optimized": after
         simplification and fusion, one `fusion` op per kernel, headed by one comment
-        line per kernel naming the user lines it covers."""
+        line per kernel naming the user lines it covers. stage="kernels": the backend's
+        generated source per kernel (backend="gpu": Triton, with each file's path)."""
         from jitlib.hlo.printer import print_module
         if stage == "traced":
             return print_module(self.module, short_locs=True)
+        if stage == "kernels":   # the generated source of each kernel, where the backend has it
+            from jitlib.backends import get_backend
+            backend = get_backend(self.backend)
+            if not hasattr(backend, "kernel_sources"):
+                raise ValueError(f"backend {self.backend!r} has no kernel sources; "
+                                 "use backend='gpu'")
+            return backend.kernel_sources(self.module)
         if stage != "optimized":
-            raise ValueError(f"stage must be 'traced' or 'optimized', got {stage!r}")
+            raise ValueError(f"stage must be 'traced', 'optimized' or 'kernels', got {stage!r}")
         from jitlib.fusion.fuse import kernel_summary
         from jitlib.hlo.ops import Op
         optimized = self.optimized()

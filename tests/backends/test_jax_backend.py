@@ -168,10 +168,8 @@ def test_import_does_not_load_jax():
 def test_registry():
     assert backends.get_backend("jax") is JAX and JAX.name == "jax"
     assert backends.get_backend("interpreter").name == "interpreter"
-    assert set(backends.available_backends()) == {"interpreter", "jax", "cpu"}
-    assert backends.default_backend_name() == "cpu"   # until the GPU backend is built
-    with pytest.raises(UnsupportedError, match="Triton GPU backend is not built yet"):
-        backends.get_backend("gpu")
+    assert set(backends.available_backends()) == {"interpreter", "jax", "cpu", "gpu"}
+    assert backends.get_backend("gpu").name == "gpu"
     with pytest.raises(ValueError, match="interpreter, jax, cpu, gpu"):
         backends.get_backend("tpu")
 

@@ -177,7 +177,9 @@ def _round(w, instr, x):
 
 
 def _not(w, instr, x):
-    return f"~{x}"
+    if instr.dtype == dtypes.BOOL:
+        return f"{x} == 0"
+    return f"{x} ^ {_lit(instr, -1)}"   # all ones (Triton's ~ overflows unsigned constants)
 
 
 def _is_finite(w, instr, x):

@@ -56,6 +56,8 @@ def literal(value, dt, shape="[]"):
         return f"tl.full({shape}, {int(bool(value))}, tl.int1)"
     if dtypes.is_integer(dt):
         v = int(value)
+        if dtypes.is_unsigned(dt):
+            v &= (1 << (8 * dt.itemsize)) - 1   # -1 means all ones, as NumPy wraps
         if dt == np.uint64 and v >= 1 << 63:
             return f"tl.full({shape}, {v - (1 << 64)}, tl.int64).to(tl.uint64, bitcast=True)"
         return f"tl.full({shape}, {v}, {ty})"
