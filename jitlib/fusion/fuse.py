@@ -113,6 +113,8 @@ class _Fuser:
                 self.users[operand].append(instr)
         self.results = set(module.results)
         self.groups_of = {}       # instr -> [Group]; several when duplicated
+        # kernels the module already has (FUSION, GET_OUTPUT): kept as they are, in no group
+        self.kept = []
         self.duplicated = set()   # computed inside each consumer kernel, never an output
         self.decisions = []
 
@@ -124,6 +126,10 @@ class _Fuser:
         self._merge_siblings()
 
     def _place(self, instr):
+        if instr.op in O.KERNEL:   # fusions do not nest: an existing kernel stays one
+            self.groups_of[instr] = []
+            self.kept.append(instr)
+            return
         consumer_groups = []
         for user in self.users[instr]:
             for g in self.groups_of[user]:
@@ -349,14 +355,26 @@ class _Fuser:
         while stack:
             g = stack.pop()
             for out in self._outputs_of(g.members):
-                for user in self.users[out]:
-                    for ug in self.groups_of[user]:
-                        if ug is dst:
-                            return True
-                        if ug not in seen:
-                            seen.add(ug)
-                            stack.append(ug)
+                for ug in self._reader_groups(out):
+                    if ug is dst:
+                        return True
+                    if ug not in seen:
+                        seen.add(ug)
+                        stack.append(ug)
         return False
+
+    def _reader_groups(self, value):
+        """The kernels that read `value`, looking through kept kernels to their readers."""
+        stack, seen = list(self.users[value]), set()
+        while stack:
+            user = stack.pop()
+            if user in seen:
+                continue
+            seen.add(user)
+            if user.op in O.KERNEL:
+                stack.extend(self.users[user])
+            else:
+                yield from self.groups_of[user]
 
     def _merge(self, a, b):
         a.members |= b.members
@@ -387,20 +405,32 @@ class _Fuser:
         done, value_of, kernels = set(), {}, []
         for p in self.module.params:
             value_of[p] = p
-        pending = list(groups)
+        pending = list(groups) + self.kept
         while pending:
             ready = [g for g in pending
                      if all(i.op in (Op.PARAMETER, Op.CONSTANT) or i in value_of
-                            for i in self._inputs_of(g))]
+                            for i in self._needs(g))]
             if not ready:
                 raise AssertionError("fusion formed a cycle between kernels")
-            ready.sort(key=lambda g: min(self.position[m] for m in g.members))
+            ready.sort(key=self._first_position)
             group = ready[0]
             pending.remove(group)
-            kernels.append(self._emit(group, value_of, len(kernels)))
+            if isinstance(group, Group):
+                kernels.append(self._emit(group, value_of, len(kernels)))
+            else:
+                value_of[group] = B.make(group.op, [value_of.get(o, o) for o in group.operands],
+                                         group.attrs, loc=group.loc)
             done.add(group)
         results = [value_of.get(r, r) for r in self.module.results]
         return Module(self.module.name, self.module.params, results), kernels
+
+    def _needs(self, item):
+        return self._inputs_of(item) if isinstance(item, Group) else item.operands
+
+    def _first_position(self, item):
+        if isinstance(item, Group):
+            return min(self.position[m] for m in item.members)
+        return self.position[item]
 
     def _emit(self, group, value_of, index):
         members = sorted(group.members, key=self.position.get)

@@ -1,0 +1,92 @@
+"""Which results of a module every correct backend must reproduce bit for bit.
+
+Each value of a module gets one class, from its op and its operands' classes:
+
+    EXACT     computed by ops whose answer is fixed by IEEE rounding of each step
+              (integer, comparison, select, data movement, +-*/, sqrt...): bitwise
+    APPROX    a float that an approximate op fed (libm math, sums and dots whose order
+              of accumulation is free) through continuous ops: equal within tolerance
+    UNSTABLE  anything an approximate value reaches through a jump (a comparison,
+              floor, a float-to-integer convert, an index): one ulp upstream can flip
+              it, so only its shape and dtype are comparable
+
+The sign of a zero is also free where the order of combining is: max/min reductions and
+scans, and scatters, may pick either of -0.0 and 0.0 (`order_free_zero_sign`).
+"""
+from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+EXACT, APPROX, UNSTABLE = "exact", "approx", "unstable"
+
+# Float ops whose results depend on the implementation or on the order of accumulation.
+APPROXIMATE_OPS = frozenset({
+    Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.RSQRT, Op.TANH, Op.LOGISTIC, Op.SIN, Op.COS,
+    Op.TAN, Op.POW, Op.ATAN2, Op.REDUCE_SUM, Op.REDUCE_PROD, Op.DOT_GENERAL, Op.CUMSUM,
+    Op.CUMPROD,
+})
+# Float ops that jump: a tiny change of the operand can change the result by a lot.
+DISCONTINUOUS = frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.SIGN, Op.REM})
+# Ops whose zero sign depends on the order in which they combine elements.
+ORDER_FREE_SIGN = O.REDUCE | O.CUMULATIVE | {Op.SCATTER}
+_RANK = {EXACT: 0, APPROX: 1, UNSTABLE: 2}
+
+
+def classify(module, param_classes=None):
+    """{value: class} for every instruction of `module` (fusion bodies analysed inside)."""
+    classes = {}
+    for n, p in enumerate(module.params):
+        classes[p] = param_classes[n] if param_classes else EXACT
+    for instr in module.instructions:
+        if instr in classes:
+            continue
+        classes[instr] = _class_of(instr, [classes[o] for o in instr.operands])
+    return classes
+
+
+def _class_of(instr, operand_classes):
+    if instr.op is Op.FUSION:
+        body = instr.attrs["body"]
+        inner = classify(body, operand_classes)
+        outs = [inner[r] for r in body.results]
+        return tuple(outs) if len(outs) > 1 else outs[0]
+    if instr.op is Op.GET_OUTPUT:   # of a multi-output fusion: a tuple of classes
+        kernel = operand_classes[0]
+        return kernel[instr.attrs["index"]] if isinstance(kernel, tuple) else kernel
+    worst = max(operand_classes, key=_RANK.get, default=EXACT)
+    if worst == UNSTABLE:
+        return UNSTABLE
+    approx_in = worst == APPROX
+    if approx_in:
+        if not dtypes.is_float(instr.dtype) or instr.op in DISCONTINUOUS:
+            return UNSTABLE
+        if instr.op in (Op.SELECT, Op.GATHER, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE,
+                        Op.SCATTER) and _index_is_approx(instr, operand_classes):
+            return UNSTABLE
+        return APPROX
+    if instr.op in APPROXIMATE_OPS and dtypes.is_float(instr.dtype):
+        return APPROX
+    return EXACT
+
+
+def _index_is_approx(instr, operand_classes):
+    # The data operands may be approximate; a predicate or index may not.
+    data = {Op.SELECT: (1, 2), Op.GATHER: (0,), Op.DYNAMIC_SLICE: (0,),
+            Op.DYNAMIC_UPDATE_SLICE: (0, 1), Op.SCATTER: (0, 2)}[instr.op]
+    return any(c != EXACT for i, c in enumerate(operand_classes) if i not in data)
+
+
+def result_classes(module):
+    """One class per result of `module`."""
+    classes = classify(module)
+    return [classes[r] for r in module.results]
+
+
+def order_free_zero_sign(module):
+    """Whether some op of `module` (fusion bodies included) may pick either zero sign."""
+    for instr in module.instructions:
+        if instr.op in ORDER_FREE_SIGN:
+            return True
+        if instr.op is Op.FUSION and order_free_zero_sign(instr.attrs["body"]):
+            return True
+    return False

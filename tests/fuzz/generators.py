@@ -1,0 +1,73 @@
+"""The fuzz generators by name: a hypothesis strategy each, and how to check what it draws.
+
+    ir        random IR modules over every plain op (tests/ir_strategies.programs)
+    ir_exact  the same without approximate ops: every result compared bit for bit
+    fused     random modules already cut into fusions (ir_strategies.fused_programs)
+    numpy     random NumPy programs (numpy_programs), traced by jitlib, and checked
+              against eager NumPy as well as across the backends
+"""
+import copy
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+import ir_strategies as irs
+import jitlib
+from jitlib.errors import UnsupportedError
+from jitlib.hlo import ops as O
+from jitlib.hlo.ops import Op
+
+from . import oracle
+from .exactness import APPROXIMATE_OPS
+from .numpy_programs import numpy_programs
+
+
+@dataclasses.dataclass(frozen=True)
+class Generator:
+    name: str
+    strategy: object
+    check: Callable    # (case, variants) -> oracle.Verdict; raises oracle.Mismatch
+
+
+def _check_ir(case, variants):
+    module, inputs = case
+    return oracle.check_program(module, inputs, variants)
+
+
+def _check_numpy(program, variants):
+    """Trace `program`, then compare eager NumPy and every variant with the interpreter."""
+    fn = program.function()
+    with np.errstate(all="ignore"):
+        eager = fn(*copy.deepcopy(program.args))
+    try:
+        module = jitlib.make_ir(fn)(*program.args)
+    except UnsupportedError as e:
+        verdict = oracle.Verdict()
+        verdict.skipped["trace"] = f"unsupported: {e.message}"
+        return verdict
+    except Exception as e:   # noqa: BLE001 - NumPy ran it, so tracing must too
+        raise oracle.Mismatch("trace", f"raised {type(e).__name__}: {e}",
+                              _placeholder(program), []) from e
+    inputs = [np.asarray(a, dtype=p.dtype) for a, p in zip(program.args, module.params)]
+    leaves = [np.asarray(x) for x in jitlib.tree.leaves(eager)]
+    try:
+        return oracle.check_program(module, inputs, variants, extra={"numpy": leaves})
+    except oracle.Mismatch as m:
+        m.args = (f"{m.args[0]}\nNumPy program:\n{program}",)
+        raise
+
+
+def _placeholder(program):
+    from jitlib.hlo.ir import Module
+    return Module("untraced", [], [])
+
+
+EXACT_OPS = [op for op in Op if op not in APPROXIMATE_OPS and op not in O.KERNEL]
+
+GENERATORS = {g.name: g for g in (
+    Generator("ir", irs.programs(), _check_ir),
+    Generator("ir_exact", irs.programs(ops=EXACT_OPS), _check_ir),
+    Generator("fused", irs.fused_programs(), _check_ir),
+    Generator("numpy", numpy_programs(), _check_numpy),
+)}

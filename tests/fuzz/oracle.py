@@ -1,0 +1,205 @@
+"""The one differential oracle every fuzz generator, the CI run and the long run share.
+
+`check_program(module, inputs)` runs `module` on the reference interpreter and on every
+variant, and raises `Mismatch` (an AssertionError that shows the module as IR text and
+its inputs) at the first disagreement:
+
+    optimized   the interpreter on `jitlib.fusion.optimize(module)`: the optimizer alone
+    jax         the JAX backend (the oracle backend)
+    cpu         the LLVM backend (it optimizes, then compiles each kernel)
+    gpu         the Triton backend, where it is registered and a CUDA GPU is visible
+
+`extra` adds results computed elsewhere (eager NumPy, for a traced program) to compare
+with the interpreter the same way. What "agree" means per result comes from
+`exactness`: bitwise for exact results (any NaN equals any NaN), a per-dtype tolerance
+for approximate floats with NaNs and infinities in the same places, only the type for
+results an approximate value reaches through a jump.
+
+Known differences that are no bug, and how they are handled:
+- XLA on the CPU flushes subnormal f32/f64/bf16 values to zero: when any value the
+  interpreter computes is subnormal, the jax variant is skipped for that program.
+- A backend may refuse a program with `jitlib.errors.UnsupportedError`: that is
+  recorded as a skip with its reason, not a failure. Any other exception is a failure.
+"""
+import dataclasses
+import traceback
+
+import numpy as np
+
+from jitlib import backends
+from jitlib.errors import UnsupportedError
+from jitlib.hlo import dtypes
+from jitlib.hlo.interpreter import evaluate
+from jitlib.hlo.ir import Module, is_multi_output
+from jitlib.hlo.ops import Op
+from jitlib.hlo.printer import print_module
+
+from . import exactness as X
+
+# (rtol, atol) for approximate float results after a few chained steps: looser than
+# jitlib.testing.TOLERANCES, which is for one step.
+APPROX_TOLERANCE = {
+    np.dtype(np.float16): (1e-2, 1e-2),
+    dtypes.bfloat16: (5e-2, 5e-2),
+    np.dtype(np.float32): (1e-4, 1e-5),
+    np.dtype(np.float64): (1e-9, 1e-12),
+}
+# Dtypes XLA's CPU code flushes to zero when subnormal.
+_FLUSHED = {np.dtype(np.float32), np.dtype(np.float64), dtypes.bfloat16}
+
+
+def default_variants():
+    """The variants this machine can run: optimized, jax, cpu, and gpu where possible."""
+    names = ["optimized"]
+    available = backends.available_backends()
+    names += [b for b in ("jax", "cpu") if b in available]
+    if "gpu" in available and backends.default_backend_name() == "gpu":
+        names.append("gpu")
+    return tuple(names)
+
+
+class Mismatch(AssertionError):
+    """A variant disagreed with the reference (or crashed) on a program."""
+
+    def __init__(self, variant, what, module, inputs):
+        self.variant, self.what, self.module, self.inputs = variant, what, module, inputs
+        super().__init__(f"{variant}: {what}\n{describe(module, inputs)}")
+
+    @property
+    def signature(self):
+        """What kind of failure this is, for telling findings apart (not values)."""
+        return f"{self.variant}: {self.what.split(':')[0]}"
+
+
+@dataclasses.dataclass
+class Verdict:
+    """What ran: the variants compared, and those skipped with why."""
+    compared: list = dataclasses.field(default_factory=list)
+    skipped: dict = dataclasses.field(default_factory=dict)
+
+
+def check_program(module, inputs, variants=None, extra=None):
+    """Raise `Mismatch` unless every variant agrees with the interpreter on `module`.
+
+    `extra` maps a name to results computed elsewhere, compared the same way.
+    Returns a `Verdict`.
+    """
+    variants = default_variants() if variants is None else tuple(variants)
+    inputs = [np.asarray(x) for x in inputs]
+    verdict = Verdict()
+    want = _run("interpreter", lambda: evaluate(module, inputs), module, inputs)
+    classes = X.result_classes(module)
+    free_sign = X.order_free_zero_sign(module)
+    results = dict(extra or {})
+    for name in variants:
+        if name == "jax" and has_subnormals(module, inputs):
+            verdict.skipped[name] = "a value is subnormal; XLA on the CPU flushes it"
+            continue
+        try:
+            results[name] = _run(name, lambda: run_variant(name, module, inputs),
+                                 module, inputs)
+        except _Refused as why:
+            verdict.skipped[name] = str(why)
+    for name, got in results.items():
+        _compare_all(name, got, want, classes, free_sign, module, inputs)
+        verdict.compared.append(name)
+    return verdict
+
+
+def run_variant(name, module, inputs):
+    """`module`'s results under variant `name`."""
+    if name == "optimized":
+        from jitlib.fusion import optimize
+        return evaluate(optimize(module), inputs)
+    return backends.get_backend(name).compile(module)(*inputs)
+
+
+class _Refused(Exception):
+    pass
+
+
+def _run(name, thunk, module, inputs):
+    try:
+        return list(thunk())
+    except UnsupportedError as e:
+        if name == "interpreter":
+            raise
+        raise _Refused(f"unsupported: {e.message}") from None
+    except Exception as e:   # noqa: BLE001 - a crash on a valid program is a finding
+        frames = traceback.format_exception(e, limit=-3)
+        raise Mismatch(name, f"raised {type(e).__name__}: {e}\n{''.join(frames)}",
+                       module, inputs) from e
+
+
+def _compare_all(name, got, want, classes, free_sign, module, inputs):
+    if len(got) != len(want):
+        raise Mismatch(name, f"returned {len(got)} results, expected {len(want)}",
+                       module, inputs)
+    for i, (g, w, cls) in enumerate(zip(got, want, classes)):
+        why = compare(np.asarray(g), w, cls, zero_sign=not free_sign)
+        if why is not None:
+            raise Mismatch(name, f"result {i} ({cls}) differs: {why}", module, inputs)
+
+
+def compare(got, want, cls, zero_sign=True):
+    """Why `got` does not match the reference `want` for a result of class `cls`, or None."""
+    if got.dtype != want.dtype or got.shape != want.shape:
+        return (f"type {dtypes.name(got.dtype) if dtypes.is_supported(got.dtype) else got.dtype}"
+                f"{list(got.shape)}, expected {dtypes.name(want.dtype)}{list(want.shape)}")
+    if cls == X.UNSTABLE:
+        return None
+    if not dtypes.is_float(want.dtype):
+        bad = got != want
+        return _show(bad, got, want, "") if bad.any() else None
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    g_nan, w_nan = np.isnan(g), np.isnan(w)
+    if (g_nan != w_nan).any():
+        return _show(g_nan != w_nan, got, want, "NaN in different places")
+    if cls == X.EXACT:
+        bad = (g != w) & ~w_nan
+        if zero_sign:
+            bad |= (w == 0) & (np.signbit(g) != np.signbit(w))
+        return _show(bad, got, want, "not bit-equal") if bad.any() else None
+    rtol, atol = APPROX_TOLERANCE[want.dtype]
+    finite = np.isfinite(g) & np.isfinite(w)
+    with np.errstate(all="ignore"):
+        close = np.abs(g - w) <= atol + rtol * np.abs(w)
+    bad = np.where(finite, ~close, (g != w) & ~w_nan)
+    return _show(bad, got, want, f"beyond rtol={rtol:g}, atol={atol:g}") if bad.any() else None
+
+
+def _show(bad, got, want, what, limit=4):
+    where = np.argwhere(np.atleast_1d(bad))[:limit]
+    g, w = np.atleast_1d(got), np.atleast_1d(want)
+    pairs = ", ".join(f"at {tuple(int(i) for i in ix) if got.ndim else ()}: "
+                      f"{g[tuple(ix)]!r} vs {w[tuple(ix)]!r}" for ix in where)
+    head = f"{what}; " if what else ""
+    return f"{head}{int(np.sum(bad))}/{bad.size} elements; {pairs}"
+
+
+def has_subnormals(module, inputs):
+    """Whether any value `module` computes on `inputs` (fusion bodies too) is a subnormal
+    of a dtype XLA's CPU code flushes."""
+    values = [i for i in module.instructions if not is_multi_output(i)]
+    if not values:
+        return False
+    env = dict(zip(values, evaluate(Module("all", module.params, values), inputs)))
+    for v in env.values():
+        if v.dtype in _FLUSHED and v.size:
+            wide = np.abs(v.astype(np.float64))
+            if np.any((wide > 0) & (wide < float(dtypes.finfo(v.dtype).tiny))):
+                return True
+    return any(has_subnormals(i.attrs["body"], [env[x] for x in i.operands])
+               for i in module.instructions if i.op is Op.FUSION)
+
+
+def describe(module, inputs):
+    """The module as IR text and its inputs, for a failure message."""
+    lines = [print_module(module), "inputs:"]
+    with np.printoptions(threshold=64, edgeitems=4, linewidth=100):
+        for p, x in zip(module.params, inputs):
+            text = np.array2string(np.asarray(x).astype(np.float64)
+                                   if x.dtype == dtypes.bfloat16 else np.asarray(x))
+            lines.append(f"  %{p.attrs['name']}: {p.type_str} = "
+                         + text.replace("\n", "\n    "))
+    return "\n".join(lines)

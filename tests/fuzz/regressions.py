@@ -1,0 +1,65 @@
+"""Regression files: a shrunk failing program kept as IR text plus its inputs.
+
+    regressions/NAME.hlo   comment lines (`# key: value`), then the module as IR text
+    regressions/NAME.npz   one array per parameter, in order, as raw bits (so bfloat16
+                           and NaN payloads survive), keyed p0, p1, ...
+
+Header keys: `found-by` (generator and date), `variant` and `what` (the failure as first
+seen), and `xfail` (a reason): a program that shows a bug in code owned elsewhere is kept
+as an expected failure until that code is fixed; the replay test marks it strict, so it
+turns red the day the bug is fixed and the line must go.
+"""
+import datetime
+import hashlib
+import pathlib
+
+import numpy as np
+
+from jitlib.hlo.parser import parse_module
+from jitlib.hlo.printer import print_module
+
+DIRECTORY = pathlib.Path(__file__).parent / "regressions"
+
+
+def save(mismatch, found_by, directory=DIRECTORY, xfail=None):
+    """Write `mismatch`'s module and inputs as NAME.hlo + NAME.npz; return the .hlo path."""
+    text = print_module(mismatch.module)
+    name = f"{found_by}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
+    directory = pathlib.Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    header = {"found-by": f"{found_by}, {datetime.date.today().isoformat()}",
+              "variant": mismatch.variant,
+              "what": mismatch.what.splitlines()[0]}
+    if xfail:
+        header["xfail"] = xfail
+    lines = [f"# {key}: {value}" for key, value in header.items()]
+    path = directory / f"{name}.hlo"
+    path.write_text("\n".join(lines + [text]) + "\n")
+    np.savez(directory / f"{name}.npz",
+             **{f"p{i}": _bits(x) for i, x in enumerate(mismatch.inputs)})
+    return path
+
+
+def load(path):
+    """(module, inputs, header) from a .hlo file and the .npz beside it."""
+    path = pathlib.Path(path)
+    text = path.read_text()
+    header = {}
+    for line in text.splitlines():
+        if line.startswith("# ") and ":" in line:
+            key, _, value = line[2:].partition(":")
+            header[key.strip()] = value.strip()
+    module = parse_module(text)
+    with np.load(path.with_suffix(".npz")) as stored:
+        inputs = [stored[f"p{i}"].view(p.dtype).reshape(p.shape)
+                  for i, p in enumerate(module.params)]
+    return module, inputs, header
+
+
+def all_files(directory=DIRECTORY):
+    return sorted(pathlib.Path(directory).glob("*.hlo"))
+
+
+def _bits(x):
+    x = np.ascontiguousarray(x)
+    return x.view(f"u{x.dtype.itemsize}") if x.dtype != np.bool_ else x

@@ -1,0 +1,115 @@
+"""The bounded fuzz run (a few hundred programs, every generator, every variant), the
+replay of saved regressions, and tests that the oracle itself catches what it should."""
+import numpy as np
+import pytest
+
+from jitlib.hlo import build as B
+from jitlib.fusion import optimize
+from jitlib.hlo import Module, Op
+from jitlib.hlo.interpreter import evaluate
+
+from . import oracle, regressions
+from .driver import fuzz
+from .generators import GENERATORS
+
+# Programs per generator in CI: about 300 in all, well under two minutes on two cores.
+CI_EXAMPLES = {"ir": 90, "ir_exact": 70, "fused": 50, "numpy": 90}
+
+
+@pytest.mark.parametrize("name", list(CI_EXAMPLES))
+def test_bounded_fuzz_run_finds_no_disagreement(name, tmp_path):
+    outcome = fuzz(GENERATORS[name], CI_EXAMPLES[name], seed=0)
+    if outcome.failure is not None:
+        path = regressions.save(outcome.failure, name, tmp_path)
+        pytest.fail(f"{outcome.failure}\n\nshrunk regression saved as {path}; move it "
+                    f"to {regressions.DIRECTORY} to keep it", pytrace=False)
+    assert outcome.tried > 0
+
+
+@pytest.mark.parametrize("path", regressions.all_files(), ids=lambda p: p.stem)
+def test_saved_regression_agrees_everywhere(path, request):
+    module, inputs, header = regressions.load(path)
+    if "xfail" in header:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=header["xfail"]))
+    oracle.check_program(module, inputs)
+
+
+# -- the oracle catches what it must, and only that
+
+def _negate_module():
+    x = B.parameter(0, (4,), np.dtype(np.float32))
+    return Module("f", [x], [B.unary(Op.NEG, x)])
+
+
+def test_a_backend_off_by_one_ulp_on_an_exact_op_is_caught(monkeypatch):
+    module = _negate_module()
+    real = oracle.run_variant
+
+    def off_by_one_ulp(name, module, inputs):
+        out = real(name, module, inputs)
+        return [np.nextafter(o, np.float32(np.inf)) if name == "cpu" else o for o in out]
+
+    monkeypatch.setattr(oracle, "run_variant", off_by_one_ulp)
+    with pytest.raises(oracle.Mismatch, match=r"cpu: result 0 \(exact\) differs: not "
+                                              r"bit-equal") as info:
+        oracle.check_program(module, [np.float32([1, -2, 0.5, 3])])
+    assert "f32[4] neg(%p0)" in str(info.value)   # the failure shows the IR
+
+
+def test_a_wrong_nan_position_is_caught_in_approximate_results():
+    x = B.parameter(0, (2,), np.dtype(np.float32))
+    module = Module("f", [x], [B.unary(Op.EXP, x)])
+    want = [np.float32([1.0, 2.0])]
+    got = np.float32([np.nan, 2.0000002])
+    assert oracle.compare(got, want[0], "approx") .startswith("NaN in different places")
+    assert oracle.compare(np.float32([1.00001, 2.0]), want[0], "approx") is None
+    assert oracle.compare(np.float32([1.00001, 2.0]), want[0], "exact") is not None
+    assert module.results[0].op is Op.EXP
+
+
+def test_zero_signs_count_unless_the_order_of_combining_is_free():
+    want = np.float32([0.0, -0.0])
+    swapped = np.float32([-0.0, 0.0])
+    assert oracle.compare(swapped, want, "exact") is not None
+    assert oracle.compare(swapped, want, "exact", zero_sign=False) is None
+
+
+def test_a_crashing_variant_is_a_finding_and_shrinks_to_a_saved_regression(monkeypatch,
+                                                                           tmp_path):
+    def crashes_on_sin(name, module, inputs):
+        # a stand-in "cpu" that is the interpreter but for sin: real bugs stay out of it
+        if any(i.op is Op.SIN for i in module.instructions):
+            raise RuntimeError("emitter has no sin")
+        return evaluate(module, inputs)
+
+    monkeypatch.setattr(oracle, "run_variant", crashes_on_sin)
+    outcome = fuzz(GENERATORS["ir"], 200, seed=3, variants=["cpu"])
+    failure = outcome.failure
+    assert failure is not None and "raised RuntimeError: emitter has no sin" in failure.what
+    # shrunk: the sin and the leaf it reads, nothing else
+    assert len(failure.module.instructions) <= 2, str(failure.module)
+    path = regressions.save(failure, "ir", tmp_path)
+    module, inputs, header = regressions.load(path)
+    assert module == failure.module and header["variant"] == "cpu"
+    for a, b in zip(inputs, failure.inputs):
+        assert a.dtype == b.dtype and a.tobytes() == b.tobytes()
+
+
+# -- bugs the fuzzer found in unowned code, fixed there
+
+def test_optimizing_a_module_that_already_has_kernels_keeps_them():
+    # Found by the "fused" generator: fuse() wrapped an existing fusion in a new one, and
+    # fusions do not nest (IRTypeError). Existing kernels now stay as they are, and new
+    # kernels form around them.
+    f32 = np.dtype(np.float32)
+    x, p = B.parameter(0, (3,), f32), B.parameter(0, (3,), f32)
+    body = Module("k", [p], [B.unary(Op.NEG, p), B.unary(Op.ABS, p)])
+    kernel = B.fusion([B.unary(Op.EXP, x)], body, "loop", "k")
+    module = Module("f", [x], [B.binary(Op.ADD, B.get_output(kernel, 0), x),
+                               B.get_output(kernel, 1)])
+    optimized = optimize(module)
+    names = [i.attrs["name"] for i in optimized.instructions if i.op is Op.FUSION]
+    assert "k" in names and len(names) == 3, optimized
+    arg = np.float32([1, -2, 30])
+    for got, want in zip(evaluate(optimized, [arg]), evaluate(module, [arg])):
+        assert got.tobytes() == want.tobytes()
