@@ -4,6 +4,8 @@
     kernels.py     the loop nest of each kernel kind around the emitted values
     compiler.py    IR text -> optimised machine code for the host CPU, cached by text
     executable.py  runs the kernels in order; what is not compiled runs on the interpreter
+    program.py     small programs: one native driver call runs every kernel, arena planned
+    parallel.py    large kernels: their outermost loop shared between threads
 
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
 and compiles each kernel, and returns an `LLVMExecutable`.

@@ -3,9 +3,10 @@
 Each FUSION kernel becomes a runner: compiled LLVM code called through ctypes on
 C-contiguous buffers, a dot kernel (NumPy's BLAS, then a compiled epilogue), or the
 reference interpreter for what the LLVM backend does not emit yet (recorded in
-`fallbacks`, logged). Buffers are fresh `np.empty` arrays, dropped after their last use.
-Large kernels are shared between threads (parallel.py); ctypes releases the GIL while
-a compiled kernel runs.
+`fallbacks`, logged). Where every kernel compiles and none is large, one native call
+runs them all (program.py). Otherwise the steps run here one by one on fresh `np.empty`
+buffers, dropped after their last use, and large kernels are shared between threads
+(parallel.py); ctypes releases the GIL while a compiled kernel runs.
 """
 import ctypes
 import logging
@@ -14,7 +15,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import kernels, parallel
+from jitlib.backends.llvm import kernels, parallel, program
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.interpreter import eval_rules, evaluate
@@ -35,14 +36,16 @@ class NativeRunner:
     def __init__(self, kernel):
         if config.debug_level() >= 4:
             log.info("llvm kernel %s:\n%s", kernel.name, kernel.ir)
-        address = get_compiler().compile(kernel.ir, kernel.name)
+        self.address = get_compiler().compile(kernel.ir, kernel.name)
+        self.outputs = kernel.outputs
         n_args = len(kernel.inputs) + len(kernel.outputs)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args,
-                                    ctypes.c_int64, ctypes.c_int64)(address)
+                                    ctypes.c_int64, ctypes.c_int64)(self.address)
         self._outputs = [(o.shape, o.dtype) for o in kernel.outputs]
         moved = sum(i.size * i.dtype.itemsize for i in kernel.inputs + kernel.outputs)
         self._pool = (parallel.get_pool() if kernel.splittable
                       and moved >= parallel.MIN_PARALLEL_BYTES else None)
+        self.parallel = self._pool is not None and self._pool.threads > 1
 
     def __call__(self, arrays):
         # hold every buffer in a list: a pointer to a dropped temporary would dangle
@@ -132,6 +135,25 @@ class LLVMExecutable(Executable):
                     log.debug("llvm: kernel %s runs on the interpreter: %s", name, reason)
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
+        self.program = self._driver()
+
+    def _driver(self):
+        """A `Program` (one native call per run) where every kernel compiled and none is
+        large enough to share between threads, else None: the steps run one by one."""
+        runners = {instr: r for instr, r in self._steps if r is not None}
+        if not program.eligible(self.optimized) or not all(
+                type(r) is NativeRunner and not r.parallel for r in runners.values()):
+            return None
+        driver = program.Program(self.optimized, runners)
+        if config.debug_level() >= 4:
+            log.info("llvm program driver:\n%s", driver.ir)
+        return driver
+
+    def __call__(self, *arrays):
+        driver = self.program
+        if driver is not None and driver.accepts(arrays):
+            return driver.run(arrays)
+        return super().__call__(*arrays)
 
     def _execute(self, arrays):
         env = {}
