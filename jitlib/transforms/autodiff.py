@@ -83,7 +83,7 @@ def _float_leaves(module, ranges, nums, what):
             if not dtypes.is_float(p.dtype):
                 raise errors.JitlibTypeError(
                     f"{what} requires floating-point inputs, but argument {n} has dtype "
-                    f"{dtypes.name(p.dtype)}",
+                    f"{p.dtype}",
                     hint="convert it with .astype(np.float32), or leave it out of argnums; "
                          "jitlib.vjp and jitlib.jvp accept integer inputs")
             wrt.append(i)
@@ -177,9 +177,9 @@ def value_and_grad(fun, argnums=0, has_aux=False):
         flat_fun, shapes = _flat_outputs(_with_kwargs(fun, kwargs), has_aux)
         traced = core.trace(flat_fun, args, name=_name(fun))
         module = traced.module
-        out = _scalar_output(module, shapes, fun)
         ranges = _leaf_ranges(args)
         wrt = _float_leaves(module, ranges, nums, "grad")
+        out = _scalar_output(module, shapes, fun)
         backward = vjp_module(module, wrt, seeded=[0])
         results = core.call(backward, tree.leaves(tuple(args)) + [np.ones((), out.dtype)])
         n_res = len(module.results)
@@ -234,7 +234,7 @@ def _scalar_output(module, shapes, fun):
     if not dtypes.is_float(out.dtype):
         raise errors.JitlibTypeError(
             f"grad requires a floating-point output, but {_name(fun)} returned "
-            f"{dtypes.name(out.dtype)}")
+            f"{out.dtype}")
     return out
 
 
