@@ -10,8 +10,8 @@
 
 Every builder emits ordinary IR ops, so derivatives are themselves differentiable.
 Conventions follow JAX: max/min split ties evenly (jnp.maximum, jnp.max, lax.cummax),
-abs has slope 1 at 0, pow has no x-slope where the exponent is 0, floor/ceil/round/sign
-have slope 0.
+abs has slope 1 at 0, pow's slope is y * x^(y-1) even at 0 ** 0 (NaN), floor/ceil/
+round/sign have slope 0.
 """
 import numpy as np
 
@@ -202,13 +202,10 @@ def _rem_partials(instr):
 
 
 def _pow_partials(instr):
-    # As jax.lax.pow: no x-slope where y == 0; log(0) read as log(1) for the y-slope.
+    # As jax.lax.pow with a float exponent: y * x^(y-1) (NaN at 0 ** 0, as JAX), and
+    # log(x) * x^y with log(0) read as log(1).
     x, y = instr.operands
-    y_is_zero = compare(y, zeros_like(y), "EQ")
-    one = full_like(y, 1)
-    safe_y = select(y_is_zero, one, y)
-    x_slope = select(y_is_zero, zeros_like(y),
-                     mul(safe_y, build.binary(Op.POW, x, build.binary(Op.SUB, y, one))))
+    x_slope = mul(y, build.binary(Op.POW, x, build.binary(Op.SUB, y, full_like(y, 1))))
     safe_x = select(compare(x, zeros_like(x), "EQ"), full_like(x, 1), x)
     y_slope = mul(build.unary(Op.LOG, safe_x), instr)
     return [x_slope, y_slope]
