@@ -22,10 +22,11 @@ def vmap(fn, in_axes=0, out_axes=0):
     name = getattr(fn, "__name__", "fn")
     _check_spec(in_axes, "in_axes", name)
     _check_spec(out_axes, "out_axes", name)
-    if isinstance(in_axes, list):
+    if not (in_axes is None or isinstance(in_axes, (int, tuple))):
         raise errors.JitlibTypeError(
             f"vmap({name}): in_axes must be an int, None, or a tuple with one entry per "
-            f"positional argument, got a list", hint="write the list as a tuple")
+            f"positional argument, got a {type(in_axes).__name__}",
+            hint="wrap it in a tuple: in_axes=(spec,) for one argument")
 
     @functools.wraps(fn)
     def batched(*args, **kwargs):

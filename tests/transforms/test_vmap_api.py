@@ -133,6 +133,24 @@ def test_vmap_of_vmap_maps_two_axes():
     close(pairwise(a, b), ((a[:, None, :] - b[None, :, :]) ** 2).sum(-1))
 
 
+def test_inner_vmap_captures_the_outer_example():
+    xs, ys = rng.normal(size=4), rng.normal(size=5)
+    out = vmap(lambda x: vmap(lambda y: np.sin(x) * y)(ys))(xs)
+    close(out, np.sin(xs)[:, None] * ys[None, :])
+
+
+@pytest.mark.parametrize("size", [0, 1])
+def test_empty_and_single_example_batches(size):
+    def f(x, i):
+        y = x.copy()
+        y[i] = -x[i] * 3
+        return np.tanh(y @ y) + x[::2].sum() + np.cumsum(y)[-1] + x[[1, 0]].max()
+    x, i = rng.normal(size=(size, 4)), np.arange(size) % 4
+    want = np.array([f(a, b) for a, b in zip(x, i)]).reshape(size)
+    for backend in ("interpreter", "jax", "cpu"):
+        close(jitlib.jit(vmap(f), backend=backend)(x, i), want)
+
+
 def test_vmap_captures_values_of_an_enclosing_jit():
     @jitlib.jit
     def f(x, w):
@@ -168,6 +186,8 @@ def test_bad_in_axes_structure():
         vmap(np.sin, in_axes=0.5)
     with pytest.raises(JitlibTypeError, match="got a list"):
         vmap(np.sin, in_axes=[0])
+    with pytest.raises(JitlibTypeError, match="got a dict"):
+        vmap(lambda p: p["w"], in_axes={"w": 0})
 
 
 def test_nothing_mapped_or_a_scalar_mapped():
