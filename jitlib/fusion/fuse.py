@@ -490,11 +490,19 @@ def _kernel_name(group, members, index):
     return "fused_" + "_".join(names[:4]) + f"_{index}"
 
 
+def _constant_like(instr):
+    while instr.op is Op.BROADCAST_IN_DIM:
+        instr = instr.operands[0]
+    return instr.op in (Op.CONSTANT, Op.IOTA)
+
+
 def kernel_summary(kernel):
     """`kernel NAME = file.py:12-18: op, op, ...`: which user lines a kernel covers."""
     body = kernel.attrs["body"]
+    # Constants (and their broadcasts) are interned across functions: their loc is where
+    # the first of them was built, maybe in another function. They say nothing here.
     locs = [i.loc for i in body.instructions if getattr(i, "loc", None) is not None
-            and i.op is not Op.PARAMETER]
+            and i.op is not Op.PARAMETER and not _constant_like(i)]
     ops = list(dict.fromkeys(i.op.value for i in body.instructions
                              if i.op not in (Op.PARAMETER, Op.CONSTANT) and i.op not in _QUIET))
     where = ""

@@ -26,11 +26,15 @@ class Options:
     fold_limit: constant folding never makes a constant with more elements than this,
         nor reads an operand larger than this.
     max_iters: the bound on the simplify/fold fixed point.
+    disabled: names of passes (see pipeline.BY_NAME, and "fuse") and of rewrite rules
+        (their function names) that must not run: how the check mode bisects the
+        optimizer, turning one off at a time.
     """
 
     unsafe_math: frozenset = frozenset()
     fold_limit: int = 1024
     max_iters: int = 8
+    disabled: frozenset = frozenset()
 
     def __post_init__(self):
         names = frozenset(self.unsafe_math)
@@ -39,6 +43,7 @@ class Options:
             raise ValueError(f"unknown unsafe_math rule(s) {', '.join(unknown)}; known: "
                              f"{', '.join(sorted(UNSAFE_MATH_RULES))}")
         object.__setattr__(self, "unsafe_math", names)
+        object.__setattr__(self, "disabled", frozenset(self.disabled))
 
     @classmethod
     def fast_math(cls, **kwargs):

@@ -110,6 +110,8 @@ def _run(p, module, options, check, debug):
             if module.results == before.results:
                 break
         return module
+    if p.name in options.disabled:   # the check mode's bisection turns passes off
+        return module
     before = module
     module = p.fn(module, options)
     if check:

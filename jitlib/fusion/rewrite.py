@@ -158,6 +158,8 @@ class _Engine:
     def _apply(self, node):
         """`node` after its rules: unchanged if none fires, else the settled answer."""
         for fn in self.rules.for_op(node.op):
+            if fn.__name__ in self.options.disabled:
+                continue
             out = fn(node, self.options)
             if out is not None and out is not node:
                 break
