@@ -113,3 +113,16 @@ def test_optimizing_a_module_that_already_has_kernels_keeps_them():
     arg = np.float32([1, -2, 30])
     for got, want in zip(evaluate(optimized, [arg]), evaluate(module, [arg])):
         assert got.tobytes() == want.tobytes()
+
+
+def test_reshape_to_a_0d_shape_traces():
+    # Found by the "numpy" generator: `a.reshape(())` raised "shape must be integers,
+    # got ()" while tracing, since np.asarray(()) is float64.
+    import jitlib
+
+    def f(a):
+        return a.reshape(()), np.reshape(a, [])
+
+    arg = np.float32([[2.5]])
+    for got in jitlib.jit(f, backend="cpu")(arg):
+        assert got.shape == () and got.dtype == np.float32 and got == 2.5

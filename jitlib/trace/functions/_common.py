@@ -177,6 +177,8 @@ def static_ints(values, what):
         next(v for v in values if isinstance(v, T.Tracer))._concrete(
             what, "it must be known while tracing: pass Python ints")
     arr = np.asarray(values)
+    if arr.size == 0:   # () is a shape (0-d); np.asarray(()) is float64
+        return ()
     if arr.dtype.kind not in "iub":
         raise errors.JitlibTypeError(f"{what} must be integers, got {values!r}",
                                      hint="pass Python ints")
