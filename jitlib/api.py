@@ -346,18 +346,26 @@ def _result_instr(x, fn_name, index):
 
 
 def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets=None,
-        max_compiles=None, on_exceed="error", cache_size=None):
+        max_compiles=None, on_exceed="error", cache_size=None, check=None, check_rate=1.0,
+        check_raise=False):
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
     default "gpu" where a CUDA GPU and Triton are present, else "cpu".
     `buckets`: shape-bucket rules (see jitlib/buckets); `max_compiles`/`on_exceed`: a
-    recompile budget ("error" or "warn"); `cache_size`: signatures kept compiled."""
+    recompile budget ("error" or "warn"); `cache_size`: signatures kept compiled.
+    `check`: "numpy", "interpreter" or "jax" runs that reference beside a `check_rate`
+    fraction of the calls and reports the error per output (see jitlib/check.py)."""
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    backend=backend, buckets=buckets, max_compiles=max_compiles,
                    on_exceed=on_exceed, cache_size=cache_size)
+    if check is not None:
+        options.update(check=check, check_rate=check_rate, check_raise=check_raise)
     if fn is None:
         return functools.partial(jit, **options)
     if isinstance(fn, Jitted):
         fn = fn.fn
+    if check is not None:   # a subclass: calls without check keep the plain path
+        from jitlib.check import CheckedJitted
+        return CheckedJitted(fn, **options)
     return Jitted(fn, **options)
 
 

@@ -27,6 +27,7 @@ __all__ = [
     "JitlibTypeError",
     "VerifierError",
     "InterpretError",
+    "CheckError",
 ]
 
 
@@ -195,3 +196,7 @@ class InterpretError(JitlibError):
 
 class JitlibIndexError(JitlibError, IndexError):
     """An index NumPy rejects (out of bounds, too many indices, ...), found while tracing."""
+
+
+class CheckError(JitlibError):
+    """The check mode found a result that differs from the reference (see jitlib.check)."""
