@@ -20,7 +20,7 @@ from jitlib.hlo.ops import Op
 
 from . import oracle
 from .exactness import APPROXIMATE_OPS
-from .numpy_programs import numpy_programs
+from .numpy_programs import NumpyProgram, numpy_programs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -47,20 +47,22 @@ def _check_numpy(program, variants):
         verdict.skipped["trace"] = f"unsupported: {e.message}"
         return verdict
     except Exception as e:   # noqa: BLE001 - NumPy ran it, so tracing must too
-        raise oracle.Mismatch("trace", f"raised {type(e).__name__}: {e}",
-                              _placeholder(program), []) from e
+        raise oracle.Mismatch("trace", f"raised {type(e).__name__}: {e}", None, [],
+                              program) from e
     inputs = [np.asarray(a, dtype=p.dtype) for a, p in zip(program.args, module.params)]
     leaves = [np.asarray(x) for x in jitlib.tree.leaves(eager)]
     try:
         return oracle.check_program(module, inputs, variants, extra={"numpy": leaves})
     except oracle.Mismatch as m:
-        m.args = (f"{m.args[0]}\nNumPy program:\n{program}",)
-        raise
+        if m.variant != "numpy":   # the IR alone shows it: keep the module as the case
+            m.args = (f"{m.args[0]}\nfrom the NumPy program:\n{program}",)
+            raise
+        raise oracle.Mismatch(m.variant, m.what, m.module, m.inputs, program) from None
 
 
-def _placeholder(program):
-    from jitlib.hlo.ir import Module
-    return Module("untraced", [], [])
+def check_numpy_source(source, args, variants=None):
+    """Check a saved NumPy program (regressions/*.py) as the numpy generator would."""
+    return _check_numpy(NumpyProgram(source, list(args)), variants)
 
 
 EXACT_OPS = [op for op in Op if op not in APPROXIMATE_OPS and op not in O.KERNEL]

@@ -22,6 +22,7 @@ Known differences that are no bug, and how they are handled:
   recorded as a skip with its reason, not a failure. Any other exception is a failure.
 """
 import dataclasses
+import re
 import traceback
 
 import numpy as np
@@ -61,14 +62,19 @@ def default_variants():
 class Mismatch(AssertionError):
     """A variant disagreed with the reference (or crashed) on a program."""
 
-    def __init__(self, variant, what, module, inputs):
+    def __init__(self, variant, what, module, inputs, program=None):
         self.variant, self.what, self.module, self.inputs = variant, what, module, inputs
-        super().__init__(f"{variant}: {what}\n{describe(module, inputs)}")
+        self.program = program   # the NumPy program, for a failure found at that level
+        shown = describe(module, inputs) if program is None else f"NumPy program:\n{program}"
+        super().__init__(f"{variant}: {what}\n{shown}")
 
     @property
     def signature(self):
-        """What kind of failure this is, for telling findings apart (not values)."""
-        return f"{self.variant}: {self.what.split(':')[0]}"
+        """What kind of failure this is, for telling findings apart: the variant and the
+        first line of what went wrong, without numbers, places or values."""
+        first = self.what.splitlines()[0].split(";")[0]
+        first = re.sub(r"<[^>]*>(:\d+)?( in \w+)?", "", first)
+        return f"{self.variant}: {re.sub(r'[0-9]+', 'N', first)}"
 
 
 @dataclasses.dataclass

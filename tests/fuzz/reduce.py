@@ -15,6 +15,8 @@ from . import oracle
 
 def minimize(mismatch, variants=None):
     """The smallest failing program found from `mismatch` by cutting results."""
+    if mismatch.program is not None:   # found at the NumPy level: no module to cut
+        return mismatch
     best = mismatch
     progress = True
     while progress and len(best.module.results) > 1:

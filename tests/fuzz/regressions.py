@@ -4,6 +4,12 @@
     regressions/NAME.npz   one array per parameter, in order, as raw bits (so bfloat16
                            and NaN payloads survive), keyed p0, p1, ...
 
+A failure found at the NumPy level (tracing raised, or eager NumPy and the interpreter
+disagree) has no module to show; it is kept as the program instead:
+
+    regressions/NAME.py    comment lines, then the NumPy program `def f(a0, ...)`
+    regressions/NAME.npz   its arguments, keyed a0, a1, ...
+
 Header keys: `found-by` (generator and date), `variant` and `what` (the failure as first
 seen), and `xfail` (a reason): a program that shows a bug in code owned elsewhere is kept
 as an expected failure until that code is fixed; the replay test marks it strict, so it
@@ -22,8 +28,10 @@ DIRECTORY = pathlib.Path(__file__).parent / "regressions"
 
 
 def save(mismatch, found_by, directory=DIRECTORY, xfail=None):
-    """Write `mismatch`'s module and inputs as NAME.hlo + NAME.npz; return the .hlo path."""
-    text = print_module(mismatch.module)
+    """Write `mismatch`'s module and inputs as NAME.hlo + NAME.npz (or its NumPy program
+    as NAME.py + NAME.npz); return the path of the text file."""
+    program = mismatch.program
+    text = print_module(mismatch.module) if program is None else program.source
     name = f"{found_by}_{hashlib.sha256(text.encode()).hexdigest()[:10]}"
     directory = pathlib.Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -33,22 +41,39 @@ def save(mismatch, found_by, directory=DIRECTORY, xfail=None):
     if xfail:
         header["xfail"] = xfail
     lines = [f"# {key}: {value}" for key, value in header.items()]
-    path = directory / f"{name}.hlo"
-    path.write_text("\n".join(lines + [text]) + "\n")
-    np.savez(directory / f"{name}.npz",
-             **{f"p{i}": _bits(x) for i, x in enumerate(mismatch.inputs)})
+    path = directory / f"{name}.{'hlo' if program is None else 'py'}"
+    path.write_text("\n".join(lines + [text.rstrip("\n")]) + "\n")
+    if program is None:
+        np.savez(directory / f"{name}.npz",
+                 **{f"p{i}": _bits(x) for i, x in enumerate(mismatch.inputs)})
+    else:
+        np.savez(directory / f"{name}.npz", **{f"a{i}": a for i, a in enumerate(program.args)})
     return path
+
+
+def _header(text):
+    header = {}
+    for line in text.splitlines():
+        if line.startswith("# ") and ":" in line:
+            key, _, value = line[2:].partition(":")
+            header[key.strip()] = value.strip()
+    return header
+
+
+def load_numpy(path):
+    """(source, args, header) from a .py regression and the .npz beside it."""
+    path = pathlib.Path(path)
+    text = path.read_text()
+    with np.load(path.with_suffix(".npz")) as stored:
+        args = [stored[f"a{i}"] for i in range(len(stored.files))]
+    return text, args, _header(text)
 
 
 def load(path):
     """(module, inputs, header) from a .hlo file and the .npz beside it."""
     path = pathlib.Path(path)
     text = path.read_text()
-    header = {}
-    for line in text.splitlines():
-        if line.startswith("# ") and ":" in line:
-            key, _, value = line[2:].partition(":")
-            header[key.strip()] = value.strip()
+    header = _header(text)
     module = parse_module(text)
     with np.load(path.with_suffix(".npz")) as stored:
         inputs = [stored[f"p{i}"].view(p.dtype).reshape(p.shape)
@@ -56,8 +81,8 @@ def load(path):
     return module, inputs, header
 
 
-def all_files(directory=DIRECTORY):
-    return sorted(pathlib.Path(directory).glob("*.hlo"))
+def all_files(directory=DIRECTORY, suffix="hlo"):
+    return sorted(pathlib.Path(directory).glob(f"*.{suffix}"))
 
 
 def _bits(x):

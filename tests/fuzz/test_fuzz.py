@@ -10,7 +10,7 @@ from jitlib.hlo.interpreter import evaluate
 
 from . import oracle, regressions
 from .driver import fuzz
-from .generators import GENERATORS
+from .generators import GENERATORS, check_numpy_source
 
 # Programs per generator in CI: about 300 in all, well under two minutes on two cores.
 CI_EXAMPLES = {"ir": 90, "ir_exact": 70, "fused": 50, "numpy": 90}
@@ -32,6 +32,14 @@ def test_saved_regression_agrees_everywhere(path, request):
     if "xfail" in header:
         request.applymarker(pytest.mark.xfail(strict=True, reason=header["xfail"]))
     oracle.check_program(module, inputs)
+
+
+@pytest.mark.parametrize("path", regressions.all_files(suffix="py"), ids=lambda p: p.stem)
+def test_saved_numpy_regression_agrees_everywhere(path, request):
+    source, args, header = regressions.load_numpy(path)
+    if "xfail" in header:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=header["xfail"]))
+    check_numpy_source(source, args)
 
 
 # -- the oracle catches what it must, and only that
