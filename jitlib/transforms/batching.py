@@ -10,9 +10,9 @@ example) or *batched* with the batch dimension at axis 0. The axes the caller as
 for are met only at the boundary: parameters are transposed to axis 0 on the way in,
 results moved to their out axis on the way out. Rules therefore see one layout.
 
-`batch_rules[op](instr, args, batched, size)` rewrites one instruction whose operands
+`batch_rules[op](instr, args, flags, size)` rewrites one instruction whose operands
 include at least one batched value: `args` are the rewritten operands (a batched one
-has shape `(size,) + per-example shape`), `batched` says which are batched, and the rule
+has shape `(size,) + per-example shape`), `flags` says which are batched, and the rule
 returns the batched result, batch dimension at axis 0. An instruction with no batched
 operand is rebuilt as it is. Instructions that do not depend on the Module's own
 parameters (constants, values captured from an enclosing trace) are kept unchanged.
@@ -48,7 +48,7 @@ def batch_module(module, in_axes, size, out_axes):
     a message for the user).
     """
     k = next(_module_ids)
-    params, args, batched = [], [], []
+    params, args, flags = [], [], []
     for p, axis in zip(module.params, in_axes):
         axis = _normalize(axis, p.ndim + 1)
         shape = p.shape if axis is None else _insert(p.shape, axis, size)
@@ -58,8 +58,8 @@ def batch_module(module, in_axes, size, out_axes):
         params.append(new)
         with build.locations(lambda: p.loc):
             args.append(new if axis is None else move_axis(new, axis, 0))
-        batched.append(axis is not None)
-    values = batch_into(module, args, batched, size)
+        flags.append(axis is not None)
+    values = batch_into(module, args, flags, size)
     results = []
     for r, (value, is_batched), axis in zip(module.results, values, out_axes):
         with build.locations(lambda: r.loc):
@@ -79,12 +79,12 @@ def _place_result(value, is_batched, axis, size, result):
     return move_axis(value if is_batched else broadcast_batch(value, size), 0, axis)
 
 
-def batch_into(module, args, batched, size):
+def batch_into(module, args, flags, size):
     """The values of `module`'s results, built in the current IR, given rewritten
     arguments: a list of `(value, is_batched)`, one per result."""
     live = depends_on_params(module)
     env = dict(zip(module.params, args))
-    is_batched = dict(zip(module.params, batched))
+    is_batched = dict(zip(module.params, flags))
     for instr in module.instructions:
         if instr in env:
             continue
@@ -133,7 +133,7 @@ def broadcast_batch(x, size):
     return build.broadcast_in_dim(x, (size,) + x.shape, range(1, x.ndim + 1))
 
 
-def batched(x, is_batched, size):
+def ensure_batched(x, is_batched, size):
     return x if is_batched else broadcast_batch(x, size)
 
 
@@ -202,7 +202,7 @@ def _pad(instr, args, flags, size):
     x_batched, value_batched = flags
     a = instr.attrs
     low, high, interior = (0,) + a["low"], (0,) + a["high"], (0,) + a["interior"]
-    x = batched(x, x_batched, size)
+    x = ensure_batched(x, x_batched, size)
     if not value_batched:
         return build.pad(x, value, low, high, interior)
     # One pad value per example: pad with anything, then select where the padding went.
@@ -218,7 +218,7 @@ batch_rules[Op.PAD] = _pad
 
 
 def _concatenate(instr, args, flags, size):
-    xs = [batched(x, b, size) for x, b in zip(args, flags)]
+    xs = [ensure_batched(x, b, size) for x, b in zip(args, flags)]
     return build.concatenate(xs, instr.attrs["dim"] + 1)
 
 
@@ -278,7 +278,7 @@ batch_rules[Op.DOT_GENERAL] = _dot_general
 
 def _fusion(instr, args, flags, size):
     values = batch_into(instr.attrs["body"], args, flags, size)
-    outs = [batched(v, b, size) for v, b in values]
+    outs = [ensure_batched(v, b, size) for v, b in values]
     return tuple(outs) if is_multi_output(instr) else outs[0]
 
 

@@ -12,7 +12,7 @@ import numpy as np
 
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ops import Op
-from jitlib.transforms.batching import batch_rules, batched, move_axis
+from jitlib.transforms.batching import batch_rules, ensure_batched, move_axis
 
 INDEX = dtypes.INDEX
 
@@ -88,8 +88,8 @@ def _drop_or_offset(idx, n):
 def _scatter(instr, args, flags, size):
     (x, idx, updates), (x_batched, idx_batched, updates_batched) = args, flags
     axis, mode = instr.attrs["axis"], instr.attrs["mode"]
-    x = batched(x, x_batched, size)
-    updates = batched(updates, updates_batched, size)
+    x = ensure_batched(x, x_batched, size)
+    updates = ensure_batched(updates, updates_batched, size)
     if not idx_batched:
         return build.scatter(x, idx, updates, axis + 1, mode)
     flat, n = _flatten_rows(x, axis)
@@ -140,8 +140,8 @@ batch_rules[Op.DYNAMIC_SLICE] = _dynamic_slice
 
 def _dynamic_update_slice(instr, args, flags, size):
     (x, update, *starts), (x_batched, update_batched, *starts_batched) = args, flags
-    x = batched(x, x_batched, size)
-    update = batched(update, update_batched, size)
+    x = ensure_batched(x, x_batched, size)
+    update = ensure_batched(update, update_batched, size)
     if not any(starts_batched):
         zero = build.constant(np.zeros((), _start_type(starts)))
         return build.dynamic_update_slice(x, update, [zero] + starts)
