@@ -8,6 +8,7 @@ not depend on NumPy's own SIMD layout; where the row's extreme is a zero of both
 the documented rule is the left fold of np.maximum / np.minimum.
 """
 import functools
+import math
 
 import numpy as np
 import pytest
@@ -94,3 +95,69 @@ def test_extremes_inside_a_fused_row_kernel():
     (got,), (want,) = exe(x), evaluate(module, [x])
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
+
+
+# -- the order of float sums (docs/cpu_reductions.md)
+
+def _sum_bound(n, dt):
+    """The documented worst cases, in units of u * sum|x|: jitlib's blocked, compensated
+    sum whatever the vector width, and NumPy's pairwise sum (8 accumulators over blocks
+    of 128, then halving)."""
+    from jitlib.backends.llvm.kernels import SUM_BLOCK
+    ours = SUM_BLOCK + 2
+    numpy = 128 // 8 + 2 + max(0, math.ceil(math.log2(n / 128)))
+    return ours, numpy
+
+
+def _mixed(kind, n, rng):
+    mag = 10.0 ** rng.uniform(-6, 6, n)             # twelve decades of magnitude
+    if kind == "positive":
+        return mag
+    if kind == "signed":
+        return mag * rng.choice([-1, 1], n)
+    return rng.standard_normal(n) + 100.0           # an offset that rounding shows up on
+
+
+@pytest.mark.parametrize("name", ["f32", "f64"])
+@pytest.mark.parametrize("kind", ["positive", "signed", "offset"])
+def test_large_sums_are_within_the_documented_bound(name, kind):
+    dt = FLOATS[name]
+    rng = np.random.default_rng(len(kind))
+    n = (1 << 20) + 77                              # >= 1e6, not a whole number of blocks
+    x = _mixed(kind, n, rng).astype(dt)
+    p = B.parameter(0, x.shape, x.dtype)
+    (got,) = LLVM.compile(Module("sum", [p], [B.reduce(Op.REDUCE_SUM, p, (0,))]))(x)
+    (pairwise,) = evaluate(Module("sum", [p], [B.reduce(Op.REDUCE_SUM, p, (0,))]), [x])
+    exact = math.fsum(x.astype(np.float64))         # f32 data: exact in f64 to ~1e-16
+    scale = np.finfo(dt).eps / 2 * float(np.sum(np.abs(x), dtype=np.float64))
+    ours, numpy = _sum_bound(n, dt)
+    assert abs(float(got) - exact) <= ours * scale, (float(got), exact, scale)
+    assert abs(float(got) - float(pairwise)) <= (ours + numpy) * scale
+
+
+def test_sums_over_several_dims_and_rows_keep_the_bound():
+    rng = np.random.default_rng(9)
+    x = _mixed("positive", 3 * 4 * 100003, rng).astype(np.float32).reshape(3, 4, 100003)
+    p = B.parameter(0, x.shape, x.dtype)
+    module = Module("sums", [p], [B.reduce(Op.REDUCE_SUM, p, (0, 2)),
+                                  B.reduce(Op.REDUCE_SUM, p, (2,))])
+    ours, _ = _sum_bound(x.size, np.float32)
+    u = np.finfo(np.float32).eps / 2
+    for got, axes in zip(LLVM.compile(module)(x), [(0, 2), (2,)]):
+        wide = x.astype(np.float64)
+        exact = np.sum(wide, axis=axes)             # f64 pairwise: far below f32's u
+        scale = u * np.sum(np.abs(wide), axis=axes)
+        assert np.all(np.abs(got - exact) <= ours * scale), (got, exact)
+
+
+@pytest.mark.parametrize("values, want", [
+    ([np.inf, 1.0, 2.0], np.inf), ([-np.inf, 5.0], -np.inf), ([np.inf, -np.inf], np.nan),
+    ([1.0, np.nan, 3.0], np.nan), ([-0.0, -0.0], -0.0), ([-0.0, 0.0], 0.0), ([], 0.0)])
+def test_sum_special_values(values, want):
+    x = np.array(values * 300 if values else [], np.float32)   # several blocks
+    p = B.parameter(0, x.shape, x.dtype)
+    (got,) = LLVM.compile(Module("sum", [p], [B.reduce(Op.REDUCE_SUM, p, (0,))]))(x)
+    np.testing.assert_array_equal(got, np.float32(want))
+    # IEEE's exact sum: -0.0 only when every term is -0.0 (NumPy's pairwise sum gives
+    # -0.0 for two of them and +0.0 for 600: its blocks start from +0.0)
+    assert want != 0 or np.signbit(got) == np.signbit(want)

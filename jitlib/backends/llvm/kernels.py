@@ -14,10 +14,10 @@ be split (`splittable`): its order would change.
              index to itself or to a scalar, so the vectorizer sees one simple loop.
   reduction  per kept index k: each reduction in body order as a loop over the reduced
              dims R; then one loop over R writing the S-shaped outputs; then the
-             K-shaped outputs. Sums and products run through an accumulator whose
-             add/mul is marked `reassoc`, so LLVM may split it into vector lanes (partial
-             sums combined at the end): the order differs from NumPy's pairwise sum,
-             so sums agree with the interpreter to rounding, not bit for bit. f16/bf16
+             K-shaped outputs. Float sums add blocks of SUM_BLOCK elements in vector
+             lanes (`reassoc`) and the block sums in order with compensation
+             (`float_sum`); products run through one `reassoc` accumulator. Orders and
+             error bounds against NumPy's pairwise sum: docs/cpu_reductions.md. f16/bf16
              accumulate in f32 and round once. max/min give the left fold of
              np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
              vectorized pass (`float_extreme`). argmax/argmin keep the first extreme,
@@ -37,13 +37,16 @@ import re
 import numpy as np
 
 from jitlib.backends.llvm.emitter import (
-    NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, literal, minmax, narrow,
-    store)
+    NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
+    minmax, narrow, store)
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
 REDUCING = O.REDUCE | O.ARG_REDUCE
+# Float sums add this many elements in vector lanes, then add the block's sum to the
+# row's total with compensation: the error bound no longer grows with the row length.
+SUM_BLOCK = 256
 # Forcing `llvm.loop.vectorize.enable` gains nothing here (O3 vectorizes these loops on its
 # own) and makes LLVM print a warning for every loop it cannot vectorize (libm calls).
 HINT_VECTORIZE = False
@@ -314,6 +317,9 @@ class _ReductionEmitter:
         if op in (Op.REDUCE_MAX, Op.REDUCE_MIN) and dtypes.is_float(dt):
             self.float_extreme(red, kdims, sizes)
             return
+        if op is Op.REDUCE_SUM and dtypes.is_float(dt):
+            self.float_sum(red, kdims, sizes)
+            return
         acc = fn.alloca(t)
         fn.emit(f"store {t} {literal(_identity(op, dt), dt)}, ptr {acc}")
         arg = op in O.ARG_REDUCE
@@ -344,6 +350,62 @@ class _ReductionEmitter:
         else:
             result = fn.op(f"load {t}, ptr {acc}", "a")
             el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
+
+    def float_sum(self, red, kdims, sizes):
+        """A float sum in blocks of SUM_BLOCK along the innermost reduced dim. Inside a
+        block the adds are `reassoc`, so LLVM keeps L partial sums in vector lanes; the
+        block sums are added in order with Neumaier's compensation (plain IEEE adds). The
+        error is then at most about (SUM_BLOCK/L + log2 L + 2) u sum|x|, whatever the row
+        length (docs/cpu_reductions.md)."""
+        fn, el = self.fn, self.el
+        x = red.operands[0]
+        dt, t = x.dtype, compute_type(x.dtype)
+        minus_zero = literal(-0.0, dt)   # -0.0 + v == v for every v: NumPy's sum of -0.0s
+        block, total, comp = fn.alloca(t), fn.alloca(t), fn.alloca(t)
+        fn.emit(f"store {t} {minus_zero}, ptr {total}")
+        fn.emit(f"store {t} {minus_zero}, ptr {comp}")
+
+        def add_block(outer, start, size):
+            fn.emit(f"store {t} {minus_zero}, ptr {block}")
+
+            def step(j):
+                el.push()
+                v = el.value(x, self.s_index(kdims, outer + [iadd(fn, start, j)]))
+                a = fn.op(f"load {t}, ptr {block}", "a")
+                fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {a}, {v}', 'a')}, ptr {block}")
+                el.pop()
+            loop(fn, size, step)
+            b = fn.op(f"load {t}, ptr {block}", "a")
+            s = fn.op(f"load {t}, ptr {total}", "a")
+            new = fn.op(f"fadd {t} {s}, {b}", "a")
+            # the rounding error of s + b, exact when |s| >= |b| (else swap the roles)
+            big = fn.op(f"fcmp oge {t} {fn.intrinsic('fabs', t, s)}, "
+                        f"{fn.intrinsic('fabs', t, b)}", "c")
+            hi = fn.op(f"select i1 {big}, {t} {s}, {t} {b}", "a")
+            lo = fn.op(f"select i1 {big}, {t} {b}, {t} {s}", "a")
+            err = fn.op(f"fadd {t} {fn.op(f'fsub {t} {hi}, {new}', 'a')}, {lo}", "a")
+            c = fn.op(f"load {t}, ptr {comp}", "a")
+            fn.emit(f"store {t} {fn.op(f'fadd {t} {c}, {err}', 'a')}, ptr {comp}")
+            fn.emit(f"store {t} {new}, ptr {total}")
+
+        *outer_sizes, m = sizes or [1]   # no reduced dims: one element
+        full, rest = divmod(m, SUM_BLOCK)
+
+        def row(outer):
+            loop(fn, full, lambda b: add_block(outer, imul(fn, b, SUM_BLOCK), SUM_BLOCK))
+            if rest:
+                add_block(outer, full * SUM_BLOCK, rest)
+        nest(fn, outer_sizes, row) if outer_sizes else row([])
+        s = fn.op(f"load {t}, ptr {total}", "a")
+        c = fn.op(f"load {t}, ptr {comp}", "a")
+        # an infinite or NaN total stays as it is (its compensation is NaN); a zero
+        # compensation leaves the sign of a zero total alone
+        zero_c = fn.op(f"fcmp oeq {t} {c}, 0.0", "c")
+        inf_or_nan = fn.op(f"fcmp ueq {t} {fn.intrinsic('fabs', t, s)}, 0x7FF0000000000000", "c")
+        keep = fn.op(f"or i1 {zero_c}, {inf_or_nan}", "c")
+        result = fn.op(f"select i1 {keep}, {t} {s}, {t} {fn.op(f'fadd {t} {s}, {c}', 'a')}",
+                       "a")
+        el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
 
     def float_extreme(self, red, kdims, sizes):
         """A float max/min in two tries. First in vector lanes with llvm.maximum/minimum:
