@@ -387,8 +387,10 @@ def store(fn, v, ptr, lin, dt):
 # The functions taken from jitlib/backends/llvm/mathlib.py: straight-line IR, inlined and
 # vectorized with the loop, where a libm call keeps LLVM from vectorizing it. The trig
 # functions stay on libm: mathlib's argument reduction loses accuracy past 2**24 (f32)
-# and 2**52 (f64), see docs/cpu_math_accuracy.md.
-MATHLIB = frozenset({"exp", "expm1", "log", "log1p", "tanh", "pow", "atan2"})
+# and 2**52 (f64), see docs/cpu_math_accuracy.md. erf has no IR op yet: an ERF op would
+# lower to math_call(fn, "erf", ...) like the others.
+MATHLIB = frozenset({"exp", "expm1", "log", "log1p", "tanh", "logistic", "pow", "atan2",
+                     "erf"})
 _INTRINSIC = {"exp", "log", "sin", "cos", "tan", "tanh", "pow", "sqrt"}
 _LIBM = {"expm1", "log1p", "atan2"}
 
@@ -479,16 +481,19 @@ def _rsqrt(fn, instr, x):
 
 
 def _logistic(fn, instr, x):
-    # the interpreter's formula, rounding where it rounds: exp(-|x|) never overflows
+    # mathlib's 1-ulp logistic, rounded once to the 16-bit grid; the interpreter's formula
+    # (1/(1+e) or e/(1+e), e = exp(-|x|)) rounds three times, so they agree to a few ulps
     t, dt = compute_type(instr.dtype), instr.dtype
-    one = literal(1, dt)
-    e = narrow(fn, math_call(fn, "exp", t, fn.op(f"fneg {t} {fn.intrinsic('fabs', t, x)}")),
-               dt)
-    denom = narrow(fn, fn.op(f"fadd {t} {one}, {e}"), dt)
-    pos = narrow(fn, fn.op(f"fdiv {t} {one}, {denom}"), dt)
-    neg = narrow(fn, fn.op(f"fdiv {t} {e}, {denom}"), dt)
-    ge = fn.op(f"fcmp oge {t} {x}, 0.0", "c")
-    return fn.op(f"select i1 {ge}, {t} {pos}, {t} {neg}")
+    if "logistic" not in MATHLIB:   # the interpreter's formula on whatever exp is in use
+        one = literal(1, dt)
+        e = narrow(fn, math_call(fn, "exp", t, fn.op(f"fneg {t} {fn.intrinsic('fabs', t, x)}")),
+                   dt)
+        denom = narrow(fn, fn.op(f"fadd {t} {one}, {e}"), dt)
+        pos = narrow(fn, fn.op(f"fdiv {t} {one}, {denom}"), dt)
+        neg = narrow(fn, fn.op(f"fdiv {t} {e}, {denom}"), dt)
+        ge = fn.op(f"fcmp oge {t} {x}, 0.0", "c")
+        return fn.op(f"select i1 {ge}, {t} {pos}, {t} {neg}")
+    return narrow(fn, math_call(fn, "logistic", t, x), dt)
 
 
 def _intrinsic(base):
