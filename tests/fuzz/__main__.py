@@ -53,8 +53,9 @@ def main(argv=None):
             seed += 1
             tried[name] += outcome.tried
             skipped[name].update(outcome.skipped)
-            failure = outcome.failure
-            if failure is not None and failure.signature not in found:
+            for failure in outcome.failures:
+                if failure.signature in found:
+                    continue
                 path = regressions.save(failure, name, args.save_dir)
                 found[failure.signature] = (name, path)
                 print(f"\nFOUND by {name} (seed {seed - 1}), saved as {path}:\n{failure}\n",

@@ -2,8 +2,8 @@
 
 `fuzz(generator, examples, seed)` draws up to `examples` programs, checks each with
 `oracle.check_program`, and on the first failure lets hypothesis shrink it; the smallest
-failing program (hypothesis runs it last), cut further by `reduce.minimize`, is returned
-in the `Outcome`. Both the bounded
+failing program (several, when hypothesis tells distinct failures apart), cut further by
+`reduce.minimize`, is returned in the `Outcome`. Both the bounded
 CI test and the long run (`python -m tests.fuzz`) call this.
 """
 import dataclasses
@@ -18,34 +18,44 @@ from . import oracle, reduce
 @dataclasses.dataclass
 class Outcome:
     generator: str
-    tried: int = 0                     # programs drawn and checked, shrinking excluded
-    failure: oracle.Mismatch = None    # the shrunk failure, if any
+    tried: int = 0         # programs drawn and checked, shrinking excluded
+    failures: list = dataclasses.field(default_factory=list)   # shrunk, one per kind
     skipped: collections.Counter = dataclasses.field(default_factory=collections.Counter)
+
+    @property
+    def failure(self):
+        return self.failures[0] if self.failures else None
 
 
 def fuzz(generator, examples, seed=0, variants=None, shrink=True):
     """Fuzz `generator` (a `generators.Generator`) for up to `examples` programs."""
     outcome = Outcome(generator.name)
-    failures = []
+    failed = []
     phases = [Phase.generate] + ([Phase.shrink] if shrink else [])
 
     @settings(max_examples=examples, deadline=None, database=None, phases=phases,
               suppress_health_check=list(HealthCheck), derandomize=False)
     @given(generator.strategy)
     def check(case):
-        if not failures:
+        if not failed:
             outcome.tried += 1
         try:
             verdict = generator.check(case, variants)
         except oracle.Mismatch as mismatch:
-            failures.append(mismatch)
+            failed.append(mismatch)
             raise
-        if not failures:
+        if not failed:
             outcome.skipped.update(verdict.skipped.values())
 
     try:
         hypothesis_seed(seed)(check)()
-    except oracle.Mismatch:
-        last = failures[-1]
-        outcome.failure = reduce.minimize(last, variants) if shrink else last
+    except oracle.Mismatch as mismatch:
+        found = [mismatch]
+    except BaseExceptionGroup as group:   # hypothesis shrank distinct failures apart
+        found = [e for e in group.exceptions if isinstance(e, oracle.Mismatch)]
+        if len(found) != len(group.exceptions):
+            raise
+    else:
+        return outcome
+    outcome.failures = [reduce.minimize(m, variants) if shrink else m for m in found]
     return outcome

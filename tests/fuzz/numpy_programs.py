@@ -15,6 +15,7 @@ flavours: ordinary, halves (ties for rounding and argmax), sprinkled with NaN, +
 import dataclasses
 import linecache
 import math
+import warnings
 
 import numpy as np
 from hypothesis import strategies as st
@@ -188,7 +189,8 @@ class _Builder:
         """Add `v = expr` if NumPy evaluates it without error; whether it was added."""
         env = {"np": np, **self.values}
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)   # the mean of an empty slice
                 value = np.asarray(eval(expr, env))   # noqa: S307 - our own text
         except Exception:   # noqa: BLE001 - NumPy rejects it: not a program to test
             return False
