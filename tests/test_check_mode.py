@@ -137,3 +137,23 @@ def test_bad_check_arguments_are_refused():
 
 def test_jit_without_check_is_the_plain_jitted():
     assert type(jitlib.jit(gelu)) is jitlib.api.Jitted
+
+
+def test_every_pass_and_rule_the_bisection_names_can_be_turned_off():
+    from jitlib.fusion import optimize
+    from jitlib.fusion.options import Options
+
+    def simplifiable(x):
+        return np.exp(x * 1.0) - 2.0
+
+    module = jitlib.make_ir(simplifiable)(X)
+    optimized = optimize(module)
+    for name in C._optimizer_parts():
+        off = optimize(module, Options(disabled={name}))
+        if name in ("fuse", "simplify_and_fold", "simplify"):
+            assert off.results != optimized.results, name
+    unfused = optimize(module, Options(disabled={"fuse"}))
+    assert not any(i.op is Op.FUSION for i in unfused.instructions)
+    kept_mul = optimize(module, Options(disabled={"simplify_and_fold"}))
+    assert any(i.op is Op.MUL for k in kept_mul.instructions if k.op is Op.FUSION
+               for i in k.attrs["body"].instructions)

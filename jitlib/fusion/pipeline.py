@@ -101,6 +101,8 @@ def run_pipeline(module, passes=None, options=None, verify_each=False):
 
 
 def _run(p, module, options, check, debug):
+    if p.name in options.disabled:   # the check mode's bisection turns passes off
+        return module
     if isinstance(p, FixedPoint):
         limit = p.max_iters if p.max_iters is not None else options.max_iters
         for _ in range(limit):
@@ -109,8 +111,6 @@ def _run(p, module, options, check, debug):
                 module = _run(inner, module, options, check, debug)
             if module.results == before.results:
                 break
-        return module
-    if p.name in options.disabled:   # the check mode's bisection turns passes off
         return module
     before = module
     module = p.fn(module, options)
