@@ -240,6 +240,8 @@ def clamp_as_max_min(instr):
 def exclusive_products(x, axis, reverse=False):
     """prod of the elements strictly before each one along `axis` (after, if reverse)."""
     n = x.shape[axis]
+    if n == 0:
+        return x
     start = [0] * x.ndim
     limit = list(x.shape)
     low, high = [0] * x.ndim, [0] * x.ndim

@@ -71,17 +71,17 @@ def pull_back(order, live, cotangents):
         rule = vjp_rules.get(instr.op)
         if rule is None:
             raise U.missing_rule("VJP", instr)
+        # derivative instructions carry the line of the instruction they differentiate
         with build.locations(lambda: instr.loc):
             shares = rule(instr, ct)
-        for operand, share in zip(instr.operands, shares):
-            if operand in live and share is not None:
-                if callable(share):
-                    with build.locations(lambda: instr.loc):
+            for operand, share in zip(instr.operands, shares):
+                if operand in live and share is not None:
+                    if callable(share):
                         share = share()
-                if is_multi_output(operand):
-                    _accumulate_output(cotangents, operand, instr.attrs["index"], share)
-                elif U.is_differentiable(operand):
-                    _accumulate(cotangents, operand, share)
+                    if is_multi_output(operand):
+                        _accumulate_output(cotangents, operand, instr.attrs["index"], share)
+                    elif U.is_differentiable(operand):
+                        _accumulate(cotangents, operand, share)
 
 
 def _accumulate_output(cotangents, fusion, index, ct):
@@ -261,21 +261,35 @@ def _free(x, contract, batch):
 
 def _dot_transpose(ct, other, own_dims, other_dims, ct_other_free):
     """The cotangent of one dot operand ("own"): ct contracted with the other operand
-    over the other's free dims, then laid out in own's dim order."""
+    over the other's free dims, laid out in own's dim order. Of the two operand orders
+    the one needing no transpose is used (x^T @ ct for the rhs of a matmul)."""
     own_batch, own_free, own_contract = own_dims
     other_batch, other_free, other_contract = other_dims
     nb = len(own_batch)
-    # result layout: batch, own's free dims (as in ct), other's contracted dims (sorted)
-    r = build.dot_general(ct, other, tuple(ct_other_free), other_free, range(nb), other_batch)
-    source = {}
-    for k, d in enumerate(own_batch):
-        source[d] = k
-    for m, d in enumerate(own_free):
-        source[d] = nb + m
+    ct_batch, ct_other_free = tuple(range(nb)), tuple(ct_other_free)
+    # each order's result lays out the batch dims, then the left operand's remaining
+    # dims, then the right's; own's contracted dims come out as other's (sorted)
     remaining = sorted(other_contract)
-    for d, partner in zip(own_contract, other_contract):
-        source[d] = nb + len(own_free) + remaining.index(partner)
-    return build.transpose(r, [source[d] for d in range(len(source))])
+    from_other = [remaining.index(partner) for partner in other_contract]
+    ct_first = _layout(own_dims, nb, list(range(len(own_free))),
+                       [len(own_free) + i for i in from_other])
+    other_first = _layout(own_dims, nb, [len(own_contract) + m for m in range(len(own_free))],
+                          from_other)
+    if other_first == sorted(other_first):
+        r = build.dot_general(other, ct, other_free, ct_other_free, other_batch, ct_batch)
+        return build.transpose(r, other_first)
+    r = build.dot_general(ct, other, ct_other_free, other_free, ct_batch, other_batch)
+    return build.transpose(r, ct_first)
+
+
+def _layout(own_dims, nb, free_at, contract_at):
+    """For each dim of own, where a dot's result holds it: batch dims first, then own's
+    free dims at nb + free_at[m], contracted dims at nb + contract_at[q]."""
+    own_batch, own_free, own_contract = own_dims
+    source = {d: k for k, d in enumerate(own_batch)}
+    source.update((d, nb + at) for d, at in zip(own_free, free_at))
+    source.update((d, nb + at) for d, at in zip(own_contract, contract_at))
+    return [source[d] for d in range(len(source))]
 
 
 vjp_rules[Op.DOT_GENERAL] = _dot_general

@@ -159,6 +159,20 @@ def test_hessian_vector_product_is_jvp_of_grad(sequence):
     close(hvp, ref)
 
 
+def test_matmul_gradients_are_plain_dots_without_transposes():
+    x = rng(11).normal(size=(4, 3))
+    ir = jitlib.make_ir(jitlib.grad(lambda w, x: np.sum(np.tanh(x @ w)), argnums=(0, 1)))(
+        np.ones((3, 2)), x).as_text()
+    assert ir.count("dot_general(") == 3, ir
+    assert "transpose" not in ir, ir
+
+
+def test_gradients_of_empty_products_and_scans():
+    x = np.ones((0, 3))
+    g = jitlib.grad(lambda x: np.prod(x, axis=0).sum() + np.cumprod(x, axis=0).sum())(x)
+    assert g.shape == (0, 3)
+
+
 # -- vjp and jvp
 
 def test_vjp_of_a_pytree_output(sequence):
