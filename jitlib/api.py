@@ -130,7 +130,7 @@ class Jitted:
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None:
             self._hits += 1
-            return tree.unflatten(entry.out_tree, list(entry.executable(*args)))
+            return tree.unflatten(entry.out_tree, list(_run(entry.executable, args)))
         bound = self._bind(args, kwargs)
         key, dynamic, flat = self._key(bound)
         entry = self._cache.get(key)
@@ -153,7 +153,7 @@ class Jitted:
         # a jitlib.Array stays where it is (on the GPU); the executable takes it as is
         arrays = [x if type(x) is Array else np.asarray(x, dtype=shape_dtype[1])
                   for x, shape_dtype in zip(flat, key.leaves)]
-        outs = entry.executable(*arrays)
+        outs = _run(entry.executable, arrays)
         return tree.unflatten(entry.out_tree, list(outs))
 
     def _fast_key(self, args, kwargs):
@@ -264,6 +264,15 @@ class Jitted:
         if config.debug_level() >= 2:
             log.info("jitlib: traced %s\n%s", self.__name__, module)
         return _Entry(module, out_tree, get_backend(key.backend).compile(module))
+
+
+def _run(executable, args):
+    """Call a compiled program. One whose device keeps results (the CUDA device of the gpu
+    backend) runs there: Arrays stay, host arrays are copied in once, results are Arrays."""
+    run_on_device = getattr(getattr(executable, "device", None), "run_executable", None)
+    if run_on_device is not None:
+        return run_on_device(executable, args)
+    return executable(*args)
 
 
 class _Bound:

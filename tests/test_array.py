@@ -3,7 +3,9 @@
 `HostDevice` stands in for the CUDA device with host memory, so everything above the driver
 runs here: the capsule's bytes are read back through the DLPack structures and checked
 against dlpack.h's layout, capsules are consumed by jitlib's own importer, and lifetimes are
-watched with weak references. The same paths against torch, JAX and a real GPU are in
+watched with weak references. `InterpretedDevice` adds the gpu backend's kernels under
+Triton's interpreter, so jit's device path (Arrays in, Arrays out, host arrays copied in
+once) runs here too. The same paths against torch, JAX and a real GPU are in
 tests/test_array_gpu.py.
 """
 import ctypes
@@ -225,6 +227,85 @@ def test_jit_keys_an_array_like_an_ndarray_and_traces_without_a_host_copy(device
     np.testing.assert_allclose(f(x, x), expect, rtol=1e-6)
     np.testing.assert_allclose(f(x, a), expect, rtol=1e-6)
     assert f.cache_info().misses == 1, f.cache_info()
+
+
+# ---------------------------------------------------------------------------- jit on a device
+
+class InterpretedDevice(HostDevice):
+    """HostDevice running the gpu backend's kernels under Triton's interpreter, with the
+    CUDA device's own `run_executable`: the jit path of the GPU, minus the GPU."""
+
+    name = "host arrays (Triton interpreter)"
+    interpreted = True
+
+    def __init__(self):
+        super().__init__()
+        self.to_device = 0
+
+    def from_numpy(self, a):
+        self.to_device += 1
+        return super().from_numpy(np.ascontiguousarray(a))
+
+    def launch(self, kernel, config, buffers):
+        from jitlib.backends.triton.host import launch_interpreted
+        launch_interpreted(kernel, config, buffers)
+
+    def run_executable(self, executable, args):
+        from jitlib.backends.triton.device import Device
+        return Device.run_executable(self, executable, args)
+
+
+@pytest.fixture
+def gpu_backend_on_host(monkeypatch):
+    from jitlib import backends
+    from jitlib.backends.triton import TritonBackend
+    device = InterpretedDevice()
+    monkeypatch.setitem(backends._instances, "gpu", TritonBackend(device=device))
+    return device
+
+
+def test_chained_jitted_calls_keep_arrays_on_the_device(gpu_backend_on_host):
+    dev = gpu_backend_on_host
+    f = jitlib.jit(lambda x: np.exp(x) * 2.0, backend="gpu")
+    g = jitlib.jit(lambda y, x: (y - x).sum(axis=-1), backend="gpu")
+    x = np.random.default_rng(0).standard_normal((8, 33), dtype=np.float32)
+    a = dev.from_numpy(x)
+    copies = (dev.to_device, dev.to_host)
+    for _ in range(2):          # the second round takes jit's fast path
+        y = f(a)
+        z = g(y, a)
+    assert type(y) is Array and type(z) is Array and z.shape == (8,)
+    assert (dev.to_device, dev.to_host) == copies, "a chained call went through the host"
+    np.testing.assert_allclose(np.asarray(z), (np.exp(x) * 2.0 - x).sum(-1), rtol=1e-5)
+
+
+def test_host_arguments_are_copied_in_once(gpu_backend_on_host):
+    dev = gpu_backend_on_host
+    f = jitlib.jit(lambda x, w: np.maximum(x @ w, 0.0), backend="gpu")
+    x, w = np.ones((4, 16), np.float32), np.full((16, 8), -0.25, np.float32)
+    before = dev.to_device
+    out = f(x, w)
+    assert type(out) is Array and dev.to_device == before + 2
+    np.testing.assert_array_equal(np.asarray(out), np.maximum(x @ w, 0.0))
+
+
+def test_a_returned_argument_is_a_new_array(gpu_backend_on_host):
+    dev = gpu_backend_on_host
+    a = dev.from_numpy(np.arange(5, dtype=np.int32))
+    out, doubled = jitlib.jit(lambda x: (x, x * 2), backend="gpu")(a)
+    assert out.data_ptr() != a.data_ptr()   # the caller may write to what it gets
+    np.testing.assert_array_equal(np.asarray(out), np.arange(5))
+    np.testing.assert_array_equal(np.asarray(doubled), 2 * np.arange(5))
+
+
+def test_a_wrong_array_is_refused_with_the_modules_types(gpu_backend_on_host):
+    from jitlib.backends.triton import TritonBackend
+    module = jitlib.make_ir(lambda x: x + 1.0)(np.ones(3, np.float32))
+    backend = TritonBackend(device=gpu_backend_on_host)
+    executable = backend.compile(module)
+    wrong = gpu_backend_on_host.from_numpy(np.ones(4, np.float32))
+    with pytest.raises(jitlib.JitlibTypeError, match=r"must be f32\[3\], got float32\[4\]"):
+        gpu_backend_on_host.run_executable(executable, [wrong])
 
 
 # ---------------------------------------------------------------------------- without a GPU

@@ -21,6 +21,8 @@ import threading
 import numpy as np
 
 from jitlib.array import Array, DeviceError
+from jitlib.errors import JitlibTypeError
+from jitlib.hlo.ops import Op
 
 log = logging.getLogger("jitlib")
 
@@ -164,6 +166,34 @@ class Device:
                                   "is expected")
             return x
         return self.from_numpy(np.asarray(x, dtype=dtype))
+
+    def run_executable(self, executable, args):
+        """Run a module compiled for this device (a TritonExecutable) on `args`: Arrays
+        pass through, host arrays and scalars are copied in once, and the results are
+        Arrays that stay here, so a chain of jitted calls never touches the host."""
+        params = executable.module.params
+        if len(args) != len(params):
+            raise JitlibTypeError(f"module {executable.module.name!r} takes {len(params)} "
+                                  f"arguments, got {len(args)}")
+        buffers = []
+        for p, x in zip(params, args):
+            if type(x) is not Array:
+                x = np.asarray(x)
+            if x.dtype != p.dtype or tuple(x.shape) != p.shape:
+                got = f"{x.dtype}[{','.join(map(str, x.shape))}]"
+                raise JitlibTypeError(
+                    f"argument {p.attrs['index']} ({p.attrs['name']}) of module "
+                    f"{executable.module.name!r} must be {p.type_str}, got {got}")
+            if type(x) is Array and x.device is not self:
+                raise DeviceError(f"argument {p.attrs['name']} lives on {x.device}, the "
+                                  f"program on {self}",
+                                  hint="move it with jitlib.from_dlpack or np.asarray")
+            buffers.append(x if type(x) is Array else self.from_numpy(x))
+        results = executable.run_buffers(buffers)
+        # a result that is an argument or a cached constant is copied: the caller owns
+        # what it gets and may write to it through DLPack
+        return [self.copy(buf) if r.op in (Op.PARAMETER, Op.CONSTANT) else buf
+                for r, buf in zip(executable.optimized.results, results)]
 
     # -- ordering
 
