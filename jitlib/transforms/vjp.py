@@ -342,7 +342,10 @@ def _expanded(instr, ct):
     live = _reaching(order, {o for o in instr.operands if U.is_differentiable(o)})
     live.update(o for o in instr.operands if U.is_differentiable(o))
     pull_back(order, live, local)
-    return [local.get(o) for o in instr.operands]
+    # an operand used twice (clamp(x, x, x)) has one total: give it to the first use
+    first_use = {o: i for i, o in reversed(list(enumerate(instr.operands)))}
+    return [local.get(o) if first_use[o] == i else None
+            for i, o in enumerate(instr.operands)]
 
 
 def _get_output(instr, ct):
