@@ -15,6 +15,10 @@ import itertools
 from jitlib.hlo import build
 from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
+from jitlib.transforms import ad_elementwise as E
+from jitlib.transforms import ad_expand as X
+from jitlib.transforms import ad_indexing as I
+from jitlib.transforms import ad_reductions as R
 from jitlib.transforms import ad_util as U
 
 jvp_rules = {}
@@ -62,13 +66,13 @@ def push_forward(order, tangents):
 
 def _by_partials(instr, tangents):
     total = None
-    for t, slope in zip(tangents, U.partials[instr.op](instr)):
+    for t, slope in zip(tangents, E.partials[instr.op](instr)):
         if t is not None and slope is not None:
             total = U.add_any(total, U.mul(t, slope))
     return total
 
 
-for _op in U.partials:
+for _op in E.partials:
     jvp_rules[_op] = _by_partials
 
 
@@ -103,9 +107,9 @@ def _scatter(instr, tangents):
     t_x, _, t_upd = tangents
     if mode == "mul":
         if t_upd is not None:
-            raise U.scatter_mul_error(instr)
+            raise I.scatter_mul_error(instr)
         return build.make(instr.op, (t_x, idx, upd), instr.attrs)
-    x_share, upd_share = U.scatter_extremum_shares(instr)
+    x_share, upd_share = I.scatter_extremum_shares(instr)
     pushed = U.mul(U.instantiate(t_x, x), x_share)
     if t_upd is None:
         return pushed
@@ -140,15 +144,15 @@ def _reduce_with_slope(slope_fn):
     return rule
 
 
-jvp_rules[Op.REDUCE_PROD] = _reduce_with_slope(U.reduce_prod_slope)
-jvp_rules[Op.REDUCE_MAX] = _reduce_with_slope(U.extremum_share)
-jvp_rules[Op.REDUCE_MIN] = _reduce_with_slope(U.extremum_share)
+jvp_rules[Op.REDUCE_PROD] = _reduce_with_slope(R.reduce_prod_slope)
+jvp_rules[Op.REDUCE_MAX] = _reduce_with_slope(R.extremum_share)
+jvp_rules[Op.REDUCE_MIN] = _reduce_with_slope(R.extremum_share)
 
 
 def _scan(instr, tangents):
     (t,) = tangents
     a = instr.attrs
-    return U.apply_scan_matrix(U.scan_matrix(instr), t, instr, a["axis"], a["reverse"],
+    return R.apply_scan_matrix(R.scan_matrix(instr), t, instr, a["axis"], a["reverse"],
                                cotangent=False)
 
 
@@ -159,9 +163,9 @@ for _op in (Op.CUMPROD, Op.CUMMAX, Op.CUMMIN):
 # -- ops differentiated through an equivalent expression (clamp, fusion)
 
 def _expanded(instr, tangents):
-    outs = U.expansions[instr.op](instr)
+    outs = X.expansions[instr.op](instr)
     local = {o: t for o, t in zip(instr.operands, tangents) if t is not None}
-    push_forward(U.subgraph_order(instr.operands, outs), local)
+    push_forward(X.subgraph_order(instr.operands, outs), local)
     out_tangents = [U.instantiate(local.get(o), o) for o in outs]
     # a multi-output fusion's tangent is the tuple of its results' tangents
     return tuple(out_tangents) if is_multi_output(instr) else out_tangents[0]
@@ -172,6 +176,6 @@ def _get_output(instr, tangents):
     return t[instr.attrs["index"]] if isinstance(t, tuple) else t
 
 
-for _op in U.expansions:
+for _op in X.expansions:
     jvp_rules[_op] = _expanded
 jvp_rules[Op.GET_OUTPUT] = _get_output

@@ -18,6 +18,10 @@ import itertools
 from jitlib.hlo import build
 from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
+from jitlib.transforms import ad_elementwise as E
+from jitlib.transforms import ad_expand as X
+from jitlib.transforms import ad_indexing as I
+from jitlib.transforms import ad_reductions as R
 from jitlib.transforms import ad_util as U
 
 vjp_rules = {}
@@ -94,10 +98,10 @@ def _accumulate_output(cotangents, fusion, index, ct):
 
 def _by_partials(instr, ct):
     return [None if slope is None else U.mul(ct, slope)
-            for slope in U.partials[instr.op](instr)]
+            for slope in E.partials[instr.op](instr)]
 
 
-for _op in U.partials:
+for _op in E.partials:
     vjp_rules[_op] = _by_partials
 
 
@@ -194,7 +198,7 @@ def _gather(instr, ct):
     x, idx = instr.operands
     axis = instr.attrs["axis"]
     # gather clamps its indices, scatter drops the out-of-range ones: clamp first
-    safe = U.clamped_indices(idx, x.shape[axis])
+    safe = I.clamped_indices(idx, x.shape[axis])
     return [build.scatter(U.zeros_like(x), safe, ct, axis, "add"), None]
 
 
@@ -213,15 +217,15 @@ def _scatter(instr, ct):
     if mode == "mul":
         return [build.scatter(ct, idx, upd, axis, "mul"), None, _scatter_mul_updates(instr)]
     if mode in ("min", "max"):
-        x_share, upd_share = U.scatter_extremum_shares(instr)
+        x_share, upd_share = I.scatter_extremum_shares(instr)
         return [U.mul(ct, x_share), None, U.mul(_gathered(ct, idx, axis, n, upd), upd_share)]
     if mode == "add":
-        ct_x, keeps = ct, U.in_range(idx, n)
+        ct_x, keeps = ct, I.in_range(idx, n)
     else:   # set: overwritten positions owe nothing to x; only the winning update counts
         ct_x, keeps = build.scatter(ct, idx, U.zeros_like(upd), axis, "set"), \
-            U.scatter_set_winners(idx, n)
+            I.scatter_set_winners(idx, n)
     gathered = _gathered(ct, idx, axis, n, upd)
-    kept = U.index_mask_for_updates(keeps, upd, axis)
+    kept = I.index_mask_for_updates(keeps, upd, axis)
     return [ct_x, None, U.select(kept, gathered, U.zeros_like(upd))]
 
 
@@ -229,7 +233,7 @@ def _gathered(ct, idx, axis, n, upd):
     """ct read back at each update's position (any value where it was dropped)."""
     if n == 0:
         return U.zeros_like(upd)
-    return build.gather(ct, U.clamped_indices(idx, n), axis)
+    return build.gather(ct, I.clamped_indices(idx, n), axis)
 
 
 vjp_rules[Op.SCATTER] = _scatter
@@ -237,7 +241,7 @@ vjp_rules[Op.SCATTER] = _scatter
 
 def _scatter_mul_updates(instr):
     def share():
-        raise U.scatter_mul_error(instr)
+        raise I.scatter_mul_error(instr)
     return share
 
 
@@ -317,14 +321,14 @@ def _cumsum(instr, ct):
 
 def _scan(instr, ct):
     a = instr.attrs
-    return [U.apply_scan_matrix(U.scan_matrix(instr), ct, instr, a["axis"], a["reverse"],
+    return [R.apply_scan_matrix(R.scan_matrix(instr), ct, instr, a["axis"], a["reverse"],
                                 cotangent=True)]
 
 
 vjp_rules[Op.REDUCE_SUM] = _reduce_sum
-vjp_rules[Op.REDUCE_PROD] = _reduce_with_slope(U.reduce_prod_slope)
-vjp_rules[Op.REDUCE_MAX] = _reduce_with_slope(U.extremum_share)
-vjp_rules[Op.REDUCE_MIN] = _reduce_with_slope(U.extremum_share)
+vjp_rules[Op.REDUCE_PROD] = _reduce_with_slope(R.reduce_prod_slope)
+vjp_rules[Op.REDUCE_MAX] = _reduce_with_slope(R.extremum_share)
+vjp_rules[Op.REDUCE_MIN] = _reduce_with_slope(R.extremum_share)
 vjp_rules[Op.CUMSUM] = _cumsum
 for _op in (Op.CUMPROD, Op.CUMMAX, Op.CUMMIN):
     vjp_rules[_op] = _scan
@@ -333,12 +337,12 @@ for _op in (Op.CUMPROD, Op.CUMMAX, Op.CUMMIN):
 # -- ops differentiated through an equivalent expression (clamp, fusion)
 
 def _expanded(instr, ct):
-    outs = U.expansions[instr.op](instr)
+    outs = X.expansions[instr.op](instr)
     cts = ct if isinstance(ct, list) else [ct]
     local = {}
     for out, c in zip(outs, cts):
         _accumulate(local, out, c)
-    order = U.subgraph_order(instr.operands, outs)
+    order = X.subgraph_order(instr.operands, outs)
     live = _reaching(order, {o for o in instr.operands if U.is_differentiable(o)})
     live.update(o for o in instr.operands if U.is_differentiable(o))
     pull_back(order, live, local)
@@ -352,6 +356,6 @@ def _get_output(instr, ct):
     return [ct]     # pull_back files it under the fusion's result `index`
 
 
-for _op in U.expansions:
+for _op in X.expansions:
     vjp_rules[_op] = _expanded
 vjp_rules[Op.GET_OUTPUT] = _get_output
