@@ -16,6 +16,7 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ops import Op
+from jitlib.hlo.printer import print_instr
 
 
 def is_differentiable(x):
@@ -25,9 +26,11 @@ def is_differentiable(x):
 
 def missing_rule(transform, instr):
     """The error for an op `transform` has no rule for, at the user's line."""
+    names = {operand: str(i) for i, operand in enumerate(instr.operands)}
+    names[instr] = "out"
+    line = " ".join(print_instr(instr, names, short_locs=True).split())
     return errors.UnsupportedError(
-        f"{transform} rule for '{instr.op}' is not implemented "
-        f"(while differentiating {instr.type_str} {instr.op})",
+        f"{transform} rule for '{instr.op}' is not implemented (differentiating `{line}`)",
         location=instr.loc,
         hint="rewrite this line with other NumPy operations, or mark the value as "
              "constant by computing it outside the differentiated function")
