@@ -8,7 +8,7 @@ import pytest
 
 import jitlib
 import anchors
-from jitlib.backends.llvm import LLVMBackend, program
+from jitlib.backends.llvm import LLVMBackend, buffers
 from jitlib.errors import JitlibTypeError
 from jitlib.hlo import Module, Op, build as B
 from jitlib.hlo.interpreter import evaluate
@@ -36,13 +36,13 @@ def _three_ways(module, *args):
 
 def test_plan_reuses_memory_only_after_the_last_reader():
     # buffers 0 and 1 live together; 2 starts after 0's last reader: it may take 0's place
-    offsets, total = program.plan_arena([100, 64, 100], [(0, 1), (0, 2), (2, 3)])
+    offsets, total = buffers.plan_arena([100, 64, 100], [(0, 1), (0, 2), (2, 3)])
     assert offsets[0] != offsets[1] and offsets[2] == offsets[0]
     assert total == 128 + 64
     # a buffer read by the step that defines the next one is still busy then
-    offsets, _ = program.plan_arena([8, 8], [(0, 1), (1, 2)])
+    offsets, _ = buffers.plan_arena([8, 8], [(0, 1), (1, 2)])
     assert offsets[0] != offsets[1]
-    assert all(o % program.ALIGN == 0 for o in offsets)
+    assert all(o % buffers.ALIGN == 0 for o in offsets)
 
 
 def test_a_chain_of_kernels_is_one_call_with_a_shared_arena():

@@ -8,14 +8,17 @@ runs them all (program.py). Otherwise the steps run here one by one on fresh `np
 buffers, dropped after their last use, and large kernels are shared between threads
 (parallel.py); ctypes releases the GIL while a compiled kernel runs.
 """
+import contextlib
 import ctypes
 import logging
+import threading
 
 import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import kernels, parallel, program
+from jitlib.backends.llvm.buffers import BufferPlan
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.interpreter import eval_rules, evaluate
@@ -47,10 +50,15 @@ class NativeRunner:
                       and moved >= parallel.MIN_PARALLEL_BYTES else None)
         self.parallel = self._pool is not None and self._pool.threads > 1
 
-    def __call__(self, arrays):
+    writes_into = True   # takes the memory of its outputs from the caller
+
+    def __call__(self, arrays, outs=None):
+        """The outputs, written into `outs` where it gives an array (C-contiguous, of the
+        output's type, not overlapping the inputs), else into fresh ones."""
         # hold every buffer in a list: a pointer to a dropped temporary would dangle
         buffers = [_contiguous(a) for a in arrays]
-        buffers += [np.empty(shape, dtype) for shape, dtype in self._outputs]
+        buffers += [np.empty(shape, dtype) if outs is None or outs[j] is None else outs[j]
+                    for j, (shape, dtype) in enumerate(self._outputs)]
         pointers = [b.ctypes.data for b in buffers]
         if self._pool is None:
             self._fn(*pointers, 0, 1)
@@ -60,8 +68,12 @@ class NativeRunner:
 
 
 class DotRunner:
-    """The dot_general through the interpreter's rule (np.matmul on operand views), then
-    the compiled epilogue over its result."""
+    """The dot_general as the interpreter computes it (np.matmul on operand views, so the
+    same BLAS call), written straight into its destination, then the compiled epilogue
+    over the product. A product only the epilogue reads goes to scratch memory kept
+    between calls: a fresh one would cost its page faults every call."""
+
+    writes_into = True
 
     def __init__(self, body, kernel):
         needed, stack = set(), [kernel.dot]
@@ -76,27 +88,99 @@ class DotRunner:
         self._epilogue = kernel.epilogue and NativeRunner(kernel.epilogue)
         self._epilogue_params = kernel.epilogue.inputs[:-1] if kernel.epilogue else []
         self._results = kernel.results
+        self._scratch = Scratch()
 
-    def __call__(self, arrays):
+    def __call__(self, arrays, outs=None):
+        outs = outs or [None] * len(self._results)
         env = dict(zip(self._params, arrays))
-        with np.errstate(all="ignore"):
-            for instr in self._steps:
+        dot_out = next((o for o, r in zip(outs, self._results) if r is None), None)
+        with np.errstate(all="ignore"), self._scratch.use() as scratch:
+            for instr in self._steps[:-1]:
                 env[instr] = eval_rules[instr.op](instr, *[env[o] for o in instr.operands])
-        product = env[self._dot]
-        outs = []
-        if self._epilogue is not None:
-            outs = self._epilogue([env[p] for p in self._epilogue_params] + [product])
-        return [product if r is None else outs[r] for r in self._results]
+            if dot_out is None and None not in self._results:
+                dot_out = scratch.array(self._dot.shape, self._dot.dtype)
+            product = matmul(self._dot, *[env[o] for o in self._dot.operands], dot_out)
+            if self._epilogue is None:
+                return [product] * len(self._results)
+            epilogue_outs = [None] * len(self._epilogue.outputs)
+            for o, r in zip(outs, self._results):
+                if r is not None:
+                    epilogue_outs[r] = o
+            done = self._epilogue([env[p] for p in self._epilogue_params] + [product],
+                                  epilogue_outs)
+        return [product if r is None else done[r] for r in self._results]
+
+
+def matmul(dot, lhs, rhs, out=None):
+    """dot_general(lhs, rhs) as the interpreter's rule computes it, into `out` if given.
+    Float32/float64 go to np.matmul(..., out=) with the rule's operand views; other types
+    take the rule itself."""
+    if out is None or dot.dtype not in (np.float32, np.float64):
+        result = eval_rules[Op.DOT_GENERAL](dot, lhs, rhs)
+        if out is None:
+            return result
+        np.copyto(out, result)
+        return out
+    a = dot.attrs
+    lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    lfree = tuple(i for i in range(lhs.ndim) if i not in lc + lb)
+    rfree = tuple(i for i in range(rhs.ndim) if i not in rc + rb)
+    batch = [lhs.shape[i] for i in lb]
+    m, n, k = (int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
+               for x, dims in ((lhs, lfree), (rhs, rfree), (lhs, lc)))
+    left = np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k])
+    right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
+    np.matmul(left, right, out=out.reshape(batch + [m, n]))
+    return out
+
+
+class Scratch:
+    """Memory kept between calls, for one user at a time: `with scratch.use() as s:`
+    then `s.array(shape, dtype)`; a second caller meanwhile gets fresh memory."""
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._buffer = np.empty(0, np.uint8)
+
+    @contextlib.contextmanager
+    def use(self):
+        if not self._lock.acquire(blocking=False):
+            yield _FRESH
+            return
+        try:
+            yield self
+        finally:
+            self._lock.release()
+
+    def array(self, shape, dtype):
+        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+        if self._buffer.size < nbytes:
+            self._buffer = np.empty(nbytes, np.uint8)
+        return self._buffer[:nbytes].view(dtype).reshape(shape)
+
+
+class _Fresh:
+    @staticmethod
+    def array(shape, dtype):
+        return np.empty(shape, dtype)
+
+
+_FRESH = _Fresh()
 
 
 class InterpretedRunner:
     """The kernel's body on the reference interpreter."""
 
+    writes_into = False
+
     def __init__(self, body):
         self._body = body
 
-    def __call__(self, arrays):
-        return evaluate(self._body, arrays)
+    def __call__(self, arrays, outs=None):
+        # a result may be a view of an input, which may live in the arena: a copy keeps
+        # it valid after the arena's memory is reused
+        return [np.array(r) if any(np.may_share_memory(r, a) for a in arrays) else r
+                for r in evaluate(self._body, arrays)]
 
 
 def make_runner(fusion):
@@ -136,6 +220,24 @@ class LLVMExecutable(Executable):
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
+        self._places = self._plan_places()
+        self._arena = Scratch()
+
+    def _plan_places(self):
+        """Per step, where its outputs go: [(offset, shape, dtype)] into the arena for
+        intermediates a runner can write into, None for fresh memory (results)."""
+        runners = {instr: r for instr, r in self._steps if r is not None}
+        outputs_of = {f: [(o.shape, o.dtype) for o in f.attrs["body"].results]
+                      for f in runners}
+        plan = BufferPlan(self.optimized, outputs_of,
+                          lambda f, j: runners[f].writes_into)
+        self.arena_bytes = plan.arena_bytes
+        places = {}
+        for f, outputs in outputs_of.items():
+            slots = [plan.slots.get((f, j)) for j in range(len(outputs))]
+            places[f] = [(slot.at, *outputs[j]) if slot and slot.kind == "arena" else None
+                         for j, slot in enumerate(slots)]
+        return places
 
     def _driver(self):
         """A `Program` (one native call per run) where every kernel compiled and none is
@@ -157,18 +259,22 @@ class LLVMExecutable(Executable):
 
     def _execute(self, arrays):
         env = {}
-        for step, (instr, runner) in enumerate(self._steps):
-            if instr.op is Op.PARAMETER:
-                env[instr] = arrays[instr.attrs["index"]]
-            elif instr.op is Op.CONSTANT:
-                env[instr] = instr.attrs["value"].array
-            elif instr.op is Op.GET_OUTPUT:
-                env[instr] = env[instr.operands[0]][instr.attrs["index"]]
-            else:
-                outs = runner([env[o] for o in instr.operands])
-                env[instr] = outs if is_multi_output(instr) else outs[0]
-            for done in self._dead_after[step]:
-                del env[done]
+        with self._arena.use() as arena:
+            memory = arena.array((self.arena_bytes,), np.uint8)
+            for step, (instr, runner) in enumerate(self._steps):
+                if instr.op is Op.PARAMETER:
+                    env[instr] = arrays[instr.attrs["index"]]
+                elif instr.op is Op.CONSTANT:
+                    env[instr] = instr.attrs["value"].array
+                elif instr.op is Op.GET_OUTPUT:
+                    env[instr] = env[instr.operands[0]][instr.attrs["index"]]
+                else:
+                    places = [None if p is None else _view(memory, *p)
+                              for p in self._places[instr]]
+                    outs = runner([env[o] for o in instr.operands], places)
+                    env[instr] = outs if is_multi_output(instr) else outs[0]
+                for done in self._dead_after[step]:
+                    del env[done]
         results = []
         for r in self.optimized.results:
             value = env[r]
@@ -176,6 +282,11 @@ class LLVMExecutable(Executable):
             fresh = r.op not in (Op.PARAMETER, Op.CONSTANT) and value.flags.writeable
             results.append(value if fresh else np.array(value, order="C"))
         return results
+
+
+def _view(memory, offset, shape, dtype):
+    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return memory[offset:offset + nbytes].view(dtype).reshape(shape)
 
 
 def _last_uses(module):

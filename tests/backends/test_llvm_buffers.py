@@ -1,0 +1,114 @@
+"""Large programs run step by step with their intermediates in an arena kept between calls.
+
+The arena (buffers.py plans it, executable.py keeps it) must never leak into results: a
+result from one call stays intact through the next calls, and calls from several
+threads at once (one of them then works in fresh memory) all get the right answer.
+"""
+import threading
+
+import numpy as np
+import pytest
+
+import jitlib
+import anchors
+from jitlib.backends.llvm import LLVMBackend, parallel
+from jitlib.backends.llvm.executable import matmul
+from jitlib.hlo import Module, Op, build as B
+from jitlib.hlo.interpreter import evaluate
+from jitlib.testing import assert_allclose_tree
+
+LLVM = LLVMBackend()
+F32 = np.dtype(np.float32)
+RNG = np.random.default_rng(17)
+
+
+@pytest.fixture(autouse=True)
+def two_threads(monkeypatch):
+    # the step path is taken by programs with a kernel worth splitting
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+
+
+def _chain(x, w):
+    a = np.tanh(x @ w + 1.0)                    # dot + epilogue
+    s = a - a.max(axis=1, keepdims=True)        # reduction
+    e = np.exp(s)
+    return (e / e.sum(axis=1, keepdims=True)) @ w.T, a.sum()
+
+
+def _attention(q, k, v):
+    return anchors.attention(q, k, v)
+
+
+CASES = {
+    "chain": (_chain, [(512, 256), (256, 256)]),
+    "attention": (_attention, [(4, 256, 64)] * 3),
+    "softmax": (anchors.softmax_rows, [(512, 600)]),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_results_survive_later_calls(name):
+    fn, shapes = CASES[name]
+    args = [RNG.standard_normal(s).astype(F32) for s in shapes]
+    module = jitlib.make_ir(fn)(*args)
+    exe = LLVM.compile(module)
+    assert exe.program is None and not exe.fallbacks, exe.optimized
+    first = exe(*args)
+    kept = [np.copy(r) for r in first]
+    others = [a[::-1].copy() for a in args]
+    exe(*others)
+    second = exe(*args)
+    for a, b, c in zip(first, kept, second):
+        assert a.tobytes() == b.tobytes() == c.tobytes(), name
+    assert_allclose_tree(first, evaluate(module, args), rtol=2e-5, atol=2e-6,
+                         err_msg=str(exe.optimized))
+
+
+def test_liveness_lets_intermediates_share_memory():
+    def layers(x, w):
+        for _ in range(5):       # a dot kernel each (tanh is its epilogue): 4 temporaries
+            x = np.tanh(x @ w)
+        return x
+    args = [RNG.standard_normal((512, 512)).astype(F32) * 0.05 for _ in range(2)]
+    module = jitlib.make_ir(layers)(*args)
+    exe = LLVM.compile(module)
+    kernels = [i for i in exe.optimized.instructions if i.op is Op.FUSION]
+    assert len(kernels) == 5, exe.optimized
+    one = 512 * 512 * 4
+    # each temporary is read only by the next kernel: two places are enough for four
+    assert exe.arena_bytes == 2 * one, (exe.arena_bytes, exe.optimized)
+    assert_allclose_tree(exe(*args), evaluate(module, args), rtol=1e-5, atol=1e-6)
+
+
+def test_concurrent_calls_on_one_executable():
+    fn, shapes = CASES["chain"]
+    inputs = [[RNG.standard_normal(s).astype(F32) for s in shapes] for _ in range(3)]
+    exe = LLVM.compile(jitlib.make_ir(fn)(*inputs[0]))
+    want = [exe(*args) for args in inputs]
+    got = [[] for _ in inputs]
+
+    def calls(i):
+        for _ in range(6):
+            got[i].append(exe(*inputs[i]))
+    threads = [threading.Thread(target=calls, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for results, w in zip(got, want):
+        for r in results:
+            for a, b in zip(r, w):
+                assert a.tobytes() == b.tobytes()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
+def test_matmul_into_memory_equals_the_interpreters_dot(dtype):
+    lhs = B.parameter(0, (3, 5, 7), np.dtype(dtype))
+    rhs = B.parameter(1, (3, 4, 7), np.dtype(dtype))
+    dot = B.dot_general(lhs, rhs, (2,), (2,), (0,), (0,))        # q @ k^T, batched
+    a, b = (RNG.integers(-5, 5, p.shape).astype(dtype) for p in (lhs, rhs))
+    out = np.full(dot.shape, 7, dtype)
+    got = matmul(dot, a, b, out)
+    assert got is out
+    (want,) = evaluate(Module("dot", [lhs, rhs], [dot]), [a, b])
+    assert out.tobytes() == want.tobytes()
