@@ -101,14 +101,15 @@ def test_concurrent_calls_on_one_executable():
                 assert a.tobytes() == b.tobytes()
 
 
+@pytest.mark.parametrize("into", [True, False])
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
-def test_matmul_into_memory_equals_the_interpreters_dot(dtype):
+def test_matmul_into_memory_equals_the_interpreters_dot(dtype, into):
     lhs = B.parameter(0, (3, 5, 7), np.dtype(dtype))
     rhs = B.parameter(1, (3, 4, 7), np.dtype(dtype))
     dot = B.dot_general(lhs, rhs, (2,), (2,), (0,), (0,))        # q @ k^T, batched
     a, b = (RNG.integers(-5, 5, p.shape).astype(dtype) for p in (lhs, rhs))
-    out = np.full(dot.shape, 7, dtype)
+    out = np.full(dot.shape, 7, dtype) if into else None
     got = matmul(dot, a, b, out)
-    assert got is out
+    assert got is out or not into
     (want,) = evaluate(Module("dot", [lhs, rhs], [dot]), [a, b])
-    assert out.tobytes() == want.tobytes()
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
