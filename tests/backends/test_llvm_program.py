@@ -103,8 +103,8 @@ def test_other_arguments_take_the_checked_path():
         exe(strided, strided)
 
 
-def test_large_programs_keep_their_threads(monkeypatch):
-    # a kernel worth splitting keeps the step path, where the pool can share it
+def test_large_programs_run_step_by_step(monkeypatch):
+    # a large kernel keeps the step path: the pool can share it, the GIL is released
     from jitlib.backends.llvm import parallel
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
     x = B.parameter(0, (1 << 20,), F32)

@@ -33,8 +33,10 @@ def _contiguous(a):
 
 
 class NativeRunner:
-    """A compiled kernel: inputs, then freshly allocated outputs, as pointer arguments,
-    then the share of the work; large splittable calls are shared between threads."""
+    """A compiled kernel: inputs, then outputs, as pointer arguments, then the share of
+    the work; large splittable calls are shared between threads."""
+
+    writes_into = True   # takes the memory of its outputs from the caller
 
     def __init__(self, kernel):
         if config.debug_level() >= 4:
@@ -46,11 +48,9 @@ class NativeRunner:
                                     ctypes.c_int64, ctypes.c_int64)(self.address)
         self._outputs = [(o.shape, o.dtype) for o in kernel.outputs]
         moved = sum(i.size * i.dtype.itemsize for i in kernel.inputs + kernel.outputs)
-        self._pool = (parallel.get_pool() if kernel.splittable
-                      and moved >= parallel.MIN_PARALLEL_BYTES else None)
-        self.parallel = self._pool is not None and self._pool.threads > 1
-
-    writes_into = True   # takes the memory of its outputs from the caller
+        # small: not worth a thread's wake-up, and short enough to run holding the GIL
+        self.small = moved < parallel.MIN_PARALLEL_BYTES
+        self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
 
     def __call__(self, arrays, outs=None):
         """The outputs, written into `outs` where it gives an array (C-contiguous, of the
@@ -244,11 +244,11 @@ class LLVMExecutable(Executable):
         return places
 
     def _driver(self):
-        """A `Program` (one native call per run) where every kernel compiled and none is
-        large enough to share between threads, else None: the steps run one by one."""
+        """A `Program` (one native call, GIL held, per run) where every kernel compiled and
+        is small, else None: the steps run one by one, large ones on several threads."""
         runners = {instr: r for instr, r in self._steps if r is not None}
         if not program.eligible(self.optimized) or not all(
-                type(r) is NativeRunner and not r.parallel for r in runners.values()):
+                type(r) is NativeRunner and r.small for r in runners.values()):
             return None
         driver = program.Program(self.optimized, runners)
         if config.debug_level() >= 4:
