@@ -141,3 +141,29 @@ def test_bool_and_narrow_outputs_split_on_element_boundaries(monkeypatch):
     one, three = (_compile_with_threads(module, n, monkeypatch)(arg) for n in (1, 3))
     for a, b in zip(one, three):
         _same_bits(a, b, "narrow outputs")
+
+
+def test_a_forked_child_starts_its_own_workers(monkeypatch):
+    import os
+    pool = parallel.Pool(2)
+    monkeypatch.setattr(parallel, "_pool", pool)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    exe = LLVMBackend().compile(_modules()[0])
+    args = [RNG.standard_normal(p.shape).astype(F32) for p in exe.module.params]
+    want = exe(*args)[0]                      # the parent's worker thread is running now
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:                              # the child: without a fresh worker, hangs
+        ok = exe(*args)[0].tobytes() == want.tobytes()
+        os.write(write, b"1" if ok else b"0")
+        os._exit(0)
+    os.close(write)
+    import select
+    ready, _, _ = select.select([read], [], [], 60)
+    answer = os.read(read, 1) if ready else None
+    if not ready:
+        os.kill(pid, 9)
+    os.waitpid(pid, 0)
+    os.close(read)
+    assert ready, "the forked child hung on the parent's worker"
+    assert answer == b"1"

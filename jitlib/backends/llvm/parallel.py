@@ -11,6 +11,7 @@ JITLIB_NUM_THREADS sets the number of parts (default: os.cpu_count()); 1 turns i
 import os
 import queue
 import threading
+import weakref
 
 # Below this many bytes read and written a kernel runs on the calling thread alone: at
 # memory speed 1 MiB takes ~50 us, about what handing work to another thread costs.
@@ -52,6 +53,12 @@ class Pool:
         self.threads = threads
         self._workers = []
         self._lock = threading.Lock()   # one split call at a time owns the workers
+        _pools.add(self)
+
+    def _after_fork(self):
+        # a forked child has none of the parent's threads: start its own when needed
+        self._workers = []
+        self._lock = threading.Lock()
 
     def _ensure_workers(self):
         while len(self._workers) < self.threads - 1:
@@ -80,6 +87,18 @@ class Pool:
 
 _pool = None
 _pool_lock = threading.Lock()
+_pools = weakref.WeakSet()
+
+
+def _after_fork_in_child():
+    global _pool_lock
+    _pool_lock = threading.Lock()
+    for pool in list(_pools):
+        pool._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def get_pool():
