@@ -71,10 +71,13 @@ class Mismatch(AssertionError):
     @property
     def signature(self):
         """What kind of failure this is, for telling findings apart: the variant and the
-        first line of what went wrong, without numbers, places or values."""
-        first = self.what.splitlines()[0].split(";")[0]
-        first = re.sub(r"<[^>]*>(:\d+)?( in \w+)?", "", first)
-        return f"{self.variant}: {re.sub(r'[0-9]+', 'N', first)}"
+        first line of what went wrong (with a compiler's `error:` line, if it printed
+        one), without numbers, places or values."""
+        lines = self.what.splitlines()
+        kept = [lines[0].split(";")[0]]
+        kept += [line.strip() for line in lines[1:4] if "error:" in line][:1]
+        text = re.sub(r"<[^>]*>(:\d+)*( in \w+)?:? ?", "", " / ".join(kept))
+        return f"{self.variant}: {re.sub(r'[0-9]+', 'N', text)}"
 
 
 @dataclasses.dataclass

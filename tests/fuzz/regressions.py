@@ -11,7 +11,7 @@ disagree) has no module to show; it is kept as the program instead:
     regressions/NAME.npz   its arguments, keyed a0, a1, ...
 
 Header keys: `found-by` (generator and date), `variant` and `what` (the failure as first
-seen), and `xfail` (a reason): a program that shows a bug in code owned elsewhere is kept
+seen), `signature` (its kind, `Mismatch.signature`), and `xfail` (a reason): a program that shows a bug in code owned elsewhere is kept
 as an expected failure until that code is fixed; the replay test marks it strict, so it
 turns red the day the bug is fixed and the line must go.
 """
@@ -37,7 +37,8 @@ def save(mismatch, found_by, directory=DIRECTORY, xfail=None):
     directory.mkdir(parents=True, exist_ok=True)
     header = {"found-by": f"{found_by}, {datetime.date.today().isoformat()}",
               "variant": mismatch.variant,
-              "what": mismatch.what.splitlines()[0]}
+              "what": mismatch.what.splitlines()[0],
+              "signature": mismatch.signature}
     if xfail:
         header["xfail"] = xfail
     lines = [f"# {key}: {value}" for key, value in header.items()]
@@ -79,6 +80,18 @@ def load(path):
         inputs = [stored[f"p{i}"].view(p.dtype).reshape(p.shape)
                   for i, p in enumerate(module.params)]
     return module, inputs, header
+
+
+def known_bugs(directory=DIRECTORY):
+    """{failure signature: regression name} of the expected failures kept here: bugs
+    found and reported, not yet fixed. A fuzz run counts these apart instead of failing,
+    so one open bug does not hide everything else it would find."""
+    known = {}
+    for path in all_files(directory, "hlo") + all_files(directory, "py"):
+        header = _header(path.read_text())
+        if "xfail" in header and "signature" in header:
+            known[header["signature"]] = path.stem
+    return known
 
 
 def all_files(directory=DIRECTORY, suffix="hlo"):
