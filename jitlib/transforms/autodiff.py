@@ -15,6 +15,7 @@ from jitlib import errors, tree
 from jitlib.hlo import build, dtypes
 from jitlib.trace.tracer import Tracer, as_instr
 from jitlib.transforms import core
+from jitlib.transforms.batching_api import vmap
 from jitlib.transforms.jvp import jvp_module
 from jitlib.transforms.vjp import vjp_module
 
@@ -241,13 +242,13 @@ def _scalar_output(module, shapes, fun):
 # -- Jacobians
 
 def jacfwd(fun, argnums=0, has_aux=False):
-    """The Jacobian of fun by forward mode: one jvp per input element. Each output leaf
-    maps to arrays of shape out.shape + in.shape (per argument, as argnums says)."""
+    """The Jacobian of fun by forward mode: a jvp vmapped over the input's basis. Each
+    output leaf maps to arrays of shape out.shape + in.shape (per argnums argument)."""
     return _jacobian(fun, argnums, has_aux, forward=True)
 
 
 def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian of fun by reverse mode: one vjp per output element."""
+    """The Jacobian of fun by reverse mode: a vjp vmapped over the output's basis."""
     return _jacobian(fun, argnums, has_aux, forward=False)
 
 
@@ -265,8 +266,7 @@ def _jacobian(fun, argnums, has_aux, forward):
         ranges = _leaf_ranges(args)
 
         def blocks(*traced_args):
-            # Traced as one Module, so eager calls evaluate it once and every basis
-            # vector shares the forward pass (instructions are interned).
+            # Traced as one Module, so an eager call evaluates it once.
             traced = core.trace(flat_fun, traced_args, name=_name(fun))
             wrt = _float_leaves(traced.module, ranges, nums, what)
             flat = tree.leaves(tuple(traced_args))
@@ -296,40 +296,33 @@ def _jacobian(fun, argnums, has_aux, forward):
 
 
 def _basis(shape, dtype):
-    """One-hot arrays of `shape`, one per element, in row-major order."""
+    """The one-hot arrays of `shape` stacked along a new leading axis, in row-major order."""
     size = int(np.prod(shape, dtype=np.int64))
-    return [np.eye(1, size, e, dtype=dtype).reshape(shape) for e in range(size)]
-
-
-def _stack(columns, lead_shape, shape, dtype):
-    """Tracers of `shape`, one per element of `lead_shape`, as one array of
-    lead_shape + shape."""
-    if not columns:
-        return Tracer(build.full(0, tuple(lead_shape) + tuple(shape), dtype))
-    rows = [build.reshape(as_instr(c), (1,) + tuple(shape)) for c in columns]
-    return Tracer(build.reshape(build.concatenate(rows, 0), tuple(lead_shape) + tuple(shape)))
+    return np.eye(size, dtype=dtype).reshape((size,) + tuple(shape))
 
 
 def _forward_blocks(module, flat, wrt, n_out):
-    """J[o][i] (out_o.shape + in_i.shape) from one jvp per element of each input i."""
+    """J[o][i] (out_o.shape + in_i.shape): a jvp of each input i, vmapped over the
+    basis of its tangent space, the batch axis landing last."""
     pieces = [{} for _ in range(n_out)]
     n_res = len(module.results)
     for i in wrt:
         p = module.params[i]
         pushed = jvp_module(module, [i])
-        columns = [core.call(pushed, list(flat) + [e])[n_res:n_res + n_out]
-                   for e in _basis(p.shape, p.dtype)]
-        for o in range(n_out):
-            out = module.results[o]
-            stacked = _stack([c[o] for c in columns], p.shape, out.shape, out.dtype)
-            # stacked is in.shape + out.shape; a Jacobian is out.shape + in.shape
-            perm = [len(p.shape) + d for d in range(out.ndim)] + list(range(len(p.shape)))
-            pieces[o][i] = Tracer(build.transpose(as_instr(stacked), perm))
+
+        def push(tangent):
+            return core.call(pushed, list(flat) + [tangent])[n_res:n_res + n_out]
+
+        columns = _mapped(push, _basis(p.shape, p.dtype), module.results[:n_out], -1)
+        for o, column in enumerate(columns):
+            shape = module.results[o].shape + p.shape
+            pieces[o][i] = Tracer(build.reshape(as_instr(column), shape))
     return pieces
 
 
 def _reverse_blocks(module, flat, wrt, n_out):
-    """J[o][i] (out_o.shape + in_i.shape) from one vjp per element of each output o."""
+    """J[o][i] (out_o.shape + in_i.shape): a vjp of each output o, vmapped over the
+    basis of its cotangent space."""
     pieces = [{} for _ in range(n_out)]
     n_res = len(module.results)
     for o in range(n_out):
@@ -340,9 +333,20 @@ def _reverse_blocks(module, flat, wrt, n_out):
                 pieces[o][i] = Tracer(build.full(0, out.shape + p.shape, p.dtype))
             continue
         pulled = vjp_module(module, wrt, [o])
-        rows = [core.call(pulled, list(flat) + [e])[n_res:]
-                for e in _basis(out.shape, out.dtype)]
-        for k, i in enumerate(wrt):
-            p = module.params[i]
-            pieces[o][i] = _stack([r[k] for r in rows], out.shape, p.shape, p.dtype)
+
+        def pull(cotangent):
+            return core.call(pulled, list(flat) + [cotangent])[n_res:]
+
+        rows = _mapped(pull, _basis(out.shape, out.dtype), [module.params[i] for i in wrt], 0)
+        for i, row in zip(wrt, rows):
+            pieces[o][i] = Tracer(build.reshape(as_instr(row), out.shape + module.params[i].shape))
     return pieces
+
+
+def _mapped(fn, basis, likes, out_axis):
+    """vmap(fn)(basis), stacked at `out_axis`; zeros shaped like `likes` when the basis
+    is empty (there is nothing to map over)."""
+    if len(basis) == 0:
+        return [Tracer(build.full(0, like.shape + (0,) if out_axis == -1 else (0,) + like.shape,
+                                  like.dtype)) for like in likes]
+    return vmap(fn, out_axes=out_axis)(basis)

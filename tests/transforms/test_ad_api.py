@@ -238,6 +238,24 @@ def test_jacobian_of_a_pytree_input_and_output():
     close(jitlib.jacfwd(f)(p), jax.jit(jax.jacfwd(with_jnp(f)))(p))
 
 
+@pytest.mark.parametrize("jac", ["jacfwd", "jacrev"])
+def test_jacobian_programs_do_not_grow_with_the_size(jac):
+    # one vmapped jvp/vjp, not one per basis vector
+    def f(x):
+        return np.tanh(x) * np.sum(x * x)
+
+    def size_of_ir(n):
+        return len(jitlib.make_ir(getattr(jitlib, jac)(f))(np.ones(n)).instructions)
+    assert size_of_ir(4) == size_of_ir(40)
+
+
+def test_jacobians_of_empty_arrays():
+    f = lambda x: np.sin(x) * 2.0
+    for jac in (jitlib.jacfwd, jitlib.jacrev):
+        assert jac(f)(np.ones((0, 2))).shape == (0, 2, 0, 2)
+    assert jitlib.jacfwd(lambda x: np.ones(3) * np.sum(x))(np.ones(0)).shape == (3, 0)
+
+
 def test_hessian_of_the_mlp_loss_in_the_last_layer(mlp):
     params, x, y = mlp
 
