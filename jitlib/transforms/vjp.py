@@ -215,22 +215,29 @@ def _scatter(instr, ct):
     axis, mode = instr.attrs["axis"], instr.attrs["mode"]
     n = x.shape[axis]
     if mode == "mul":
-        return [build.scatter(ct, idx, upd, axis, "mul"), None, _scatter_mul_updates(instr)]
+        return [lambda: build.scatter(ct, idx, upd, axis, "mul"), None,
+                _scatter_mul_updates(instr)]
     if mode in ("min", "max"):
         x_share, upd_share = I.scatter_extremum_shares(instr)
-        return [U.mul(ct, x_share), None, U.mul(_gathered(ct, idx, axis, n, upd), upd_share)]
+        return [U.mul(ct, x_share), None,
+                lambda: U.mul(_gathered(ct, idx, axis, upd), upd_share)]
     if mode == "add":
-        ct_x, keeps = ct, I.in_range(idx, n)
-    else:   # set: overwritten positions owe nothing to x; only the winning update counts
-        ct_x, keeps = build.scatter(ct, idx, U.zeros_like(upd), axis, "set"), \
-            I.scatter_set_winners(idx, n)
-    gathered = _gathered(ct, idx, axis, n, upd)
+        return [ct, None, lambda: _kept_updates(ct, idx, upd, axis, I.in_range(idx, n))]
+    # set: overwritten positions owe nothing to x; only the winning update counts
+    return [lambda: build.scatter(ct, idx, U.zeros_like(upd), axis, "set"), None,
+            lambda: _kept_updates(ct, idx, upd, axis, I.scatter_set_winners(idx, n))]
+
+
+def _kept_updates(ct, idx, upd, axis, keeps):
+    """ct read back at each update's position where `keeps` (one flag per index)
+    holds, 0 for the updates the scatter dropped or overwrote."""
     kept = I.index_mask_for_updates(keeps, upd, axis)
-    return [ct_x, None, U.select(kept, gathered, U.zeros_like(upd))]
+    return U.select(kept, _gathered(ct, idx, axis, upd), U.zeros_like(upd))
 
 
-def _gathered(ct, idx, axis, n, upd):
+def _gathered(ct, idx, axis, upd):
     """ct read back at each update's position (any value where it was dropped)."""
+    n = ct.shape[axis]
     if n == 0:
         return U.zeros_like(upd)
     return build.gather(ct, I.clamped_indices(idx, n), axis)
