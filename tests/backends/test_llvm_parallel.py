@@ -143,6 +143,7 @@ def test_bool_and_narrow_outputs_split_on_element_boundaries(monkeypatch):
         _same_bits(a, b, "narrow outputs")
 
 
+@pytest.mark.filterwarnings("ignore:os.fork:RuntimeWarning")   # the child never uses JAX
 def test_a_forked_child_starts_its_own_workers(monkeypatch):
     import os
     pool = parallel.Pool(2)

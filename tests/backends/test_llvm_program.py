@@ -91,6 +91,17 @@ def test_small_anchor_workloads_run_as_one_call(fn):
     _three_ways(jitlib.make_ir(fn)(*args), *args)
 
 
+def test_empty_intermediates():
+    # a zero-size temporary has a place in an empty arena (found by the fuzzer)
+    x, y = (B.parameter(i, (2, 2, 0), np.dtype(np.int8)) for i in range(2))
+    d = B.binary(Op.SUB, x, y)
+    module = Module("f", [x, y], [B.unary(Op.NEG, d), B.reverse(d, (0, 1, 2))])
+    args = [np.zeros((2, 2, 0), np.int8)] * 2
+    exe = LLVM.compile(module)
+    for got, want in zip(exe(*args), evaluate(module, args)):
+        assert got.shape == want.shape and got.dtype == want.dtype
+
+
 def test_other_arguments_take_the_checked_path():
     x = B.parameter(0, (2, 3), F32)
     exe = LLVM.compile(Module("neg", [x], [B.unary(Op.NEG, x)]))

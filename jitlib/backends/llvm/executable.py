@@ -8,7 +8,6 @@ runs them all (program.py). Otherwise the steps run here one by one on fresh `np
 buffers, dropped after their last use, and large kernels are shared between threads
 (parallel.py); ctypes releases the GIL while a compiled kernel runs.
 """
-import contextlib
 import ctypes
 import logging
 import threading
@@ -89,16 +88,20 @@ class DotRunner:
         self._epilogue_params = kernel.epilogue.inputs[:-1] if kernel.epilogue else []
         self._results = kernel.results
         self._scratch = Scratch()
+        self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
 
     def __call__(self, arrays, outs=None):
         outs = outs or [None] * len(self._results)
         env = dict(zip(self._params, arrays))
         dot_out = next((o for o, r in zip(outs, self._results) if r is None), None)
-        with np.errstate(all="ignore"), self._scratch.use() as scratch:
-            for instr in self._steps[:-1]:
-                env[instr] = eval_rules[instr.op](instr, *[env[o] for o in instr.operands])
+        scratch, owned = None, False
+        try:
+            with np.errstate(all="ignore"):
+                for instr in self._steps[:-1]:
+                    env[instr] = eval_rules[instr.op](instr, *[env[o] for o in instr.operands])
             if dot_out is None and None not in self._results:
-                dot_out = scratch.array(self._dot.shape, self._dot.dtype)
+                scratch, owned = self._scratch.acquire(self._dot_bytes)
+                dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
             product = matmul(self._dot, *[env[o] for o in self._dot.operands], dot_out)
             if self._epilogue is None:
                 return [product] * len(self._results)
@@ -108,6 +111,8 @@ class DotRunner:
                     epilogue_outs[r] = o
             done = self._epilogue([env[p] for p in self._epilogue_params] + [product],
                                   epilogue_outs)
+        finally:
+            self._scratch.release(owned)
         return [product if r is None else done[r] for r in self._results]
 
 
@@ -139,37 +144,24 @@ def matmul(dot, lhs, rhs, out=None):
 
 
 class Scratch:
-    """Memory kept between calls, for one user at a time: `with scratch.use() as s:`
-    then `s.array(shape, dtype)`; a second caller meanwhile gets fresh memory."""
+    """Memory kept between calls, for one user at a time: `acquire(nbytes)` gives
+    (memory, owned), this scratch's own buffer if it is free, else fresh memory; the
+    caller then calls `release(owned)`."""
 
     def __init__(self):
         self._lock = threading.Lock()
-        self._buffer = np.empty(0, np.uint8)
+        self.buffer = np.empty(0, np.uint8)
 
-    @contextlib.contextmanager
-    def use(self):
+    def acquire(self, nbytes):
         if not self._lock.acquire(blocking=False):
-            yield _FRESH
-            return
-        try:
-            yield self
-        finally:
+            return np.empty(nbytes, np.uint8), False
+        if self.buffer.size < nbytes:
+            self.buffer = np.empty(nbytes, np.uint8)
+        return self.buffer, True
+
+    def release(self, owned):
+        if owned:
             self._lock.release()
-
-    def array(self, shape, dtype):
-        nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-        if self._buffer.size < nbytes:
-            self._buffer = np.empty(nbytes, np.uint8)
-        return self._buffer[:nbytes].view(dtype).reshape(shape)
-
-
-class _Fresh:
-    @staticmethod
-    def array(shape, dtype):
-        return np.empty(shape, dtype)
-
-
-_FRESH = _Fresh()
 
 
 class InterpretedRunner:
@@ -226,6 +218,7 @@ class LLVMExecutable(Executable):
         self.program = self._driver()
         self._places = self._plan_places()
         self._arena = Scratch()
+        self._views = None       # (arena buffer, its views per step)
 
     def _plan_places(self):
         """Per step, where its outputs go: [(offset, shape, dtype)] into the arena for
@@ -261,24 +254,37 @@ class LLVMExecutable(Executable):
             return driver.run(arrays)
         return super().__call__(*arrays)
 
+    def _places_in(self, memory):
+        """Per FUSION step, its outputs' arrays in `memory` (None: fresh), made once for
+        the arena kept between calls."""
+        cached = self._views
+        if cached is not None and cached[0] is memory:
+            return cached[1]
+        views = {f: [None if p is None else _view(memory, *p) for p in places]
+                 for f, places in self._places.items()}
+        if memory is self._arena.buffer:
+            self._views = (memory, views)
+        return views
+
     def _execute(self, arrays):
         env = {}
-        with self._arena.use() as arena:
-            memory = arena.array((self.arena_bytes,), np.uint8)
+        memory, owned = self._arena.acquire(self.arena_bytes)
+        try:
+            places = self._places_in(memory)
             for step, (instr, runner) in enumerate(self._steps):
-                if instr.op is Op.PARAMETER:
+                if runner is not None:
+                    outs = runner([env[o] for o in instr.operands], places[instr])
+                    env[instr] = outs if is_multi_output(instr) else outs[0]
+                elif instr.op is Op.PARAMETER:
                     env[instr] = arrays[instr.attrs["index"]]
                 elif instr.op is Op.CONSTANT:
                     env[instr] = instr.attrs["value"].array
-                elif instr.op is Op.GET_OUTPUT:
+                else:   # get_output
                     env[instr] = env[instr.operands[0]][instr.attrs["index"]]
-                else:
-                    places = [None if p is None else _view(memory, *p)
-                              for p in self._places[instr]]
-                    outs = runner([env[o] for o in instr.operands], places)
-                    env[instr] = outs if is_multi_output(instr) else outs[0]
                 for done in self._dead_after[step]:
                     del env[done]
+        finally:
+            self._arena.release(owned)
         results = []
         for r in self.optimized.results:
             value = env[r]
@@ -288,9 +294,12 @@ class LLVMExecutable(Executable):
         return results
 
 
+def _nbytes(shape, dtype):
+    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+
+
 def _view(memory, offset, shape, dtype):
-    nbytes = int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
-    return memory[offset:offset + nbytes].view(dtype).reshape(shape)
+    return memory[offset:offset + _nbytes(shape, dtype)].view(dtype).reshape(shape)
 
 
 def _last_uses(module):

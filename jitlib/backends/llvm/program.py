@@ -71,7 +71,7 @@ class Program:
         table = data("table")
         base = {"param": [data(f"arg{i}") for i in range(n_args)],
                 "result": [data(f"res{j}") for j in range(n_res)]}
-        arena = data("arena") if self.arena_bytes else None
+        arena = data("arena")   # the table when the arena is empty: still an ndarray
 
         def entry(n, name):
             lines.append(f"  %{name}.p = getelementptr i64, ptr {table}, i64 {n}")
