@@ -8,9 +8,12 @@ enclosing trace under `jit` or another transform, run on the interpreter otherwi
 
 `in_axes` is an int, None, or a tuple with one entry per positional argument; an entry
 may itself be a pytree prefix of its argument (`{"w": None, "b": 0}`). Keyword
-arguments are mapped over axis 0. `out_axes` is a pytree prefix of the output.
+arguments are mapped over axis 0. `out_axes` is a pytree prefix of the output. An
+unmapped Python scalar is passed to the function as it is (usable as a shape).
 """
 import functools
+
+import numpy as np
 
 from jitlib import errors, tree
 from jitlib.transforms import core
@@ -31,10 +34,23 @@ def vmap(fn, in_axes=0, out_axes=0):
     @functools.wraps(fn)
     def batched(*args, **kwargs):
         axes = _flat_in_axes(in_axes, args, kwargs, name)
-        flat, _ = tree.flatten((args, kwargs))
+        flat, in_tree = tree.flatten((args, kwargs))
         size, types = _per_example_types(flat, axes, name)
-        traced = core.trace(lambda a, k: fn(*a, **k), (args, kwargs), name=name,
-                            leaf_types=types)
+        # Unmapped Python scalars reach fn as they are, as in JAX: fn may use them as
+        # shapes or loop bounds. Every other leaf becomes a parameter of the trace.
+        traced_at = [i for i, (x, a) in enumerate(zip(flat, axes))
+                     if a is not None or not _is_python_scalar(x)]
+
+        def on_traced_leaves(*leaves):
+            full = list(flat)
+            for i, leaf in zip(traced_at, leaves):
+                full[i] = leaf
+            a, k = tree.unflatten(in_tree, full)
+            return fn(*a, **k)
+        traced = core.trace(on_traced_leaves, [flat[i] for i in traced_at], name=name,
+                            leaf_types=[types[i] for i in traced_at])
+        flat = [flat[i] for i in traced_at]
+        axes = [axes[i] for i in traced_at]
         flat_out_axes = _broadcast_prefix(out_axes, traced.out_tree, "out_axes", name,
                                           "the output")
         out_ranks = [r.ndim + 1 for r in traced.module.results]
@@ -44,6 +60,10 @@ def vmap(fn, in_axes=0, out_axes=0):
         return tree.unflatten(traced.out_tree, core.call(module, flat))
 
     return batched
+
+
+def _is_python_scalar(x):
+    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
 
 
 def _check_spec(spec, what, name):

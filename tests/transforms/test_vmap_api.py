@@ -113,6 +113,14 @@ def test_python_scalars_unmapped_keep_weak_types():
     close(out, x * 2)
 
 
+def test_unmapped_python_scalars_stay_concrete():
+    # As in JAX, an unmapped Python int reaches the function as an int: a shape here.
+    x = rng.normal(size=(4, 6))
+    f = jitlib.vmap(lambda x, n: x.reshape(n, -1).sum(0), in_axes=(0, None))
+    close(f(x, 3), x.reshape(4, 3, 2).sum(1))
+    close(jitlib.jit(f, static_argnums=1)(x, 2), x.reshape(4, 2, 3).sum(1))
+
+
 # -- composition
 
 def test_jit_of_vmap_traces_once_and_matches():
