@@ -220,4 +220,7 @@ def test_jitted_calls_take_torch_and_jax_arrays_through_dlpack(torch, jax):
     torch.testing.assert_close(out, torch.tanh(t) + 1.0)
     y = jax.device_put(np.linspace(-3, 3, 4096, dtype=np.float32), _jax_gpu(jax))
     back = jax.dlpack.from_dlpack(f(jitlib.from_dlpack(y)))
-    np.testing.assert_allclose(np.asarray(back), np.tanh(np.asarray(y)) + 1.0, rtol=1e-6)
+    # libdevice's tanh may be an ulp off NumPy's; near x = -3 the + 1 cancels, so the
+    # absolute floor carries that ulp (6e-8)
+    np.testing.assert_allclose(np.asarray(back), np.tanh(np.asarray(y)) + 1.0, rtol=1e-6,
+                               atol=1e-6)

@@ -126,7 +126,8 @@ class Device:
 
     def from_numpy(self, a):
         """`a` copied to a new Array (C order)."""
-        a = np.ascontiguousarray(a)
+        # not np.ascontiguousarray: it makes a 0-d array 1-d
+        a = np.asarray(a, order="C")
         out = self.empty(a.shape, a.dtype)
         if a.nbytes:
             # pageable source: the call returns once the driver has staged the bytes, so

@@ -237,7 +237,9 @@ def _div(w, instr, x, y):
 
 def _rem(w, instr, x, y):
     if _is_float(instr.dtype):
-        return f"{x} % {y}"    # Triton's float % is C fmod, as the interpreter's
+        # not Triton's float `%`: on NVIDIA it lowers to x - trunc(x/y)*y, which is
+        # inexact for large x/y and gives fmod(inf, inf) = inf instead of NaN
+        return f"libdevice.fmod({x}, {y})"
     return f"{x} % {_safe_divisor(w, instr, y)}"   # x%0 == x%-1 == 0
 
 
@@ -322,7 +324,7 @@ assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rul
 
 # the libdevice functions generated code calls (the interpreter path swaps in NumPy's)
 LIBDEVICE = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "atan2", "pow",
-             "rint")
+             "rint", "fmod")
 
 
 # -- the elemental generator

@@ -131,3 +131,18 @@ def test_kernels_are_readable_files_on_disk(tmp_path, monkeypatch):
     text = jitlib.jit(anchors.softmax_rows, backend="gpu").lower(*args).as_text("kernels")
     assert "@triton.jit" in text and "tl.max" in text and "anchors.py" in text
     assert list(tmp_path.glob("triton/*.py")), text
+
+
+@pytest.mark.parametrize("name", ["f16", "f32", "f64"])
+def test_float_rem_is_c_fmod_at_special_values(name):
+    # Triton's float `%` lowers, on NVIDIA, to x - trunc(x/y)*y, which returns x when y is
+    # inf (the H200 gave fmod(inf, inf) = inf); the kernel must call libdevice's fmod
+    dt = dtypes.from_name(name)
+    x, y = B.parameter(0, (6,), dt, "x"), B.parameter(1, (6,), dt, "y")
+    module = Module("rem", [x, y], [B.binary(Op.REM, x, y)])
+    args = [np.array([np.inf, np.inf, 5.5, -7.0, 1e4, 0.0], dt),
+            np.array([np.inf, 2.0, np.inf, 0.0, 3.0, -1.5], dt)]
+    exe, got = run(module, args)
+    assert "libdevice.fmod(" in exe.kernel_sources(), exe.kernel_sources()
+    assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0,
+                         err_msg=f"{PATH}\n{exe.kernel_sources()}")
