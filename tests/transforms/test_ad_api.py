@@ -148,6 +148,39 @@ def test_grad_of_grad_of_a_scalar_function():
         close(third(np.float64(x)), ref3(x))
 
 
+def test_derivatives_flow_through_values_an_inner_function_captures():
+    # the inner grad sees w as a constant; the outer grad differentiates through it
+    def outer(w, x, xp=np, grad=jitlib.grad):
+        inner = grad(lambda x: xp.sum(xp.sin(w * x) * x))(x)
+        return xp.sum(inner * inner)
+    w, x = rng(12).normal(size=3), rng(13).normal(size=3)
+    ours = jitlib.grad(outer)(w, x)
+    ref = jax.jit(jax.grad(lambda w, x: outer(w, x, jnp, jax.grad)))(w, x)
+    close(ours, ref)
+    close(jitlib.jit(jitlib.grad(outer), backend="cpu")(w, x), ref)
+
+
+def test_python_scalars_and_keyword_arguments():
+    def f(x, scale, *, shift):
+        return np.sum(np.tanh(x * scale + shift))
+    x = np.linspace(-1, 1, 4)
+    g_x, g_scale = jitlib.grad(f, argnums=(0, 1))(x, 2.0, shift=0.5)
+    ref = jax.grad(lambda x, s: jnp.sum(jnp.tanh(x * s + 0.5)), argnums=(0, 1))(x, 2.0)
+    close((g_x, g_scale), ref)
+
+
+def test_jvp_and_vjp_with_aux():
+    def f(x):
+        return np.sin(x), {"count": np.sum(x > 0)}
+    x, t = np.linspace(-1, 1, 5), np.ones(5)
+    out, tangent, aux = jitlib.jvp(f, (x,), (t,), has_aux=True)
+    close((out, tangent), (np.sin(x), np.cos(x)))
+    assert int(aux["count"]) == 2
+    out, pull, aux = jitlib.vjp(f, x, has_aux=True)
+    close(pull(t), (np.cos(x),))
+    assert int(aux["count"]) == 2
+
+
 def test_hessian_vector_product_is_jvp_of_grad(sequence):
     def loss(wq, x, wk, wv, xp=np):
         return xp.sum(attention(x, wq, wk, wv, xp) ** 2)
