@@ -22,13 +22,6 @@ from jitlib.hlo.ops import Op
 log = logging.getLogger("jitlib")
 
 
-def launch_compiled(kernel, config, buffers):
-    """Launch on the current CUDA device through Triton's JIT launcher."""
-    fn = compiler.jit_function(kernel)
-    fn[kernel.grid(config)](*buffers, **config.constexprs, num_warps=config.num_warps,
-                            num_stages=config.num_stages)
-
-
 class KernelRunner:
     """A generated kernel: inputs, then freshly allocated outputs, as pointer arguments."""
 
@@ -37,15 +30,23 @@ class KernelRunner:
         self.device = device
         self.config = configs.choose(kernel, compiler.cache_dir(),
                                      getattr(device, "name", "gpu"))
-        self._launch = getattr(device, "launch", None) or launch_compiled
+        host_launch = getattr(device, "launch", None)
+        if host_launch is not None:
+            self._launch = lambda buffers: host_launch(kernel, self.config, buffers)
+        else:
+            from jitlib.backends.triton.launch import CompiledLaunch
+            self._launch = CompiledLaunch(kernel, self.config, device.stream)
+        self._outputs = tuple(kernel.outputs)
+        self._empty = not all(n > 0 for n in kernel.grid(self.config))
         if jitlib_config.debug_level() >= 4:
             log.info("triton kernel %s (%s):\n%s", kernel.name,
                      compiler.source_path(kernel), kernel.source)
 
     def __call__(self, buffers):
-        outs = [self.device.empty(shape, dtype) for shape, dtype in self.kernel.outputs]
-        if all(n > 0 for n in self.kernel.grid(self.config)):
-            self._launch(self.kernel, self.config, list(buffers) + outs)
+        empty = self.device.empty
+        outs = [empty(shape, dtype) for shape, dtype in self._outputs]
+        if not self._empty:
+            self._launch(list(buffers) + outs)
         return outs
 
 
