@@ -301,6 +301,9 @@ def render_reduction(name, body, summary=""):
 
 # -- dot kernels
 
+DOT_GROUP_M = 8    # row tiles per group of the dot kernels' program order
+
+
 def render_dot(name, body, summary=""):
     fn = identifier(name)
     dots = [i for i in body.instructions if i.op is Op.DOT_GENERAL]
@@ -327,8 +330,14 @@ def render_dot(name, body, summary=""):
     el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
     w.line(f"# output tile (pid_m, pid_n) of batch b: [{M}, {N}] = [{M}, {K}] @ [{K}, {N}]")
     w.line("pid = tl.program_id(0)")
-    w.line(f"pid_m = pid // tl.cdiv({N}, BN)")
-    w.line(f"pid_n = pid % tl.cdiv({N}, BN)")
+    # grouped order: consecutive programs sweep GROUP_M row tiles for each column tile, so
+    # the B columns (and A rows) they share are still in L2 when the next one reads them
+    w.line(f"n_m = tl.cdiv({M}, BM)")
+    w.line(f"per_group = {DOT_GROUP_M} * tl.cdiv({N}, BN)")
+    w.line(f"first_m = (pid // per_group) * {DOT_GROUP_M}")
+    w.line(f"group_m = tl.minimum(n_m - first_m, {DOT_GROUP_M})")
+    w.line("pid_m = first_m + (pid % per_group) % group_m")
+    w.line("pid_n = (pid % per_group) // group_m")
     w.line("b = tl.program_id(1).to(tl.int64)")
     w.line("rm = (pid_m.to(tl.int64) * BM + tl.arange(0, BM))[:, None]")
     w.line("rn = (pid_n.to(tl.int64) * BN + tl.arange(0, BN))[None, :]")

@@ -146,3 +146,23 @@ def test_float_rem_is_c_fmod_at_special_values(name):
     assert "libdevice.fmod(" in exe.kernel_sources(), exe.kernel_sources()
     assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0,
                          err_msg=f"{PATH}\n{exe.kernel_sources()}")
+
+
+def test_dot_grouped_tile_order_covers_every_tile_once():
+    # 11 row tiles (not a multiple of the group of 8) by 3 column tiles of 16
+    from triton_cases import fusions
+    from jitlib.backends.triton import kernels
+    from jitlib.backends.triton.configs import Config
+    from jitlib.backends.triton.host import HostBuffer, launch_interpreted
+    x, w = B.parameter(0, (170, 24), dtypes.from_name("f32"), "x"), \
+        B.parameter(1, (24, 40), dtypes.from_name("f32"), "w")
+    module = Module("mm", [x, w], [B.dot_general(x, w, lhs_contract=(1,), rhs_contract=(0,))])
+    kernel = kernels.render(fusions(module)[0])
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal((170, 24)).astype(np.float32),
+            rng.standard_normal((24, 40)).astype(np.float32)]
+    out = np.full((170, 40), np.nan, np.float32)
+    launch_interpreted(kernel, Config({"BM": 16, "BN": 16, "BK": 16}),
+                       [HostBuffer(a) for a in args] + [HostBuffer(out)])
+    np.testing.assert_allclose(out, args[0] @ args[1], rtol=1e-5, atol=1e-5,
+                               err_msg=f"{PATH}\n{kernel.source}")
