@@ -130,6 +130,15 @@ def test_transformed_programs_agree_across_backends(classifier):
                    backends=("interpreter", "jax", "cpu"), rtol=RTOL)
 
 
+def test_hessian_through_scans_and_products_on_every_backend():
+    def f(x, xp=np):
+        return xp.sum(xp.tanh(x) ** 2 * xp.cumprod(x)) + xp.max(x) * xp.prod(x)
+    x = np.array([0.3, -1.2, 0.8, 2.0])
+    expected = check_backends(jitlib.hessian(f), x, backends=("interpreter", "jax", "cpu"),
+                              rtol=RTOL)
+    close(expected, jax.jit(jax.hessian(with_jnp(f)))(x))
+
+
 def test_grad_of_jit(mlp):
     params, x, y = mlp
     jitted = jitlib.jit(mlp_loss, backend="interpreter")
