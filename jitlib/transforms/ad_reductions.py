@@ -76,7 +76,8 @@ def scan_matrix(instr):
     J[..., j, i] in x[..., j].
 
     Scans are sequential products and extrema, whose exact slopes (with zeros in a
-    product, ties in an extremum) are not a scan themselves; the n x n Jacobian is.
+    product, ties in an extremum) are not a scan themselves; the n x n Jacobian is,
+    at a cost of n^2 per scanned row (cumsum, being linear, does not need it).
     """
     (x,) = instr.operands
     axis, reverse = instr.attrs["axis"], instr.attrs["reverse"]
@@ -89,7 +90,8 @@ def scan_matrix(instr):
     reaches = compare(j, i, "LE")
     rows = list(range(len(lead)))
     if instr.op is Op.CUMPROD:
-        # prod_{k<j} x_k * prod_{j<k<=i} x_k: a cumprod of the row with x_j masked to 1
+        # prod_{k<j} x_k * prod_{j<k<=i} x_k: the second a cumprod of the row with
+        # every x_k up to and including x_j replaced by 1
         x_k = build.broadcast_in_dim(xs, square, rows + [len(lead) + 1])
         after_j = select(compare(i, j, "GT"), x_k, build.full(1, square, xs.dtype))
         tail = build.cumulative(Op.CUMPROD, after_j, len(lead) + 1)
