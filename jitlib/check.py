@@ -99,7 +99,7 @@ class CheckedJitted(Jitted):
         super().__init__(fn, **options)
         self.check, self.check_rate, self.check_raise = check, check_rate, check_raise
         self._calls = 0
-        self._references = {}   # signature -> compiled jax reference
+        self._references = {}   # traced module -> its compiled jax reference
         self.last_check = None
 
     def __call__(self, *args, **kwargs):
@@ -162,10 +162,9 @@ def _paths(n):
 def measure(path, actual, expected):
     """An `OutputError` for one output against its reference."""
     a, e = np.asarray(actual), np.asarray(expected)
-    type_ = f"{_dtype_name(a.dtype)}{list(a.shape)}"
+    type_ = _type(a)
     if a.dtype != e.dtype or a.shape != e.shape:
-        return OutputError(path, f"{type_} (reference {_dtype_name(e.dtype)}{list(e.shape)})",
-                           np.inf, np.inf, 0, False)
+        return OutputError(path, f"{type_} (reference {_type(e)})", np.inf, np.inf, 0, False)
     if not dtypes.is_float(e.dtype):
         wrong = int(np.sum(a != e))
         return OutputError(path, type_, np.inf if wrong else 0.0, np.inf if wrong else 0.0,
@@ -194,8 +193,10 @@ def ulp_distance(a, b):
     return np.abs(ordered(a) - ordered(b))
 
 
-def _dtype_name(dtype):
-    return dtypes.name(dtype) if dtypes.is_supported(dtype) else str(dtype)
+def _type(array):
+    """`f32[8,16]`, as the IR prints types."""
+    name = dtypes.name(array.dtype) if dtypes.is_supported(array.dtype) else str(array.dtype)
+    return f"{name}[{','.join(map(str, array.shape))}]"
 
 
 def _agrees(results, expected):

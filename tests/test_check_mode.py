@@ -35,7 +35,7 @@ def test_a_correct_program_is_within_tolerance_in_ulps(reference):
     report = f.last_check
     assert report.ok and report.culprit is None, report
     (out,) = report.outputs
-    assert out.type == "f32[8, 16]"
+    assert out.type == "f32[8,16]"
     # tanh from another libm, and cancellation in 1 + tanh(...) near -1, cost some ulps
     # (tens, for an output near zero) but stay within f32's relative tolerance
     assert 0 <= out.max_ulps < 64 and out.max_rel <= jitlib.testing.tolerance(X.dtype)[0], \

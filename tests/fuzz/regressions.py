@@ -11,9 +11,10 @@ disagree) has no module to show; it is kept as the program instead:
     regressions/NAME.npz   its arguments, keyed a0, a1, ...
 
 Header keys: `found-by` (generator and date), `variant` and `what` (the failure as first
-seen), `signature` (its kind, `Mismatch.signature`), and `xfail` (a reason): a program that shows a bug in code owned elsewhere is kept
-as an expected failure until that code is fixed; the replay test marks it strict, so it
-turns red the day the bug is fixed and the line must go.
+seen), `signature` (its kind, `Mismatch.signature`), and `xfail` (a reason): a program
+that shows a bug in code owned elsewhere is kept as an expected failure until that code
+is fixed; the replay test marks it strict, so it turns red the day the bug is fixed and
+the line must go. Fuzz runs count a failure with a kept signature apart (`known_bugs`).
 """
 import datetime
 import hashlib
