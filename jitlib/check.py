@@ -99,6 +99,7 @@ class CheckedJitted(Jitted):
         super().__init__(fn, **options)
         self.check, self.check_rate, self.check_raise = check, check_rate, check_raise
         self._calls = 0
+        self._modules = {}      # signature -> its traced module (traced once more)
         self._references = {}   # traced module -> its compiled jax reference
         self.last_check = None
 
@@ -117,7 +118,9 @@ class CheckedJitted(Jitted):
     def _check(self, args, kwargs, out):
         key, _, flat = self._key(self._bind(args, kwargs))
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
-        module = self.lower(*args, **kwargs).module
+        module = self._modules.get(key)
+        if module is None:
+            module = self._modules[key] = self.lower(*args, **kwargs).module
         expected = self._reference(module, arrays, args, kwargs)
         actual = tree.leaves(out)
         paths = _paths(len(actual))
