@@ -30,6 +30,7 @@ def main(argv=None):
         "\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0)
     parser.add_argument("--backends", nargs="+", default=None,
+                        choices=("optimized", "jax", "cpu", "gpu"),
                         help="variants to compare with the interpreter: optimized, jax, "
                              f"cpu, gpu (default here: {' '.join(default_variants())})")
     parser.add_argument("--generators", nargs="+", default=list(GENERATORS),
