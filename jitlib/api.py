@@ -263,7 +263,20 @@ class Jitted:
         module, out_tree = self._trace(bound, dynamic, key)
         if config.debug_level() >= 2:
             log.info("jitlib: traced %s\n%s", self.__name__, module)
-        return _Entry(module, out_tree, get_backend(key.backend).compile(module))
+        backend = get_backend(key.backend)
+        try:
+            executable = backend.compile(module)
+        except errors.JitlibError:
+            raise
+        except Exception as e:
+            # A backend bug must reach the user as a report they can file, with the IR
+            # that triggered it, never as a bare crash from deep inside LLVM or Triton.
+            raise errors.CompileError(
+                f"the {key.backend!r} backend failed to compile {self.__name__}: "
+                f"{type(e).__name__}: {e}\n{module}",
+                hint="this is a jitlib bug: please report it with the IR above; "
+                     "backend='interpreter' runs the same program without compiling") from e
+        return _Entry(module, out_tree, executable)
 
 
 def _run(executable, args):
@@ -368,6 +381,9 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets
                    on_exceed=on_exceed, cache_size=cache_size)
     if check is not None:
         options.update(check=check, check_rate=check_rate, check_raise=check_raise)
+    if backend is not None:
+        from jitlib.backends import check_name
+        check_name(backend)
     if fn is None:
         return functools.partial(jit, **options)
     if isinstance(fn, Jitted):

@@ -200,3 +200,11 @@ class JitlibIndexError(JitlibError, IndexError):
 
 class CheckError(JitlibError):
     """The check mode found a result that differs from the reference (see jitlib.check)."""
+
+
+class BackendError(JitlibError, ValueError):
+    """An unknown backend name, or one that cannot run here."""
+
+
+class CompileError(JitlibError, RuntimeError):
+    """A backend failed to compile a program; the message carries the IR it was given."""

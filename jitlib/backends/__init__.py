@@ -8,7 +8,7 @@ import importlib
 import importlib.util
 import os
 
-from jitlib.errors import UnsupportedError
+from jitlib.errors import BackendError, UnsupportedError
 
 # name -> (module, class, the third-party package it needs or None)
 _BACKENDS = {
@@ -31,12 +31,18 @@ def get_backend(name):
     if name in _NOT_BUILT:
         raise UnsupportedError(_NOT_BUILT[name], hint="use backend='cpu', 'interpreter' or "
                                                       "'jax' until it lands")
-    if name not in _BACKENDS:
-        raise ValueError(f"unknown backend {name!r}; known backends: {', '.join(KNOWN)}")
+    check_name(name)
     if name not in _instances:
         module, cls, _ = _BACKENDS[name]
         _instances[name] = getattr(importlib.import_module(module), cls)()
     return _instances[name]
+
+
+def check_name(name):
+    """Raise a clear error for a backend name that does not exist."""
+    if name not in _BACKENDS and name not in _NOT_BUILT:
+        raise BackendError(f"unknown backend {name!r}",
+                           hint=f"known backends: {', '.join(KNOWN)}")
 
 
 def available_backends():

@@ -169,7 +169,9 @@ class Tracer:
                        "into a NumPy array)",
                        "create arrays with jitlib.numpy (jnp.zeros, ...) or np.zeros_like "
                        "on a traced array; to index a NumPy array with a traced index, "
-                       "wrap it first: jnp.asarray(table)[idx]")
+                       "wrap it first: jnp.asarray(table)[idx]; a list or tuple passed "
+                       "to a jitted function is a pytree of separately traced values, not "
+                       "one array: pass np.asarray(the_list) instead")
 
     def item(self, *args):
         self._concrete(".item()", "keep the value an array")
