@@ -4,6 +4,7 @@ The arena (buffers.py plans it, executable.py keeps it) must never leak into res
 result from one call stays intact through the next calls, and calls from several
 threads at once (one of them then works in fresh memory) all get the right answer.
 """
+import ctypes
 import threading
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 
 import jitlib
 import anchors
-from jitlib.backends.llvm import LLVMBackend, parallel
+from jitlib.backends.llvm import LLVMBackend, buffers, parallel
 from jitlib.backends.llvm.executable import matmul
 from jitlib.hlo import Module, Op, build as B
 from jitlib.hlo.interpreter import evaluate
@@ -113,3 +114,89 @@ def test_matmul_into_memory_equals_the_interpreters_dot(dtype, into):
     assert got is out or not into
     (want,) = evaluate(Module("dot", [lhs, rhs], [dot]), [a, b])
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+
+
+# -- large results reused once the caller lets go of them (buffers.Recycler)
+
+def _big_exe():
+    x = B.parameter(0, (512, 1024), F32)               # 2 MiB: above RECYCLE_MIN_BYTES
+    module = Module("big", [x], [B.unary(Op.EXP, x), B.reduce(Op.REDUCE_SUM, x, (1,))])
+    exe = LLVM.compile(module)
+    assert exe.program is None and buffers.Recycler.enabled
+    return exe, module
+
+
+def _address(a):
+    return a.__array_interface__["data"][0]
+
+
+def test_a_dropped_result_is_reused():
+    exe, module = _big_exe()
+    x = RNG.standard_normal((512, 1024)).astype(F32)
+    first = exe(x)[0]
+    at = _address(first)
+    del first
+    second = exe(x)[0]
+    assert _address(second) == at
+    assert_allclose_tree([second], evaluate(module, [x])[:1], rtol=1e-6, atol=0)
+
+
+def _first_floats(kept):
+    """The first 8 floats a kept reference sees."""
+    if isinstance(kept, np.ndarray):
+        return kept.reshape(-1)[:8]
+    if isinstance(kept, memoryview):
+        return np.frombuffer(kept, F32)[:8]
+    return np.ctypeslib.as_array(kept.data_as(ctypes.POINTER(ctypes.c_float)), (8,))
+
+
+@pytest.mark.parametrize("hold", ["array", "view", "memoryview", "ctypes"])
+def test_a_result_still_reachable_is_never_reused(hold):
+    exe, _ = _big_exe()
+    x = RNG.standard_normal((512, 1024)).astype(F32)
+    first = exe(x)[0]
+    kept = {"array": lambda a: a, "view": lambda a: a[:, :512],
+            "memoryview": memoryview, "ctypes": lambda a: a.ctypes}[hold](first)
+    want = np.copy(first.reshape(-1)[:8])
+    at = _address(first)
+    del first
+    second = exe(-x)[0]
+    assert _address(second) != at
+    np.testing.assert_array_equal(_first_floats(kept), want)
+    np.testing.assert_allclose(second, np.exp(-x), rtol=1e-6)
+
+
+def test_a_result_reshaped_in_place_is_not_reused_as_is():
+    exe, _ = _big_exe()
+    x = RNG.standard_normal((512, 1024)).astype(F32)
+    first = exe(x)[0]
+    first.shape = (1024, 512)
+    del first
+    second = exe(x)[0]
+    assert second.shape == (512, 1024)
+    np.testing.assert_allclose(second, np.exp(x), rtol=1e-6)
+
+
+def test_threads_never_share_a_recycled_result():
+    exe, _ = _big_exe()
+    inputs = [RNG.standard_normal((512, 1024)).astype(F32) for _ in range(3)]
+    want = [exe(x)[0] for x in inputs]
+    errors = []
+
+    def calls(i):
+        kept = []
+        for k in range(8):
+            r = exe(inputs[i])[0]
+            if k % 2:
+                kept.append(r)                          # some kept, some dropped at once
+            if r.tobytes() != want[i].tobytes():
+                errors.append(i)
+        for r in kept:
+            if r.tobytes() != want[i].tobytes():
+                errors.append(i)
+    threads = [threading.Thread(target=calls, args=(i,)) for i in range(len(inputs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors

@@ -7,6 +7,8 @@ reader starts. Parameters and constants keep their own arrays (results that are 
 them are copied: they are not ours to hand out).
 """
 import dataclasses
+import sys
+import threading
 
 import numpy as np
 
@@ -108,3 +110,51 @@ class BufferPlan:
                 source = arrays[at.at] if at.kind == "param" else self.constants[at.at]
                 results.append(np.array(source, order="C"))
         return results
+
+
+# Outputs smaller than this come from malloc's free lists anyway: nothing to gain.
+RECYCLE_MIN_BYTES = 1 << 20
+
+
+def _refcount_works():
+    probe = []
+    return hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)() \
+        and sys.getrefcount(probe) == 2
+
+
+class Recycler:
+    """The last call's large results, reused as the next call's when the caller has let
+    go of them.
+
+    A fresh 64 MB result costs its page faults on every call (about a third of a
+    memory-bound kernel's time here: glibc maps blocks over 32 MB anew each time). An
+    array that only this recycler still references (its reference count says so, as
+    CPython keeps it exactly under the GIL) cannot be seen by anyone else, so writing
+    the next result into it is the same as allocating it. Views, memoryviews and
+    `.ctypes` objects all hold a reference to their base, so a result still reachable in
+    any of these ways is never reused. Off where reference counts are not exact."""
+
+    enabled = _refcount_works()
+
+    def __init__(self, n):
+        self._kept = [None] * n
+        self._lock = threading.Lock()
+
+    def take(self, n, shape, dtype):
+        """The kept array for result n if nobody else holds it and it still has this
+        type and layout, else None."""
+        if not self.enabled:
+            return None
+        with self._lock:
+            a, self._kept[n] = self._kept[n], None
+        # references: the local `a` and getrefcount's argument
+        if a is None or sys.getrefcount(a) != 2:
+            return None
+        if a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous \
+                or not a.flags.writeable:
+            return None
+        return a
+
+    def keep(self, n, array):
+        if self.enabled:
+            self._kept[n] = array

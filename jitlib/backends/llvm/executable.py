@@ -17,7 +17,7 @@ import numpy as np
 from jitlib import config
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import kernels, parallel, program
-from jitlib.backends.llvm.buffers import BufferPlan
+from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.interpreter import eval_rules, evaluate
@@ -234,6 +234,15 @@ class LLVMExecutable(Executable):
             slots = [plan.slots.get((f, j)) for j in range(len(outputs))]
             places[f] = [(slot.at, *outputs[j]) if slot and slot.kind == "arena" else None
                          for j, slot in enumerate(slots)]
+        # large results a runner writes itself: the recycler may hand back last call's
+        result_of = {plan.key(r): r for r in self.optimized.results}
+        self._recyclable = [
+            (f, j, slot.at, result_of[(f, j)], *outputs_of[f][j])
+            for (f, j), slot in ((k, plan.slots[k]) for k in result_of
+                                 if isinstance(k, tuple) and k in plan.slots)
+            if slot.kind == "result" and runners[f].writes_into
+            and _nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
+        self._recycler = Recycler(len(plan.fresh))
         return places
 
     def _driver(self):
@@ -271,6 +280,13 @@ class LLVMExecutable(Executable):
         memory, owned = self._arena.acquire(self.arena_bytes)
         try:
             places = self._places_in(memory)
+            if self._recyclable:
+                places = dict(places)
+                for f, j, n, _, shape, dtype in self._recyclable:
+                    old = self._recycler.take(n, shape, dtype)
+                    if old is not None:
+                        places[f] = list(places[f])
+                        places[f][j] = old
             for step, (instr, runner) in enumerate(self._steps):
                 if runner is not None:
                     outs = runner([env[o] for o in instr.operands], places[instr])
@@ -283,6 +299,8 @@ class LLVMExecutable(Executable):
                     env[instr] = env[instr.operands[0]][instr.attrs["index"]]
                 for done in self._dead_after[step]:
                     del env[done]
+            for _, _, n, result, _, _ in self._recyclable:
+                self._recycler.keep(n, env[result])
         finally:
             self._arena.release(owned)
         results = []
