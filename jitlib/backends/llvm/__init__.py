@@ -4,7 +4,8 @@
     kernels.py     the loop nest of each kernel kind around the emitted values
     compiler.py    IR text -> optimised machine code for the host CPU, cached by text
     executable.py  runs the kernels in order; what is not compiled runs on the interpreter
-    program.py     small programs: one native driver call runs every kernel, arena planned
+    buffers.py     where values live: the arena planned by liveness, recycled results
+    program.py     small programs: one native driver call runs every kernel
     parallel.py    large kernels: their outermost loop shared between threads
 
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders

@@ -4,7 +4,8 @@
 to the caller), or a place in one arena shared by the intermediates, at an offset that
 `plan_arena` chose by liveness: memory is reused once the step after a buffer's last
 reader starts. Parameters and constants keep their own arrays (results that are one of
-them are copied: they are not ours to hand out).
+them are copied: they are not ours to hand out). `Recycler` hands a large result back to
+the next call once its caller has dropped it.
 """
 import dataclasses
 import sys

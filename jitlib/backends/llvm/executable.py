@@ -3,9 +3,10 @@
 Each FUSION kernel becomes a runner: compiled LLVM code called through ctypes on
 C-contiguous buffers, a dot kernel (NumPy's BLAS, then a compiled epilogue), or the
 reference interpreter for what the LLVM backend does not emit yet (recorded in
-`fallbacks`, logged). Where every kernel compiles and none is large, one native call
-runs them all (program.py). Otherwise the steps run here one by one on fresh `np.empty`
-buffers, dropped after their last use, and large kernels are shared between threads
+`fallbacks`, logged). Where every kernel compiles and is small, one native call runs
+them all (program.py). Otherwise the steps run here one by one: intermediates in an
+arena kept between calls (offsets planned by liveness, buffers.py), results in fresh
+arrays or in last call's ones the caller dropped, large kernels shared between threads
 (parallel.py); ctypes releases the GIL while a compiled kernel runs.
 """
 import ctypes
