@@ -166,3 +166,40 @@ def test_dot_grouped_tile_order_covers_every_tile_once():
                        [HostBuffer(a) for a in args] + [HostBuffer(out)])
     np.testing.assert_allclose(out, args[0] @ args[1], rtol=1e-5, atol=1e-5,
                                err_msg=f"{PATH}\n{kernel.source}")
+
+
+F64_ONLY = ["log_softmax", "sigmoid", "entropy_and_kl", "polyval_horner", "trapezoid_integral"]
+
+
+@pytest.mark.parametrize("name", F64_ONLY)
+def test_f64_programs_compute_in_f64_throughout(name):
+    # every constant, accumulator and libdevice call of an all-f64 program is f64: one
+    # float32 anywhere in its kernels would show as ~1e-7 relative error, far over rtol
+    (p,) = [p for p in programs.PROGRAMS if p.name == name]
+    args = p.make_args(np.random.default_rng(0))
+    module = traced(p.fn, args, p.static_argnums)
+    assert {dtypes.name(i.dtype) for i in module.instructions if dtypes.is_float(i.dtype)} \
+        == {"f64"}, module
+    flat = flat_args(module, args, p.static_argnums)
+    exe, got = run(module, flat)
+    assert exe.kernels and "float32" not in exe.kernel_sources(), exe.kernel_sources()
+    assert_allclose_tree(got, evaluate(module, flat), err_msg=f"{PATH}\n{exe.kernel_sources()}")
+
+
+def test_f64_results_of_f32_work_are_judged_at_f32_tolerance():
+    # masked_mean sums in f32 (as NumPy does) and divides in f64: the f32 sum's order
+    # (a tree here, sequential in NumPy) moves the f64 result by an f32 ulp, not a bug
+    from triton_cases import working_tolerance
+    (p,) = [p for p in programs.PROGRAMS if p.name == "masked_mean"]
+    args = p.make_args(np.random.default_rng(0))
+    module = traced(p.fn, args)
+    sums = [i for i in module.instructions if i.op is Op.REDUCE_SUM and i.dtype == np.float32]
+    assert sums, module
+    assert working_tolerance(module) == (2e-5, 1e-6)
+    exe, got = run(module, args)
+    assert "tl.sum(" in exe.kernel_sources()
+    assert_allclose_tree(got, evaluate(module, args), rtol=2e-5, atol=1e-6)
+    x = B.parameter(0, (4,), np.dtype(np.float32), "x")
+    widened = Module("w", [x], [B.binary(Op.MUL, B.convert(x, np.float64),
+                                         B.convert(x, np.float64))])
+    assert working_tolerance(widened) == (1e-12, 1e-14)
