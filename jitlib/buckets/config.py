@@ -16,8 +16,11 @@ from jitlib import errors
 
 _POLICIES = ("pow2",)
 _KEYS = {"function", "arg", "axis", "policy", "sizes", "multiple_of", "min", "max",
-         "pad_value", "beyond_max"}
+         "pad_value", "beyond_max", "verify"}
 _BEYOND_MAX = ("compile", "error")
+# "bucket": the proof is traced at each bucket's ends and next to its top, then holds
+# for every size inside; "each_size": also trace each new size once before it runs
+_VERIFY = ("bucket", "each_size")
 
 
 class BucketConfigError(errors.JitlibError):
@@ -58,6 +61,7 @@ class Rule:
     pad_value: float
     beyond_max: str          # "compile": compile the exact shape; "error": raise
     source: Source
+    verify: str = "bucket"   # "bucket" or "each_size" (see _VERIFY)
 
     def matches(self, qualname):
         return fnmatch.fnmatchcase(qualname, self.function)
@@ -74,6 +78,18 @@ class Rule:
         else:
             size = 1 << max(n - 1, 0).bit_length()
         return size if self.max is None else min(size, self.max)
+
+    def smallest_in(self, bucket):
+        """The smallest padded length (>= 2) that pads to `bucket`: the bottom end of
+        the sizes one program serves. `bucket_for` is monotone, so bisect."""
+        lo, hi = max(2, self.min), bucket
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.bucket_for(mid) == bucket:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
 
     def all_buckets(self):
         """Every bucket size between min and max (for `buckets warm`)."""
@@ -213,8 +229,11 @@ def parse_rule(table, source):
     beyond = table.get("beyond_max", "compile")
     if beyond not in _BEYOND_MAX:
         raise source.error("beyond_max", f"must be one of {_BEYOND_MAX}, got {beyond!r}")
+    verify = table.get("verify", "bucket")
+    if verify not in _VERIFY:
+        raise source.error("verify", f"must be one of {_VERIFY}, got {verify!r}")
     return Rule(function, arg, axis, policy, sizes, multiple, lo, hi, float(pad), beyond,
-                source)
+                source, verify)
 
 
 def _positive(table, key, default, source):

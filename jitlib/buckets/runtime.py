@@ -3,9 +3,12 @@
 A call whose bucketed axes have lengths n_i runs the program compiled for the bucket
 sizes B_i (one compile per bucket, not per size). The program is the user's function
 traced at B_i and made safe by `safety.prove` (masks, lengths as runtime scalars).
-Each new tuple of true lengths is traced once more (cheap: no compile) and checked
-against the proof before it runs, so a function whose structure depends on the exact
-size is refused rather than answered wrongly.
+The proof walks traces taken at the bucket size, one below it and at the smallest
+length the bucket serves (per bucketed axis): code whose structure changes with the
+length shows up as a difference there, and is refused. A parity test or a threshold
+anywhere inside the bucket is caught by those ends; a test for one exact length in the
+middle is not. A rule with verify = "each_size" traces each new tuple of true lengths
+once more (no compile) and checks it against the proof before it runs.
 
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
@@ -101,7 +104,8 @@ class Bucketed:
                     j._hits += 1
         else:
             j._hits += 1
-        if lengths not in entry.verified:
+        if lengths not in entry.verified and any(
+                a.rule.verify == "each_size" for a in padded_axes):
             self._verify(entry, bound, padded_axes, lengths, buckets)
         _record(j, key, padded_axes, lengths)
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
@@ -169,9 +173,13 @@ class Bucketed:
         module, out_tree = j._trace(padded, dynamic, key)
         traces = [safety.Traced(module, buckets)]
         for i, (a, b) in enumerate(zip(axes, buckets)):
-            probe = b - 1 if b - 1 >= 2 else b + 1
-            sizes = buckets[:i] + (probe,) + buckets[i + 1:]
-            traces.append(safety.Traced(self._trace_at(padded, a, probe), sizes))
+            # the first probe (one below the bucket) fits the length-affine constants;
+            # the bottom of the bucket checks that fit, and any threshold in between
+            bottom = a.rule.smallest_in(b)
+            probes = [b - 1 if b - 1 >= 2 else b + 1] + ([bottom] if bottom < b - 1 else [])
+            for probe in probes:
+                sizes = buckets[:i] + (probe,) + buckets[i + 1:]
+                traces.append(safety.Traced(self._trace_at(padded, a, probe), sizes))
         program = safety.prove(traces, [f"{a.name}{a.axis}" for a in axes])
         if program.masked:
             log.info("jitlib: %s: masked %s for the bucket", j.__name__,

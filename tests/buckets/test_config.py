@@ -108,3 +108,17 @@ def test_jitlib_buckets_env_matches_qualified_name(tmp_path, monkeypatch):
         x = np.arange(n * 2.0).reshape(n, 2)
         np.testing.assert_allclose(jitted(x), scaled_total(x))
     assert jitted.cache_info().misses == 3     # buckets 2, 4, 8
+
+
+def test_smallest_in_and_verify_key(tmp_path):
+    from jitlib.buckets.config import Source, parse_rule
+    src = Source("x")
+    rule = parse_rule({"function": "f", "arg": "x", "policy": "pow2", "max": 100}, src)
+    assert [rule.smallest_in(b) for b in (2, 4, 64, 100)] == [2, 3, 33, 65]
+    assert rule.verify == "bucket"
+    rule = parse_rule({"function": "f", "arg": 0, "sizes": [3, 10], "verify": "each_size"}, src)
+    assert (rule.smallest_in(10), rule.verify) == (4, "each_size")
+    path = _write(tmp_path, GOOD + 'verify = "sometimes"\n')
+    with pytest.raises(BucketConfigError, match="verify") as info:
+        load(path)
+    assert f"{path}:9" in str(info.value)

@@ -150,3 +150,41 @@ def test_masked_program_ir_has_length_parameter_and_select():
     (entry,) = [e for e in jitted._cache._entries.values() if isinstance(e, runtime._Entry)]
     text = str(entry.program.module)
     assert "%len_x0: i64[]" in text and "select" in text and "iota" in text, text
+
+
+def test_threshold_inside_the_bucket_is_refused_at_compile():
+    """A branch on a threshold between the bucket's ends shows up in the bottom trace,
+    so the first call in the bucket is refused, before any answer could be wrong."""
+    def f(x):
+        return x.sum(axis=0) if x.shape[0] > 6 else x.max(axis=0)
+    jitted = jitlib.jit(f, backend="interpreter", buckets={"arg": "x", "axis": 0,
+                                                            "sizes": [4, 16]})
+    with pytest.raises(BucketRefusedError, match="structure changes"):
+        jitted(_x(9))
+
+
+def test_verify_each_size_traces_every_new_length():
+    """A branch on one exact length inside the bucket escapes the bucket's sampled
+    traces; verify = "each_size" traces each new length and refuses it."""
+    def f(x):
+        return x.max(axis=0) if x.shape[0] == 6 else x.sum(axis=0)
+    rule = {"arg": "x", "axis": 0, "sizes": [8], "verify": "each_size"}
+    jitted = jitlib.jit(f, backend="interpreter", buckets=rule)
+    for n in (2, 5, 7, 8):
+        np.testing.assert_allclose(jitted(_x(n)), f(_x(n)), rtol=1e-12)
+    with pytest.raises(BucketRefusedError, match="structure changes"):
+        jitted(_x(6))
+
+
+def test_sizes_inside_a_proved_bucket_are_not_traced_again():
+    traced = []
+
+    def f(x):
+        traced.append(x.shape[0])
+        return x.mean(axis=0)
+    jitted = jitlib.jit(f, backend="interpreter", buckets={"arg": "x", "axis": 0,
+                                                            "sizes": [4, 16]})
+    for n in range(5, 17):
+        np.testing.assert_allclose(jitted(_x(n)), f(_x(n)), rtol=1e-12)
+    # the bucket (16), one below it (15) and its bottom (5), traced once each at compile
+    assert sorted(traced[:3]) == [5, 15, 16] and len(traced) == 3 + 12
