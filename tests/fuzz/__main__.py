@@ -7,6 +7,7 @@ generator tried, what was skipped and why, and what was found.
 """
 import argparse
 import collections
+import faulthandler
 import pathlib
 import sys
 import time
@@ -20,7 +21,7 @@ if _TESTS not in sys.path:
 from . import regressions  # noqa: E402
 from .driver import fuzz  # noqa: E402
 from .generators import GENERATORS  # noqa: E402
-from .oracle import default_variants  # noqa: E402
+from .oracle import default_variants, describe  # noqa: E402
 
 BATCH = 50
 
@@ -39,6 +40,11 @@ def main(argv=None):
     parser.add_argument("--save-dir", default=str(regressions.DIRECTORY))
     args = parser.parse_args(argv)
 
+    # A native crash (in LLVM, XLA) kills the process with no exception to shrink: the
+    # traceback goes to stderr and the program being checked is in last_case.txt.
+    faulthandler.enable()
+    last_case = pathlib.Path(args.save_dir) / "last_case.txt"
+    last_case.parent.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + args.minutes * 60
     tried = collections.Counter()
     skipped = collections.defaultdict(collections.Counter)
@@ -50,10 +56,14 @@ def main(argv=None):
         for name in args.generators:
             if time.monotonic() >= deadline:
                 break
-            outcome = fuzz(GENERATORS[name], BATCH, seed=seed, variants=args.backends)
+            outcome = fuzz(GENERATORS[name], BATCH, seed=seed, variants=args.backends,
+                           before_each=lambda case, name=name: _record(last_case, name, case))
             seed += 1
             tried[name] += outcome.tried
             skipped[name].update(outcome.skipped)
+            # a line a batch: the counts so far survive a run that is killed
+            print(f"  {name}: {outcome.tried} programs (seed {seed - 1}); "
+                  f"{sum(tried.values())} in all", flush=True)
             for failure in outcome.failures:
                 if failure.signature in found:
                     continue
@@ -62,7 +72,14 @@ def main(argv=None):
                 print(f"\nFOUND by {name} (seed {seed - 1}), saved as {path}:\n{failure}\n",
                       flush=True)
     _report(tried, skipped, found)
+    sys.stdout.flush()
     return 1 if found else 0
+
+
+def _record(path, generator, case):
+    # (module, inputs) from an IR generator, else a NumpyProgram
+    text = describe(*case) if isinstance(case, tuple) else str(case)
+    path.write_text(f"# generator {generator}\n{text}\n")
 
 
 def _report(tried, skipped, found):

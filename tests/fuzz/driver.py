@@ -27,11 +27,14 @@ class Outcome:
         return self.failures[0] if self.failures else None
 
 
-def fuzz(generator, examples, seed=0, variants=None, shrink=True, known=None):
+def fuzz(generator, examples, seed=0, variants=None, shrink=True, known=None,
+         before_each=None):
     """Fuzz `generator` (a `generators.Generator`) for up to `examples` programs.
 
     A failure whose signature is in `known` ({signature: name}; default: the expected
     failures saved in regressions/) is counted among the skips as that known bug.
+    `before_each(case)` runs before each program is checked (the long run records the
+    case: a segfault leaves no exception to shrink).
     """
     known = regressions.known_bugs() if known is None else known
     outcome = Outcome(generator.name)
@@ -44,6 +47,8 @@ def fuzz(generator, examples, seed=0, variants=None, shrink=True, known=None):
     def check(case):
         if not failed:
             outcome.tried += 1
+        if before_each is not None:
+            before_each(case)
         try:
             verdict = generator.check(case, variants)
         except oracle.Mismatch as mismatch:
