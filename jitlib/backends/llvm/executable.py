@@ -17,7 +17,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import kernels, parallel, program
+from jitlib.backends.llvm import blas_threads, kernels, parallel, program
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -140,7 +140,8 @@ def matmul(dot, lhs, rhs, out=None):
     # contiguous ones (measured): copying an operand costs a fraction of the product
     left = np.ascontiguousarray(np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k]))
     right = np.ascontiguousarray(np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n]))
-    np.matmul(left, right, out=out.reshape(batch + [m, n]))
+    blas_threads.matmul(left, right, out.reshape(batch + [m, n]),
+                        int(np.prod(batch, dtype=np.int64)) * m * n * k)
     return out
 
 
