@@ -10,7 +10,8 @@ A kernel reads each input once and writes each output once. Kinds:
              S-shaped outputs (a loop over R) and the K-shaped ones. Row softmax,
              layernorm and logsumexp are one kernel each.
   dot        one dot_general, the movement ops (transpose, reshape, broadcast, slice)
-             that lay out its operands, read as strided views, and an elementwise
+             that lay out its operands, read as strided views, the widening float
+             converts of its operands (read in their narrow type), and an elementwise
              epilogue on its output.
   opaque     an op no other kernel can hold (scatter, cumulative ops), run as is.
 
@@ -25,9 +26,12 @@ import dataclasses
 import logging
 import os
 
+import numpy as np
+
 from jitlib import config
 from jitlib.fusion import cost
 from jitlib.hlo import build as B
+from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
@@ -45,6 +49,17 @@ CHEAP = frozenset({Op.IOTA, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SL
                    Op.REVERSE, Op.CONVERT})
 # how a dot kernel may read an operand: a strided view, no arithmetic
 OPERAND_VIEWS = frozenset({Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE})
+
+
+def is_widening_float_convert(instr):
+    """A convert to a wider float (bf16/f16 -> f32, f32 -> f64): every value is exact in
+    the wider type, so a dot kernel may read the narrow source as its operand (on the GPU:
+    16-bit tiles on the tensor cores, accumulating in f32) instead of a widened copy."""
+    if instr.op is not Op.CONVERT:
+        return False
+    src, dst = instr.operands[0].dtype, instr.dtype
+    return (dtypes.is_float(src) and dtypes.is_float(dst)
+            and np.dtype(dst).itemsize > np.dtype(src).itemsize)
 # constants up to this many elements are baked into each kernel instead of passed in
 INLINE_CONSTANT_LIMIT = 1
 # names that say little about a kernel; left out of kernel names
@@ -203,7 +218,7 @@ class _Fuser:
                 return FusionDecision.no(f"a dot kernel holds one dot and its epilogue, not {op}")
             feeds_dot = [u is group.hero or u in group.prologue for u in self.users[producer]]
             if all(feeds_dot):
-                if op not in OPERAND_VIEWS:
+                if op not in OPERAND_VIEWS and not is_widening_float_convert(producer):
                     return FusionDecision.no(f"a dot reads its operands from memory; {op} "
                                              "is not a view it can read through")
                 return YES
