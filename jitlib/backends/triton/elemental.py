@@ -22,6 +22,7 @@ import numpy as np
 
 from jitlib.backends.triton.source import (
     F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow)
+from jitlib.fusion.fuse import is_widening_float_convert
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -410,6 +411,9 @@ class Elemental:
     def _compute(self, instr, index):
         if instr in self.inputs:
             return self.load(self.inputs[instr], instr, index)
+        if self.raw and is_widening_float_convert(instr):
+            # a dot operand tile stays in its narrow memory type; the dot widens it
+            return self.value(instr.operands[0], index)
         rule = scalar_rules.get(instr.op)
         if rule is not None:
             if self.raw:

@@ -16,7 +16,9 @@ constexprs; shapes are static, so every extent and stride is a literal in the so
              to the accumulator tile before the one store. f32 uses
              input_precision="ieee": TF32 tensor cores round inputs to 10 mantissa bits,
              which would not match NumPy; f16/bf16 use the tensor cores with f32
-             accumulation and round the product once, as the interpreter does.
+             accumulation and round the product once, as the interpreter does. An
+             f32 dot of operands widened from one 16-bit type reads the 16-bit
+             sources and runs on the tensor cores too (exact products, f32 sums).
   opaque     not generated (scans, scatter): the executable runs it on the interpreter.
 """
 import dataclasses
@@ -28,7 +30,8 @@ import numpy as np
 from jitlib.backends.triton import configs
 from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.source import (
-    F64, Unsupported, Writer, compute_type, literal, narrow, pointer_signature)
+    F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature)
+from jitlib.fusion.fuse import OPERAND_VIEWS, is_widening_float_convert
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -50,6 +53,7 @@ class TritonKernel:
     config: configs.Config  # the heuristic launch configuration
     grid: object            # config -> grid tuple
     signature: dict = dataclasses.field(default_factory=dict)   # for ahead-of-time compiles
+    problem: dict = dataclasses.field(default_factory=dict)     # extents the tuner sizes by
 
     @property
     def digest(self):
@@ -296,12 +300,38 @@ def render_reduction(name, body, summary=""):
         configs.reduction_config(n_rows, row_len),
         lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
-                   [(r.shape, r.dtype) for r in body.results]))
+                   [(r.shape, r.dtype) for r in body.results]),
+        {"rows": n_rows, "row_len": row_len, "block_r": block_r})
 
 
 # -- dot kernels
 
 DOT_GROUP_M = 8    # row tiles per group of the dot kernels' program order
+
+
+def _source_dtype(x):
+    """The dtype a dot operand is read in: through its views and widening converts (which
+    fuse.py admits into the dot kernel) down to what memory holds."""
+    while x.op in OPERAND_VIEWS or is_widening_float_convert(x):
+        x = x.operands[0]
+    return np.dtype(x.dtype)
+
+
+def _tile_dtype(lhs, rhs, dt):
+    """The dtype `tl.dot` multiplies in. Operands widened from the same 16-bit type stay
+    16-bit: their products are exact in f32 and the tensor cores accumulate in f32, which
+    is the widened dot's result up to the order of the f32 sums. Otherwise the dot's own."""
+    src = {_source_dtype(lhs), _source_dtype(rhs)}
+    if len(src) == 1 and dtypes.name(next(iter(src))) in ("f16", "bf16"):
+        return next(iter(src))
+    return dt
+
+
+def _as_tile(w, value, src, tile_dt):
+    """An operand tile loaded as `src`, in the dot's tile type."""
+    if src == tile_dt:
+        return value
+    return w.let(f"{value}.to({memory_type(tile_dt)})", "tile")
 
 
 def render_dot(name, body, summary=""):
@@ -315,6 +345,7 @@ def render_dot(name, body, summary=""):
     if dtypes.name(dt) not in DOT_DTYPES or rhs.dtype != dt:
         raise Unsupported(f"tl.dot of {dtypes.name(dt)} operands (floats only: "
                           f"{', '.join(DOT_DTYPES)})")
+    tile_dt = _tile_dtype(lhs, rhs, dt)
     for out in body.results:
         if out.shape != dot.shape:
             raise Unsupported(f"a dot epilogue output {out.type_str} of another shape")
@@ -363,10 +394,10 @@ def render_dot(name, body, summary=""):
         return el.value(x, Index(x.shape, sub))
 
     el.mask = w.let(f"(rm < {M}) & (rk_row < {K})", "mask")
-    a_tile = operand(lhs, lb, lc, lfree, "rk_row", mdims)
+    a_tile = _as_tile(w, operand(lhs, lb, lc, lfree, "rk_row", mdims), _source_dtype(lhs), tile_dt)
     el.mask = w.let(f"(rk_col < {K}) & (rn < {N})", "mask")
-    b_tile = operand(rhs, rb, rc, rfree, "rk_col", ndims)
-    precision = ', input_precision="ieee"' if dtypes.name(dt) in ("f32", "f64") else ""
+    b_tile = _as_tile(w, operand(rhs, rb, rc, rfree, "rk_col", ndims), _source_dtype(rhs), tile_dt)
+    precision = ', input_precision="ieee"' if dtypes.name(tile_dt) in ("f32", "f64") else ""
     w.line(f"acc = tl.dot({a_tile}, {b_tile}, acc{precision}, out_dtype={acc_t})")
     el.pop()
     el.raw = False
@@ -387,10 +418,11 @@ def render_dot(name, body, summary=""):
     return TritonKernel(
         name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.dot_config(M, N, K, dt.itemsize),
+        configs.dot_config(M, N, K, tile_dt.itemsize),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
-                   [(r.shape, r.dtype) for r in body.results]))
+                   [(r.shape, r.dtype) for r in body.results]),
+        {"B": B, "M": M, "N": N, "K": K, "itemsize": tile_dt.itemsize})
 
 
 def render(fusion):

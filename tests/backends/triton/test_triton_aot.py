@@ -90,3 +90,33 @@ def test_long_rows_fall_back_with_a_reason():
     (fusion,) = fusions(Module("s", [x], [B.reduce(Op.REDUCE_SUM, x, dims=(1,))]))
     with pytest.raises(kernels.Unsupported, match="in-register limit"):
         kernels.render(fusion)
+
+
+def _widened_dot(dt, lhs_widened=True):
+    """f32 x @ w + 1 where w (and x, if `lhs_widened`) are `dt` values converted to f32."""
+    narrow, f32 = dtypes.from_name(dt), np.dtype(np.float32)
+    x = B.parameter(0, (64, 128), narrow if lhs_widened else f32, "x")
+    w = B.parameter(1, (128, 64), narrow, "w")
+    xf = B.convert(x, f32) if lhs_widened else x
+    dot = B.dot_general(xf, B.convert(w, f32), lhs_contract=(1,), rhs_contract=(0,))
+    out = B.binary(Op.ADD, dot, B.broadcast_to(B.constant(1.0, f32), dot.shape))
+    return Module("mm", [x, w], [out])
+
+
+@pytest.mark.parametrize("dt", ["f16", "bf16"])
+def test_dots_of_widened_16_bit_operands_run_on_tensor_cores(dt):
+    # the tracer widens 16-bit matmul operands to f32; the dot kernel reads the 16-bit
+    # sources (one kernel, no widened copies) and multiplies 16-bit tiles with wgmma
+    (fusion,) = fusions(_widened_dot(dt))
+    kernel = kernels.render(fusion)
+    assert "ieee" not in kernel.source and ".to(tl.float32)" not in kernel.source.split(
+        "tl.dot")[0], kernel.source
+    ptx = compile_sm90(kernel)
+    assert "wgmma" in ptx and f".{dt}" in ptx, kernel.source
+
+
+def test_a_widened_operand_beside_an_f32_one_is_widened_in_the_tile():
+    (fusion,) = fusions(_widened_dot("bf16", lhs_widened=False))
+    kernel = kernels.render(fusion)
+    assert ".to(tl.float32)" in kernel.source and 'input_precision="ieee"' in kernel.source
+    compile_sm90(kernel)
