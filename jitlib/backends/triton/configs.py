@@ -1,11 +1,10 @@
 """Launch configurations: block sizes and warps per kernel signature.
 
-`choose(kernel)` answers from the tuned-config cache when an autotuner has measured the
-kernel on this GPU, else from the heuristics below (sizes are static, so the heuristic
-sees the real extents). The autotuner is a hook: `record(kernel, device_name, config)`
-stores a measured winner (JSON beside the generated sources, keyed by the kernel's
-source hash and the GPU's name) and `candidates(kernel)` lists what is worth timing.
-Nothing here measures; the GPU harness does, on the H200.
+`choose(kernel)` answers from the tuned-config cache when the autotuner (autotune.py) has
+measured the kernel on this GPU, else from the heuristics below (sizes are static, so the
+heuristic sees the real extents). `record(kernel, device_name, config)` stores a measured
+winner (JSON beside the generated sources, keyed by the kernel's source hash and the GPU's
+name) and `candidates(kernel)` lists what is worth timing. Nothing here measures.
 """
 import dataclasses
 import json
@@ -58,16 +57,59 @@ def dot_config(m, n, k, itemsize):
 
 
 def candidates(kernel):
-    """Configs an autotuner should time for `kernel` (its heuristic one first)."""
+    """Configs an autotuner should time for `kernel` (its heuristic one first), at most ~6:
+    each costs a compile."""
     base = kernel.config
     if kernel.kind == "loop":
-        return [base] + [Config({"BLOCK": b}, num_warps=w)
-                         for b, w in ((512, 4), (2048, 8), (4096, 8)) if b != base.constexprs["BLOCK"]]
-    if kernel.kind == "dot":
-        return [base] + [Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w, num_stages=s)
-                         for bm, bn, bk, w, s in ((128, 256, 64, 8, 3), (64, 128, 64, 4, 4),
-                                                  (128, 64, 32, 4, 4))]
-    return [base]
+        out = [Config({"BLOCK": b}, num_warps=w) for b, w in ((512, 4), (2048, 8), (4096, 8))]
+    elif kernel.kind == "dot":
+        out = _dot_candidates(**kernel.problem)
+    elif kernel.kind == "reduction":
+        out = _reduction_candidates(**kernel.problem)
+    else:
+        out = []
+    seen, unique = set(), []
+    for c in [base] + out:
+        if c.key() not in seen:
+            seen.add(c.key())
+            unique.append(c)
+    return unique
+
+
+def _dot_candidates(B, M, N, K, itemsize):
+    """Tiles by shape class: skinny N (a tile as narrow as N, long in M and K), batched
+    small products (tiles no larger than one matrix), and big square ones (wide tiles,
+    deep pipelines for tensor cores; smaller K steps for the f32 FMA path)."""
+    fit = lambda n: max(16, next_pow2(n))
+    if N <= 32:
+        bn = fit(N)
+        shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
+                  (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
+    elif itemsize == 2:
+        shapes = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 3),
+                  (64, 128, 64, 4, 4), (128, 64, 64, 4, 4)]
+    elif itemsize == 4:
+        shapes = [(64, 64, 32, 4, 3), (128, 64, 32, 8, 3), (64, 128, 32, 4, 3),
+                  (128, 128, 16, 8, 3), (128, 128, 32, 8, 2)]
+    else:
+        shapes = [(64, 64, 16, 4, 2), (32, 64, 16, 4, 3)]
+    out = []
+    for bm, bn, bk, w, s in shapes:
+        bm, bn, bk = min(bm, fit(M)), min(bn, fit(N)), min(bk, fit(K))
+        out.append(Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w, num_stages=s))
+    return out
+
+
+def _reduction_candidates(rows, row_len, block_r):
+    """Rows per program and warps around the heuristic: few rows with many warps keeps
+    more programs in flight; more rows per program cuts per-program overhead."""
+    out = []
+    for tile in (1024, 2048, 4096, 8192):
+        rows_per = max(1, min(next_pow2(rows), tile // block_r, 64))
+        for per_thread in (8, 16):
+            warps = min(16, max(1, rows_per * block_r // (32 * per_thread)))
+            out.append(Config({"ROWS": rows_per}, num_warps=next_pow2(warps)))
+    return out
 
 
 # -- the tuned-config cache

@@ -13,7 +13,7 @@ import numpy as np
 
 from jitlib import config as jitlib_config
 from jitlib.backends.base import Executable
-from jitlib.backends.triton import compiler, configs, kernels
+from jitlib.backends.triton import autotune, compiler, configs, kernels
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
 from jitlib.hlo.ir import is_multi_output
@@ -31,22 +31,35 @@ class KernelRunner:
         self.config = configs.choose(kernel, compiler.cache_dir(),
                                      getattr(device, "name", "gpu"))
         host_launch = getattr(device, "launch", None)
+        self._untuned = False
         if host_launch is not None:
             self._launch = lambda buffers: host_launch(kernel, self.config, buffers)
         else:
-            from jitlib.backends.triton.launch import CompiledLaunch
-            self._launch = CompiledLaunch(kernel, self.config, device.stream)
+            self._launch = self._launcher(self.config)
+            # not measured on this GPU yet: the first call times the candidates
+            self._untuned = self.config is kernel.config and autotune.wanted(kernel)
         self._outputs = tuple(kernel.outputs)
         self._empty = not all(n > 0 for n in kernel.grid(self.config))
         if jitlib_config.debug_level() >= 4:
             log.info("triton kernel %s (%s):\n%s", kernel.name,
                      compiler.source_path(kernel), kernel.source)
 
+    def _launcher(self, config):
+        from jitlib.backends.triton.launch import CompiledLaunch
+        return CompiledLaunch(self.kernel, config, self.device.stream)
+
     def __call__(self, buffers):
         empty = self.device.empty
         outs = [empty(shape, dtype) for shape, dtype in self._outputs]
-        if not self._empty:
-            self._launch(list(buffers) + outs)
+        if self._empty:
+            return outs
+        if self._untuned:
+            self._untuned = False
+            config, launch = autotune.tune(self.kernel, list(buffers) + outs, self.device,
+                                           self._launcher)
+            if launch is not None:
+                self.config, self._launch = config, launch
+        self._launch(list(buffers) + outs)
         return outs
 
 

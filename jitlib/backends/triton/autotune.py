@@ -1,0 +1,72 @@
+"""Measuring a kernel's candidate configs on the GPU at its first call, once per signature.
+
+Sizes are static, so one measurement per generated source and GPU holds for every later
+call; the winner goes to the tuned-config cache (configs.record: JSON beside the generated
+sources), which the next compile, in this process or a later one, reads instead of timing
+again. Only dot and reduction kernels big enough for the choice to matter are timed (a
+small kernel's time is its launch), each within a wall-clock budget that includes
+compiling the candidates.
+"""
+import logging
+import os
+import time
+
+from jitlib.backends.triton import configs
+
+log = logging.getLogger("jitlib")
+
+BUDGET_S = 1.5           # per kernel, compiles included: later candidates are skipped
+MIN_DOT_FLOPS = 1 << 25  # 2*M*N*K below this: the heuristic tile is as good as any
+MIN_REDUCED = 1 << 20    # elements a reduction kernel reads
+TIMED_S = 2e-3           # each candidate is run for about this long
+
+
+def wanted(kernel):
+    """Whether `kernel` is worth measuring (and JITLIB_AUTOTUNE is not "0")."""
+    if os.environ.get("JITLIB_AUTOTUNE", "1") == "0":
+        return False
+    p = kernel.problem
+    if kernel.kind == "dot":
+        return 2 * p["B"] * p["M"] * p["N"] * p["K"] >= MIN_DOT_FLOPS
+    if kernel.kind == "reduction":
+        return p["rows"] * p["row_len"] >= MIN_REDUCED
+    return False
+
+
+def _seconds_per_run(launch, buffers, device):
+    """Wall time of one launch, from a batch long enough that launch overhead is noise."""
+    device.synchronize()
+    t0 = time.perf_counter()
+    launch(buffers)
+    device.synchronize()
+    once = time.perf_counter() - t0
+    reps = max(3, min(50, int(TIMED_S / max(once, 1e-6))))
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        launch(buffers)
+    device.synchronize()
+    return (time.perf_counter() - t0) / reps
+
+
+def tune(kernel, buffers, device, make_launch):
+    """The fastest of `configs.candidates(kernel)` on `buffers` (inputs then outputs),
+    recorded in the tuned-config cache; `make_launch(config)` builds a launcher."""
+    from jitlib.backends.triton import compiler
+    start = time.perf_counter()
+    timings = []
+    for config in configs.candidates(kernel):
+        if timings and time.perf_counter() - start > BUDGET_S:
+            break
+        try:
+            launch = make_launch(config)
+            launch(buffers)          # compiles; the first run is not timed
+            timings.append((_seconds_per_run(launch, buffers, device), config, launch))
+        except Exception as e:       # noqa: BLE001 - e.g. out of shared memory: skip it
+            log.debug("autotune %s: %s failed: %s", kernel.name, config, e)
+    if not timings:
+        return kernel.config, None
+    best_s, best, launch = min(timings, key=lambda t: t[0])
+    log.info("autotune %s: %s at %.1f us (%d tried, %.2f s)", kernel.name, best,
+             best_s * 1e6, len(timings), time.perf_counter() - start)
+    configs.record(kernel, compiler.cache_dir(), device.name, best)
+    return best, launch

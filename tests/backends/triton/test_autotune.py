@@ -1,0 +1,92 @@
+"""The autotuner's choices without a GPU: which kernels it times, which candidates it
+offers per shape class, and that the fastest measured config is kept and persisted."""
+import numpy as np
+import pytest
+
+from triton_cases import fusions
+from jitlib.backends.triton import autotune, compiler, configs, kernels
+from jitlib.hlo import build as B, dtypes
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+
+
+def dot_kernel(m, k, n, dt="f32", batch=()):
+    d = dtypes.from_name(dt)
+    x = B.parameter(0, (*batch, m, k), d, "x")
+    w = B.parameter(1, (*batch, k, n), d, "w")
+    nb = tuple(range(len(batch)))
+    dot = B.dot_general(x, w, lhs_contract=(len(batch) + 1,), rhs_contract=(len(batch),),
+                        lhs_batch=nb, rhs_batch=nb)
+    (fusion,) = fusions(Module("mm", [x, w], [dot]))
+    return kernels.render(fusion)
+
+
+def row_sum_kernel(rows, cols):
+    x = B.parameter(0, (rows, cols), np.dtype(np.float32), "x")
+    (fusion,) = fusions(Module("s", [x], [B.reduce(Op.REDUCE_SUM, x, dims=(1,))]))
+    return kernels.render(fusion)
+
+
+def test_only_big_dots_and_reductions_are_timed(monkeypatch):
+    assert autotune.wanted(dot_kernel(1024, 1024, 1024))
+    assert autotune.wanted(row_sum_kernel(4096, 4096))
+    assert not autotune.wanted(dot_kernel(17, 33, 9))
+    assert not autotune.wanted(row_sum_kernel(64, 128))
+    monkeypatch.setenv("JITLIB_AUTOTUNE", "0")
+    assert not autotune.wanted(dot_kernel(1024, 1024, 1024))
+
+
+def test_skinny_dots_get_tiles_as_narrow_as_n():
+    kernel = dot_kernel(512, 512, 10)
+    cands = configs.candidates(kernel)
+    assert cands[0] == kernel.config and len(cands) >= 4
+    assert all(c.constexprs["BN"] == 16 for c in cands)
+    assert {c.constexprs["BM"] for c in cands} >= {64, 128, 256}
+
+
+def test_batched_small_products_get_tiles_no_larger_than_a_matrix():
+    kernel = dot_kernel(512, 64, 512, "bf16", batch=(32,))
+    assert kernel.problem == {"B": 32, "M": 512, "N": 512, "K": 64, "itemsize": 2}
+    for c in configs.candidates(kernel):
+        assert c.constexprs["BK"] <= 64 and c.constexprs["BM"] <= 512
+
+
+def test_reduction_candidates_keep_a_row_in_registers():
+    kernel = row_sum_kernel(4096, 4096)
+    cands = configs.candidates(kernel)
+    assert len({c.key() for c in cands}) == len(cands) > 2
+    assert all(c.constexprs["ROWS"] * 4096 <= 8192 and c.num_warps <= 16 for c in cands)
+
+
+class FakeDevice:
+    name = "fake-gpu"
+
+    def synchronize(self):
+        pass
+
+
+def test_the_fastest_candidate_wins_and_is_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    kernel = dot_kernel(1024, 1024, 1024)
+    cands = configs.candidates(kernel)
+    fastest = cands[2]
+    ran = []
+    # measured times stand in for the GPU's: no timing on this shared machine
+    monkeypatch.setattr(autotune, "_seconds_per_run",
+                        lambda launch, buffers, device: 1e-4 if launch.config == fastest else 3e-4)
+
+    def make_launch(config):
+        if config == cands[1]:
+            raise RuntimeError("out of shared memory")   # a failing candidate is skipped
+
+        def launch(buffers):
+            ran.append(config)
+        launch.config = config
+        return launch
+
+    best, launch = autotune.tune(kernel, [], FakeDevice(), make_launch)
+    assert best == fastest and launch is not None
+    assert cands[1] not in ran
+    configs._tuned.clear()   # read back from disk, as a later process would
+    assert configs.choose(kernel, compiler.cache_dir(), "fake-gpu") == fastest
+    assert configs.choose(kernel, compiler.cache_dir(), "other-gpu") == kernel.config
