@@ -4,6 +4,7 @@
 #
 #   bash tools/gpu_session.sh            # from the repository root; OUT=dir keeps the logs
 #   QUICK=1 bash tools/gpu_session.sh    # the benchmark's --quick mode
+#   TESTS_LIMIT_S=150 BENCH_BUDGET_S=200 bash tools/gpu_session.sh   # a shorter session
 #
 # Everything printed also lands in $OUT (default ./gpu-session-out): session.log,
 # versions.txt, pytest-gpu.log, pytest-gpu.xml, benchmark.log, gpu-<date>.json and .md.
@@ -61,16 +62,16 @@ PYTEST_ARGS=(-m gpu -p no:cacheprovider -rfEs --durations=15 --continue-on-colle
              tests/backends/triton/test_device.py tests/test_array_gpu.py tests)
 # tests/conftest.py only sets hypothesis profiles; without hypothesis, run without it
 python -c "import hypothesis" 2>/dev/null || PYTEST_ARGS+=(--noconftest)
-timeout -s INT -k 15 200 python -m pytest "${PYTEST_ARGS[@]}" 2>&1 | tee "$OUT/pytest-gpu.log"
+timeout -s INT -k 15 "${TESTS_LIMIT_S:-200}" python -m pytest "${PYTEST_ARGS[@]}" 2>&1 | tee "$OUT/pytest-gpu.log"
 tests_rc=${PIPESTATUS[0]}
 echo "pytest exit status: $tests_rc"
 
 stage "benchmark"
 # the budget skips the tools not yet measured once spent; the full run (scale large) needs
 # ~2-4 minutes, most of it first-call compiles of four tools
-BENCH_ARGS=(--budget-s 290)
+BENCH_ARGS=(--budget-s "${BENCH_BUDGET_S:-290}")
 [ "${QUICK:-0}" = 1 ] && BENCH_ARGS+=(--quick)
-timeout -k 10 335 python -m benchmarks.gpu "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/benchmark.log"
+timeout -k 10 "$(( ${BENCH_BUDGET_S:-290} + 45 ))" python -m benchmarks.gpu "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/benchmark.log"
 echo "benchmark exit status: ${PIPESTATUS[0]}"
 
 stage "done"
