@@ -299,11 +299,12 @@ def main(argv=None):
             print(f"  {tool:8s} first {rec['first_ms']:9.1f} ms  {extra}  "
                   f"err {err:.1e} {rec['dtype']}", flush=True)
 
+        entries = [jitted._cache.get(k) for k in jitted._cache.keys()]
         fallbacks = {}
-        for entry in jitted._cache.values():
+        for entry in entries:
             fallbacks.update(getattr(entry.executable, "fallbacks", {}) or {})
         row["jitlib_fallbacks"] = fallbacks
-        row["jitlib_native"] = [n for e in jitted._cache.values()
+        row["jitlib_native"] = [n for e in entries
                                 for n in getattr(e.executable, "native", [])]
         if fallbacks:
             print(f"  jitlib interpreter fallbacks: {fallbacks}")
@@ -320,8 +321,9 @@ def main(argv=None):
         notes.append(f"jax_enable_x64 = {bool(jax.config.jax_enable_x64)} at end of run; "
                      "jitlib.backends.jax imported: "
                      f"{'jitlib.backends.jax' in sys.modules}")
-    notes.append("jitlib cpu backend is single-threaded; jax/XLA, numexpr, numba(2 threads) "
-                 "and NumPy's BLAS may use both cores")
+    from jitlib.backends.llvm import parallel
+    notes.append(f"jitlib cpu backend: {parallel.num_threads()} threads for kernels over 1 MiB; "
+                 "jax/XLA, numexpr, numba (2 threads) and NumPy's BLAS may use both cores too")
 
     md = render(rows, triad, geo, machine_info(), notes, args.scale)
     print()
