@@ -10,6 +10,9 @@ disagree) has no module to show; it is kept as the program instead:
     regressions/NAME.py    comment lines, then the NumPy program `def f(a0, ...)`
     regressions/NAME.npz   its arguments, keyed a0, a1, ...
 
+A program that kills the process (a native compiler's segfault) is kept as IR text
+alone under regressions/crashes/, and replayed in a child process.
+
 Header keys: `found-by` (generator and date), `variant` and `what` (the failure as first
 seen), `signature` (its kind, `Mismatch.signature`), and `xfail` (a reason): a program
 that shows a bug in code owned elsewhere is kept as an expected failure until that code
@@ -60,6 +63,11 @@ def _header(text):
             key, _, value = line[2:].partition(":")
             header[key.strip()] = value.strip()
     return header
+
+
+def load_header(path):
+    """The `# key: value` lines at the top of a regression file."""
+    return _header(pathlib.Path(path).read_text())
 
 
 def load_numpy(path):

@@ -1,5 +1,8 @@
 """The bounded fuzz run (a few hundred programs, every generator, every variant), the
 replay of saved regressions, and tests that the oracle itself catches what it should."""
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -40,6 +43,27 @@ def test_saved_numpy_regression_agrees_everywhere(path, request):
     if "xfail" in header:
         request.applymarker(pytest.mark.xfail(strict=True, reason=header["xfail"]))
     check_numpy_source(source, args)
+
+
+# Programs that crash a backend's process (a native compiler's segfault) replay in a
+# child process, so one open crash cannot take the test run down with it.
+_REPLAY_IN_A_CHILD = """
+import sys
+from jitlib.backends import get_backend
+from jitlib.hlo.parser import parse_module
+get_backend(sys.argv[2]).compile(parse_module(open(sys.argv[1]).read()))
+"""
+
+
+@pytest.mark.parametrize("path", regressions.all_files(regressions.DIRECTORY / "crashes"),
+                         ids=lambda p: p.stem)
+def test_saved_crash_compiles_without_killing_the_process(path, request):
+    header = regressions.load_header(path)
+    if "xfail" in header:
+        request.applymarker(pytest.mark.xfail(strict=True, reason=header["xfail"]))
+    child = subprocess.run([sys.executable, "-c", _REPLAY_IN_A_CHILD, str(path),
+                            header["variant"]], capture_output=True, text=True, timeout=300)
+    assert child.returncode == 0, f"exit {child.returncode}\n{child.stderr[-2000:]}"
 
 
 # -- the oracle catches what it must, and only that
