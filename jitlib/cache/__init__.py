@@ -6,6 +6,7 @@ recompile budget, the shapes seen, and the persistent disk cache of object code.
     budget.py   max_compiles / on_exceed, and the JITLIB_LOG=recompiles log
     shapes.py   the shapes each function has seen (for the bucket planner)
     disk.py     the persistent cache (JITLIB_CACHE_DIR), object code per LLVM module
+    optimized.py  the optimizer's output on disk, for large modules
     planner.py  bucket sizes from the shapes seen: compiles against padding waste
     cli.py      python -m jitlib cache info|clear, buckets suggest|warm
 """

@@ -114,6 +114,14 @@ class DiskCache:
         self.hits += 1
         return payload
 
+    def discard(self, key):
+        """Delete the entry under `key` (its payload was found unusable)."""
+        self.discarded += 1
+        try:
+            os.unlink(self.path(key))
+        except OSError:
+            pass
+
     def store(self, key, payload, **meta):
         """Write one entry atomically; failures only cost the cache, never the call."""
         meta = dict(meta, key=key, size=len(payload),

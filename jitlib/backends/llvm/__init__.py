@@ -13,7 +13,7 @@ and compiles each kernel, and returns an `LLVMExecutable`.
 """
 from jitlib.backends.base import Backend
 from jitlib.backends.llvm.executable import LLVMExecutable
-from jitlib.fusion import optimize
+from jitlib.cache.optimized import optimize   # jitlib.fusion.optimize, kept on disk when large
 
 __all__ = ["LLVMBackend", "LLVMExecutable"]
 
