@@ -82,6 +82,17 @@ def result_classes(module):
     return [classes[r] for r in module.results]
 
 
+def accumulates(module):
+    """Whether `module` (fusion bodies included) sums products or runs of values, where a
+    fused multiply-add may turn an overflow's NaN into an inf."""
+    for instr in module.instructions:
+        if instr.op in (Op.DOT_GENERAL, Op.REDUCE_SUM, Op.CUMSUM):
+            return True
+        if instr.op is Op.FUSION and accumulates(instr.attrs["body"]):
+            return True
+    return False
+
+
 def order_free_zero_sign(module):
     """Whether some op of `module` (fusion bodies included) may pick either zero sign."""
     for instr in module.instructions:

@@ -99,6 +99,15 @@ def test_a_wrong_nan_position_is_caught_in_approximate_results():
     assert module.results[0].op is Op.EXP
 
 
+def test_an_overflowing_sum_may_be_inf_or_nan_but_only_where_sums_are():
+    # inf + -inf is NaN; a fused multiply-add that keeps a product exact gives inf instead
+    want, got = np.float64([np.nan, 1.0]), np.float64([np.inf, 1.0])
+    assert oracle.compare(got, want, "approx", overflow_free=False) is None
+    assert oracle.compare(want, got, "approx", overflow_free=False) is None
+    assert oracle.compare(got, want, "approx") is not None
+    assert oracle.compare(got, want, "exact", overflow_free=False) is not None
+
+
 def test_zero_signs_count_unless_the_order_of_combining_is_free():
     want = np.float32([0.0, -0.0])
     swapped = np.float32([-0.0, 0.0])
