@@ -9,6 +9,7 @@ the documented rule is the left fold of np.maximum / np.minimum.
 """
 import functools
 import math
+import re
 
 import numpy as np
 import pytest
@@ -161,3 +162,74 @@ def test_sum_special_values(values, want):
     # IEEE's exact sum: -0.0 only when every term is -0.0 (NumPy's pairwise sum gives
     # -0.0 for two of them and +0.0 for 600: its blocks start from +0.0)
     assert want != 0 or np.signbit(got) == np.signbit(want)
+
+
+# -- a costly summed value is evaluated once (kernels.py, `_kept_in_outputs`)
+
+def _reduction_kernel(module):
+    from jitlib.backends.llvm import kernels
+    from jitlib.fusion import optimize
+    (fusion,) = [i for i in optimize(module).instructions
+                 if i.op is Op.FUSION and i.attrs["kind"] == "reduction"]
+    return kernels.render(fusion)
+
+
+def _softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _softmax_and_exp(x):   # the reduction kernel's output is e itself
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    s = np.sum(e, axis=-1, keepdims=True)
+    return e / s, e * 2.0, s
+
+
+def _two_sums(x):   # one output row to keep one summed value in: tanh is evaluated again
+    a, b = np.exp(x), np.tanh(x)
+    return a / np.sum(a, axis=-1, keepdims=True) + b / np.sum(b, axis=-1, keepdims=True)
+
+
+# call sites: each summed value twice in the sum pass (the loop over full blocks of
+# SUM_BLOCK and the last 232 of 1000), plus one per value the write pass computes again
+@pytest.mark.parametrize("fn, calls", [(_softmax, 2), (_softmax_and_exp, 2), (_two_sums, 5)])
+@pytest.mark.parametrize("name", ["f32", "f64"])
+def test_summed_exp_is_evaluated_once_and_matches_the_interpreter(fn, calls, name):
+    import jitlib
+    x = _rows(FLOATS[name], 1000, 5)
+    x[2] = np.nan_to_num(x[2], nan=1.0)    # one NaN row stays, so NaN goes through the cache
+    module = jitlib.make_ir(fn)(x)
+    ir = _reduction_kernel(module).ir
+    start = ir.index("define void")         # the kernel's own call sites, not mathlib's
+    body = ir[start:ir.index("\n}", start)]
+    sites = len([line for line in body.splitlines()
+                 if re.search(r"= call \w+ @jl_(exp|tanh)_f", line)])
+    assert sites == calls, ir
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=str(module))
+        np.testing.assert_allclose(got, want, rtol=4e-6 if name == "f32" else 1e-13,
+                                   atol=1e-30, err_msg=str(module))
+
+
+def test_cheap_or_narrow_summed_values_are_recomputed():
+    import jitlib
+
+    def centered(x):   # x - mean is cheaper to recompute than to store and reload
+        return x - np.mean(x, axis=-1, keepdims=True)
+
+    x = _rows(np.float32, 300, 6)
+    assert "%out0" not in _sum_pass(_reduction_kernel(jitlib.make_ir(centered)(x)).ir)
+    h = np.random.default_rng(7).normal(size=(4, 300)).astype(np.float16)
+    module = jitlib.make_ir(_softmax)(h)   # f16 output: a rounded copy, not the f32 value
+    ir = _reduction_kernel(module).ir
+    assert "%out0" not in _sum_pass(ir)
+    (got,), (want,) = LLVM.compile(module)(h), evaluate(module, [h])
+    np.testing.assert_allclose(got.astype(np.float32), want.astype(np.float32), rtol=2e-3)
+
+
+def _sum_pass(ir):
+    """The kernel text from the first reassociating add up to the block's compensation."""
+    start = ir.index("fadd reassoc")
+    return ir[ir.rindex("\n", 0, ir.rindex("loop", 0, start)):ir.index("fabs", start)]

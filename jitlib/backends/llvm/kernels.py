@@ -21,7 +21,9 @@ be split (`splittable`): its order would change.
              accumulate in f32 and round once. max/min give the left fold of
              np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
              vectorized pass (`float_extreme`). argmax/argmin keep the first extreme,
-             NaN first.
+             NaN first. A costly summed value that the write pass needs again
+             (softmax's exp) is stored into an output row by the sum pass and read
+             back by the write pass (`_kept_in_outputs`): evaluated once per element.
   dot        `DotKernel`: the executable runs the dot_general in NumPy (its BLAS), then
              the elementwise epilogue here as a loop kernel reading the dot's result.
              First step only: the target is BLAS plus the epilogue fused in one pass
@@ -38,7 +40,7 @@ import numpy as np
 
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
-    minmax, narrow, store)
+    load, minmax, narrow, store)
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -284,6 +286,49 @@ def _better(fn, op, dt, acc, x):
     return fn.op(f"icmp {sign}{'gt' if op is Op.ARGMAX else 'lt'} {t} {x}, {acc}", "c")
 
 
+# Ops worth a store and a load (in L1: the row was just read) rather than a second
+# evaluation in the write pass: the polynomial math functions and division.
+_COSTLY = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.TANH, Op.LOGISTIC, Op.SIN,
+                     Op.COS, Op.TAN, Op.POW, Op.ATAN2, Op.DIV, Op.REM})
+
+
+def _s_chain(x, plan):
+    """The S-shaped instructions computed elementwise at x's index to produce x."""
+    seen, stack = set(), [x]
+    while stack:
+        m = stack.pop()
+        if m in seen or m.shape != plan.S or m.op not in O.ELEMENTWISE:
+            continue
+        seen.add(m)
+        stack.extend(m.operands)
+    return seen
+
+
+def _kept_in_outputs(plan):
+    """{float-sum reduction: S-output position} where the summed value x is costly and the
+    write pass needs it again (softmax's exp(x - max)): the sum pass stores x into that
+    output's row and the write pass loads it back, so x is evaluated once per element.
+    The output must hold x's dtype exactly (same dtype, not a 16-bit one widened in the
+    kernel); each output caches at most one x."""
+    free = [(j, out) for j, out in plan.s_outputs
+            if out.dtype not in NARROW and dtypes.is_float(out.dtype)]
+    needed = set()
+    for _, out in plan.s_outputs:
+        needed |= _s_chain(out, plan)
+    kept = {}
+    for red in plan.reductions:
+        x = red.operands[0]
+        if red.op is not Op.REDUCE_SUM or x not in needed or x.dtype in NARROW:
+            continue
+        if not any(m.op in _COSTLY for m in _s_chain(x, plan)):
+            continue
+        j = next((j for j, out in free if out.dtype == x.dtype), None)
+        if j is not None:
+            kept[red] = j
+            free = [(i, out) for i, out in free if i != j]
+    return kept
+
+
 class _ReductionEmitter:
     """Writes one reduction kernel: the loops of kernels.py's docstring, in that order."""
 
@@ -292,6 +337,7 @@ class _ReductionEmitter:
         self.fn = _function(name, len(body.params), len(body.results))
         self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})
         self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
+        self.kept_in = _kept_in_outputs(self.plan)
 
     def s_index(self, kdims, rdims):
         dims = [0] * len(self.plan.S)
@@ -370,7 +416,10 @@ class _ReductionEmitter:
 
             def step(j):
                 el.push()
-                v = el.value(x, self.s_index(kdims, outer + [iadd(fn, start, j)]))
+                index = self.s_index(kdims, outer + [iadd(fn, start, j)])
+                v = el.value(x, index)
+                if red in self.kept_in:   # the write pass reads it back (`kept_in`)
+                    store(fn, v, f"%out{self.kept_in[red]}", el.linear(index), dt)
                 a = fn.op(f"load {t}, ptr {block}", "a")
                 fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {a}, {v}', 'a')}, ptr {block}")
                 el.pop()
@@ -451,6 +500,10 @@ class _ReductionEmitter:
             def write(rdims):
                 el.push()
                 index = self.s_index(kdims, rdims)
+                for red, j in self.kept_in.items():   # before any store overwrites them
+                    x = red.operands[0]
+                    el.scopes[-1][(x, index.key)] = load(fn, f"%out{j}", el.linear(index),
+                                                         x.dtype)
                 for j, out in plan.s_outputs:
                     store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
                 el.pop()
