@@ -4,9 +4,18 @@ parse -> verify -> optimise at O3 for the host CPU (its real name and features, 
 vectorizer uses every vector unit it has) -> MCJIT. Compiled functions are cached in
 memory by the hash of their IR text: the same kernel text compiles once per process,
 and on disk (jitlib/cache/disk.py) as object code, so it compiles once per machine.
+
+Each kernel text gets its own MCJIT engine, handed out as `KernelCode` handles shared by
+every executable that runs it: MCJIT frees machine code only when its engine closes
+(`remove_module` leaves the code mapped: measured +12 KiB per removed kernel), so a
+bounded jit cache that evicts programs must be able to close the engines only they used.
+When the last handle on a text dies, its engine is kept among the `RETAIN_UNUSED` most
+recently released (a program compiled again soon finds it) and closed after that.
 """
+import collections
 import hashlib
 import threading
+import weakref
 
 import llvmlite.binding as llvm
 
@@ -22,12 +31,19 @@ class Compiler:
         target = llvm.Target.from_default_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.target_machine = target.create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, jit=True)
-        self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), self.target_machine)
-        self._cache = {}              # sha256 of the IR text -> function address
-        self._lock = threading.Lock()
+        self._target = target
+        self.target_machine = self._new_target_machine()
+        self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
+        self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
+        self._pinned = []             # handles of `compile` callers: kept for the process
+        self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
+        self.released = 0             # engines closed, for tests
+
+    def _new_target_machine(self):
+        # an engine owns (and frees) its target machine, so each engine gets its own
+        return self._target.create_target_machine(
+            cpu=self.cpu, features=self.features, opt=3, jit=True)
 
     def optimize(self, ir_text):
         """The module parsed, verified and optimised at O3 for the host."""
@@ -47,34 +63,85 @@ class Compiler:
         return self.target_machine.emit_assembly(self.optimize(ir_text))
 
     def compile(self, ir_text, name):
-        """The address of function `name` defined in `ir_text`, compiled once per text."""
+        """The address of function `name` defined in `ir_text`, kept for the process's life."""
+        code = self.load(ir_text, name)
+        with self._lock:
+            self._pinned.append(code)
+        return code.address
+
+    def load(self, ir_text, name):
+        """A `KernelCode` for function `name` of `ir_text`: its machine code stays while
+        the handle (or another handle on the same text) is alive."""
         digest = hashlib.sha256(ir_text.encode()).hexdigest()
         with self._lock:
-            address = self._cache.get(digest)
-            if address is not None:
-                return address
-            # one engine for all kernels: symbols must be unique, so add the text's hash
-            symbol = f"{name}.{digest[:16]}"
-            renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
-            store = object_store()
-            if store is None:
-                self._engine.add_module(self.optimize(renamed))
-            else:   # the disk cache holds object code: a new process skips LLVM
-                key = store.key(renamed, self.target_machine.triple, self.cpu,
-                                self.features, *versions())
-                obj = store.load(key)
-                if obj is None:
-                    obj = self.target_machine.emit_object(self.optimize(renamed))
-                    store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
-                                triple=self.target_machine.triple)
-                self._engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-            self._engine.finalize_object()
-            address = self._engine.get_function_address(symbol)
-            if not address:
-                raise RuntimeError(f"MCJIT did not define {symbol}")
-            self._cache[digest] = address
-            self.compiled += 1
-            return address
+            code = self._live.get(digest)
+            if code is not None:
+                return code
+            native = self._unused.pop(digest, None) or self._build(ir_text, name, digest)
+            code = KernelCode(native.address)
+            weakref.finalize(code, self._release, digest, native).atexit = False
+            self._live[digest] = code
+            return code
+
+    def _build(self, ir_text, name, digest):
+        # symbols carry the text's hash: the disk cache's key covers the symbol too
+        symbol = f"{name}.{digest[:16]}"
+        renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
+        engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""),
+                                            self._new_target_machine())
+        store = object_store()
+        if store is None:
+            engine.add_module(self.optimize(renamed))
+        else:   # the disk cache holds object code: a new process skips LLVM
+            key = store.key(renamed, self.target_machine.triple, self.cpu,
+                            self.features, *versions())
+            obj = store.load(key)
+            if obj is None:
+                obj = self.target_machine.emit_object(self.optimize(renamed))
+                store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
+                            triple=self.target_machine.triple)
+            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.finalize_object()
+        address = engine.get_function_address(symbol)
+        if not address:
+            engine.close()
+            raise RuntimeError(f"MCJIT did not define {symbol}")
+        self.compiled += 1
+        return _Native(engine, address)
+
+    def _release(self, digest, native):
+        """The last handle on `digest` died: keep its engine a while, then close it."""
+        with self._lock:
+            self._unused[digest] = native
+            while len(self._unused) > RETAIN_UNUSED:
+                _, old = self._unused.popitem(last=False)
+                old.engine.close()
+                self.released += 1
+
+    def engines(self):
+        """How many compiled kernels are mapped now: (in use, kept unused)."""
+        with self._lock:
+            return len(self._live), len(self._unused)
+
+
+# engines kept after their last user is gone (see the module docstring)
+RETAIN_UNUSED = 64
+
+
+class _Native:
+    """One kernel text's machine code: the engine that maps it, and its entry address."""
+    __slots__ = ("engine", "address")
+
+    def __init__(self, engine, address):
+        self.engine, self.address = engine, address
+
+
+class KernelCode:
+    """A handle on compiled code: hold it as long as `address` is called."""
+    __slots__ = ("address", "__weakref__")
+
+    def __init__(self, address):
+        self.address = address
 
 
 _compiler = None

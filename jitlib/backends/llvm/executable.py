@@ -41,7 +41,8 @@ class NativeRunner:
     def __init__(self, kernel):
         if config.debug_level() >= 4:
             log.info("llvm kernel %s:\n%s", kernel.name, kernel.ir)
-        self.address = get_compiler().compile(kernel.ir, kernel.name)
+        self._code = get_compiler().load(kernel.ir, kernel.name)   # keeps the code mapped
+        self.address = self._code.address
         self.outputs = kernel.outputs
         n_args = len(kernel.inputs) + len(kernel.outputs)
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args,

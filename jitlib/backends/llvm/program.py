@@ -52,7 +52,9 @@ class Program:
         self._table = np.array([kernels[f].address for f in plan.steps] +
                                [c.ctypes.data for c in plan.constants], np.uint64)
         self.ir = self._render(plan, kernels)
-        address = get_compiler().compile(self.ir, "program")
+        self._code = get_compiler().load(self.ir, "program")   # keeps the driver mapped
+        self._kernels = list(kernels.values())   # and the kernels it calls
+        address = self._code.address
         n_args = 2 + len(self._params) + len(plan.fresh)
         self._fn = ctypes.PYFUNCTYPE(None, *[ctypes.py_object] * n_args)(address)
 
