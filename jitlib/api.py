@@ -20,6 +20,9 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
 from jitlib.trace.context import Trace, abstract_leaf, current_trace
 from jitlib.trace.tracer import Tracer, as_instr
+# the NumPy function tables, imported now rather than on a process's first traced
+# call, where they cost more than loading a cached program (a few ms)
+from jitlib.trace import functions as _functions  # noqa: F401
 
 log = logging.getLogger("jitlib")
 
