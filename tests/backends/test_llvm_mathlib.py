@@ -277,6 +277,18 @@ def test_accuracy(name, dtype):
     assert np.array_equal(np.signbit(got[zero]), np.signbit(want[zero])), "sign of zero"
 
 
+def test_tanh_f32_every_value_around_its_two_forms_meet():
+    # the polynomial hands over to 1 - 2/(e + 1) at |x| = 0.5625, where the latter's
+    # cancellation is largest: every f32 in [0.5, 0.75) and its negation
+    lo, hi = np.float32(0.5).view(np.int32), np.float32(0.75).view(np.int32)
+    x = np.arange(lo, hi, dtype=np.int32).view(np.float32)
+    x = np.concatenate([x, -x])
+    got, want = kernel("tanh", F32)(x), reference("tanh", F32, x)
+    err = ulp_error(got, want)
+    bad = np.argmax(err)
+    assert err.max() <= BOUND["tanh"][0], f"tanh({x[bad]!r}) = {got[bad]!r}, want {want[bad]!r}"
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values(dtype):
     inf, nan = np.inf, np.nan
