@@ -114,3 +114,19 @@ def test_backend_compile_failure_is_reported_with_the_ir(monkeypatch):
     text = _raises(errors.CompileError, lambda: f(np.arange(13, dtype=np.float64)),
                    "'cpu' backend failed", "simulated", "exp(%a)", "backend='interpreter'")
     assert "module " in text
+
+
+def test_gpu_backend_without_a_gpu_is_an_error_not_a_silent_interpreter(monkeypatch):
+    from jitlib import backends
+    from jitlib.array import DeviceError
+    from jitlib.backends.triton import TritonBackend
+    monkeypatch.setattr(backends, "_cuda_gpu_visible", lambda: False)
+    monkeypatch.delenv("JITLIB_GPU_INTERPRET", raising=False)
+    monkeypatch.setitem(backends._instances, "gpu", TritonBackend())
+    f = jitlib.jit(lambda a: a + 1.0, backend="gpu")
+    _raises(DeviceError, lambda: f(X), "no CUDA GPU", "backend='cpu'", "JITLIB_GPU_INTERPRET")
+    # the opt-in: Triton's interpreter on host memory, same answer
+    monkeypatch.setenv("JITLIB_GPU_INTERPRET", "1")
+    monkeypatch.setitem(backends._instances, "gpu", TritonBackend())
+    np.testing.assert_array_equal(np.asarray(jitlib.jit(lambda a: a + 1.0, backend="gpu")(X)),
+                                  X + 1.0)

@@ -19,19 +19,23 @@ __all__ = ["TritonBackend", "default_device"]
 
 
 def default_device():
-    """The CUDA device when one can be used, else the host device (Triton's interpreter)."""
+    """The CUDA device. Without a GPU, a DeviceError ("no CUDA GPU"), unless
+    JITLIB_GPU_INTERPRET=1 asks for Triton's interpreter on host memory: slow, for
+    debugging kernels and for tests, never a silent stand-in for a missing GPU."""
+    import os
+
     from jitlib.backends import _cuda_gpu_visible
-    if _cuda_gpu_visible():
-        try:
-            from jitlib.backends.triton import device as cuda
-        except ImportError:   # the runtime is not built yet
-            cuda = None
-        if cuda is not None:
-            get = getattr(cuda, "get_device", None) or getattr(cuda, "default_device", None)
-            if get is not None:
-                return get()
-    from jitlib.backends.triton.host import HostDevice
-    return HostDevice()
+    if os.environ.get("JITLIB_GPU_INTERPRET") == "1":
+        from jitlib.backends.triton.host import HostDevice
+        return HostDevice()
+    from jitlib.backends.triton import device as cuda
+    if not _cuda_gpu_visible():
+        from jitlib.array import DeviceError
+        raise DeviceError("no CUDA GPU: backend='gpu' needs an NVIDIA GPU and its driver",
+                          hint="use backend='cpu' (the default without a GPU), or set "
+                               "JITLIB_GPU_INTERPRET=1 to run the generated Triton kernels "
+                               "on Triton's interpreter")
+    return cuda.get_device()
 
 
 class TritonBackend(Backend):
@@ -55,4 +59,13 @@ class TritonBackend(Backend):
 
     def kernel_sources(self, module):
         """The generated source of every kernel of `module` (for Lowered.as_text)."""
-        return self.compile(module).kernel_sources()
+        import triton  # noqa: F401
+        from jitlib.array import DeviceError
+        from jitlib.backends.triton.executable import TritonExecutable
+        try:
+            device = self.device
+        except DeviceError:
+            # Reading the generated source needs no GPU: build it against host buffers.
+            from jitlib.backends.triton.host import HostDevice
+            device = HostDevice()
+        return TritonExecutable(module, self.name, optimize(module), device).kernel_sources()
