@@ -15,7 +15,11 @@ import hashlib
 import logging
 import os
 
+from jitlib import fusion
 from jitlib.cache import disk
+from jitlib.fusion import fuse as _fuse  # noqa: F401 - else the first optimize imports it
+from jitlib.hlo.parser import parse_module
+from jitlib.hlo.printer import print_module
 
 log = logging.getLogger("jitlib")
 
@@ -25,12 +29,9 @@ _KIND = "optimized-module"
 
 def optimize(module):
     """`jitlib.fusion.optimize(module)`, read from the disk cache when it has it."""
-    from jitlib.fusion import optimize as run_optimizer
     store = disk.object_store()
     if store is None or len(module.instructions) < MIN_INSTRUCTIONS:
-        return run_optimizer(module)
-    from jitlib.hlo.parser import parse_module
-    from jitlib.hlo.printer import print_module
+        return fusion.optimize(module)
     key = store.key(_KIND, print_module(module), _source_fingerprint())
     text = store.load(key)
     if text is not None:
@@ -40,7 +41,7 @@ def optimize(module):
             log.warning("jitlib: discarding an unreadable optimized module in the disk "
                         "cache: %s", e)
             store.discard(key)
-    optimized = run_optimizer(module)
+    optimized = fusion.optimize(module)
     store.store(key, print_module(optimized).encode(), kind=_KIND, module=module.name)
     return optimized
 
