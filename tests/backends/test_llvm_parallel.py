@@ -72,7 +72,8 @@ def test_anchor_rows_are_split_without_changing_bits(fn, monkeypatch):
         _same_bits(a, b, fn.__name__)
 
 
-def test_a_single_row_reduction_is_never_split():
+def test_a_single_row_reduction_is_never_split(monkeypatch):
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)   # small kernels run whole
     x = B.parameter(0, (4096,), F32)
     whole = B.reduce(Op.REDUCE_SUM, x, (0,))
     (fusion,) = [i for i in optimize(Module("sum", [x], [whole])).instructions
@@ -168,3 +169,23 @@ def test_a_forked_child_starts_its_own_workers(monkeypatch):
     os.close(read)
     assert ready, "the forked child hung on the parent's worker"
     assert answer == b"1"
+
+
+@pytest.mark.parametrize("shape, whole", [((4,), True), ((64, 100), True),
+                                          ((1 << 18,), False), ((512, 512), False)])
+def test_kernels_under_the_threshold_have_static_loop_bounds(shape, whole):
+    # a kernel no runner ever shares out ignores %part/%parts: its loops run over
+    # constants, so LLVM needs no remainder code (and compiles it several times faster)
+    x = B.parameter(0, shape, F32)
+    for module in (Module("ew", [x], [B.unary(Op.EXP, x)]),
+                   Module("rows", [x], [B.reduce(Op.REDUCE_SUM, x, (len(shape) - 1,))])):
+        (fusion,) = [i for i in optimize(module).instructions if i.op is Op.FUSION]
+        kernel = kernels.render(fusion)
+        body = kernel.ir[kernel.ir.index("define void"):]
+        one_row = module.name == "rows" and len(shape) == 1   # never split anyway
+        split = not whole and not one_row
+        assert ("%parts" in body[body.index("{"):]) is split, kernel.ir
+        assert kernel.splittable is split
+        args = [RNG.standard_normal(shape).astype(F32)]
+        assert_allclose_tree(LLVMBackend().compile(module)(*args), evaluate(module, args),
+                             rtol=1e-5, atol=1e-5, err_msg=str(module))

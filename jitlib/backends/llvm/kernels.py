@@ -38,6 +38,7 @@ import re
 
 import numpy as np
 
+from jitlib.backends.llvm import parallel
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
     load, minmax, narrow, store)
@@ -98,7 +99,11 @@ def loop(fn, n, body, vectorize=False):
 
 
 def share(fn, n, body, vectorize=False):
-    """Emit `for i in range(lo, hi): body(i)` over this call's share of range(n)."""
+    """Emit `for i in range(lo, hi): body(i)` over this call's share of range(n); in a
+    kernel that always runs whole (`fn.whole`), the plain static loop over range(n)."""
+    if fn.whole:
+        loop(fn, n, body, vectorize)
+        return
     if n == 0:
         return
     lo = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 %part, {n}', 'lo')}, %parts", "lo")
@@ -143,12 +148,24 @@ def nest(fn, sizes, body, vectorize=True, split=False):
         level(0, [])
 
 
-def _function(name, n_in, n_out):
+def runs_whole(inputs, outputs):
+    """Whether a kernel over these instructions always runs in one call (part 0 of 1):
+    the runners never share out one that moves under parallel.MIN_PARALLEL_BYTES."""
+    moved = sum(i.size * i.dtype.itemsize for i in list(inputs) + list(outputs))
+    return moved < parallel.MIN_PARALLEL_BYTES
+
+
+def _function(name, n_in, n_out, whole):
+    """The kernel's signature. A `whole` kernel ignores %part and %parts: its loops get
+    static bounds, which LLVM optimises and compiles several times faster (a 4-element
+    loop: 15 ms -> 4 ms) into code with no runtime remainder handling."""
     name = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "kernel"   # a plain LLVM identifier
     params = [("ptr", f"%in{i}", "noalias readonly") for i in range(n_in)]
     params += [("ptr", f"%out{j}", "noalias") for j in range(n_out)]
     params += [("i64", "%part", ""), ("i64", "%parts", "")]
-    return FunctionText(name, params)
+    fn = FunctionText(name, params)
+    fn.whole = whole
+    return fn
 
 
 # -- loop kernels
@@ -173,7 +190,8 @@ def _flat(outputs, inputs):
 def render_loop(name, inputs, outputs):
     """A loop kernel: each output computed per element, one loop per output shape (the
     fuser may add a scalar output to a kernel over a larger shape)."""
-    fn = _function(name, len(inputs), len(outputs))
+    whole = runs_whole(inputs, outputs)
+    fn = _function(name, len(inputs), len(outputs), whole)
     el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
     by_shape = {}
     for j, out in enumerate(outputs):
@@ -192,7 +210,7 @@ def render_loop(name, inputs, outputs):
             nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)),
                  split=True)
     fn.emit("ret void")
-    return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs))
+    return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs), not whole)
 
 
 # -- reduction kernels
@@ -334,7 +352,8 @@ class _ReductionEmitter:
 
     def __init__(self, name, body):
         self.plan = _plan_reduction(body)
-        self.fn = _function(name, len(body.params), len(body.results))
+        self.fn = _function(name, len(body.params), len(body.results),
+                            runs_whole(body.params, body.results))
         self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})
         self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
         self.kept_in = _kept_in_outputs(self.plan)
@@ -517,7 +536,7 @@ class _ReductionEmitter:
     @property
     def splittable(self):
         """Whether there are several rows to share out (never one row's own loop)."""
-        return any(self.plan.S[d] > 1 for d in self.kept)
+        return not self.fn.whole and any(self.plan.S[d] > 1 for d in self.kept)
 
     def render(self):
         nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False,
