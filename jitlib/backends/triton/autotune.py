@@ -15,7 +15,8 @@ from jitlib.backends.triton import configs
 
 log = logging.getLogger("jitlib")
 
-BUDGET_S = 1.5           # per kernel, compiles included: later candidates are skipped
+BUDGET_S = 3.0           # per kernel, compiles included: later candidates are skipped
+                         # (1.5 s let only the first candidate compile on the H200)
 MIN_DOT_FLOPS = 1 << 25  # 2*M*N*K below this: the heuristic tile is as good as any
 MIN_REDUCED = 1 << 20    # elements a reduction kernel reads
 TIMED_S = 2e-3           # each candidate is run for about this long

@@ -418,7 +418,9 @@ def render_dot(name, body, summary=""):
     return TritonKernel(
         name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.dot_config(M, N, K, tile_dt.itemsize),
+        configs.dot_config(M, N, K, tile_dt.itemsize, widened=tile_dt not in (
+            _source_dtype(lhs), _source_dtype(rhs)) or
+            _source_dtype(lhs) != _source_dtype(rhs)),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),

@@ -90,3 +90,22 @@ def test_the_fastest_candidate_wins_and_is_recorded(tmp_path, monkeypatch):
     configs._tuned.clear()   # read back from disk, as a later process would
     assert configs.choose(kernel, compiler.cache_dir(), "fake-gpu") == fastest
     assert configs.choose(kernel, compiler.cache_dir(), "other-gpu") == kernel.config
+
+
+def test_a_dot_widening_one_operand_starts_from_the_narrow_tile():
+    # f32 @ bf16 (the second matmul of a bf16 MLP under NumPy's promotion): the 128x128,
+    # 8-warp tile spilled and ran 45x slower on the H200 than 128x64 with 4 warps.
+    from jitlib.fusion import optimize
+    h = B.parameter(0, (256, 512), np.float32, "h")
+    w = B.parameter(1, (512, 256), dtypes.bfloat16, "w")
+    dot = B.dot_general(h, B.convert(w, np.float32), [1], [0])
+    fused = optimize(Module("mixed", [h, w], [dot]))
+    (fusion,) = [i for i in fused.instructions if i.op is Op.FUSION]
+    config = kernels.render(fusion).config
+    assert (config.constexprs["BN"], config.num_warps) == (64, 4), config
+    same = B.parameter(0, (256, 512), np.float32, "h2")
+    plain = optimize(Module("plain", [same, B.parameter(1, (512, 256), np.float32, "w2")],
+                            [B.dot_general(same, B.parameter(1, (512, 256), np.float32, "w2"),
+                                           [1], [0])]))
+    (fusion,) = [i for i in plain.instructions if i.op is Op.FUSION]
+    assert kernels.render(fusion).config.constexprs["BN"] == 128
