@@ -35,7 +35,7 @@ class Compiler:
         self.target_machine = self._new_target_machine()
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
-        self._pinned = []             # handles of `compile` callers: kept for the process
+        self._pinned = {}             # address -> handle of `compile` callers: kept for good
         self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
         self.released = 0             # engines closed, for tests
@@ -66,7 +66,7 @@ class Compiler:
         """The address of function `name` defined in `ir_text`, kept for the process's life."""
         code = self.load(ir_text, name)
         with self._lock:
-            self._pinned.append(code)
+            self._pinned[code.address] = code
         return code.address
 
     def load(self, ir_text, name):
