@@ -588,7 +588,7 @@ def _tanh_f32(f, x):
 def _tanh(f, x):
     if f is _F32:
         return _tanh_f32(f, x)
-    hi, tiny = (10.0, 2.0 ** -13) if f is _F32 else (22.0, 2.0 ** -28)
+    hi, tiny = 22.0, 2.0 ** -28
     a = _fabs(x)
     th, tl = _expm1_pair(f, _select(a.lt(hi), a, hi) * 2.0)
     dh, dl = _two_sum(th, th._c(2.0))
