@@ -18,8 +18,7 @@ from jitlib.cache import hooks as _cache_hooks
 from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
-from jitlib.trace.context import Trace, abstract_leaf, current_trace
-from jitlib.trace.tracer import Tracer, as_instr
+from jitlib.trace.context import Trace, abstract_leaf, current_trace, result_instr
 # the NumPy function tables, imported now rather than on a process's first traced
 # call, where they cost more than loading a cached program (a few ms)
 from jitlib.trace import functions as _functions  # noqa: F401
@@ -256,7 +255,7 @@ class Jitted:
                     raise
                 raise cause.with_traceback(cause.__traceback__) from None
             flat_out, out_tree = tree.flatten(out)
-            results = [_result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
+            results = [result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
         module = trace.module(results)
         verify(module)   # a tracer bug must surface here, as IR, not in a backend
         return module, out_tree
@@ -357,17 +356,6 @@ def _leaf_names(arg_names, in_tree):
         label = name if isinstance(name, str) else f"arg{name}"
         out.extend([label] if n == 1 else [f"{label}_{i}" for i in range(n)])
     return out
-
-
-def _result_instr(x, fn_name, index):
-    if isinstance(x, Tracer):
-        return x.instr
-    try:
-        return as_instr(x)
-    except errors.JitlibError:
-        raise errors.JitlibTypeError(
-            f"output {index} of {fn_name} is a {type(x).__name__}, not an array",
-            hint="return arrays, scalars, or pytrees (tuples, lists, dicts) of them") from None
 
 
 def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets=None,

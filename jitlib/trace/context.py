@@ -83,3 +83,17 @@ def abstract_leaf(x, what):
             f"{what} has dtype {arr.dtype}, which jitlib does not support",
             hint="supported dtypes: " + ", ".join(str(d) for d in dtypes.SUPPORTED))
     return tuple(arr.shape), dtypes.canonicalize(arr.dtype), weak
+
+
+def result_instr(x, fn_name, index):
+    """The IR value of output `index` of a traced function: a tracer's, or a constant's
+    for a concrete value; anything else is an error naming the output."""
+    from jitlib.trace.tracer import Tracer, as_instr
+    if isinstance(x, Tracer):
+        return x.instr
+    try:
+        return as_instr(x)
+    except errors.JitlibError:
+        raise errors.JitlibTypeError(
+            f"output {index} of {fn_name} is a {type(x).__name__}, not an array",
+            hint="return arrays, scalars, or pytrees (tuples, lists, dicts) of them") from None

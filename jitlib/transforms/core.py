@@ -32,7 +32,7 @@ from jitlib import errors, tree
 from jitlib.fusion.rewrite import rebuild
 from jitlib.hlo.interpreter import evaluate
 from jitlib.hlo.ops import Op
-from jitlib.trace.context import Trace, abstract_leaf, current_trace
+from jitlib.trace.context import Trace, abstract_leaf, current_trace, result_instr
 from jitlib.trace.tracer import Tracer, as_instr
 
 _trace_ids = itertools.count()
@@ -68,19 +68,8 @@ def trace(fn, args, name=None, leaf_types=None):
     with t.active():
         out = fn(*tree.unflatten(in_tree, tracers))
         flat_out, out_tree = tree.flatten(out)
-        results = [_result_instr(x, name, i) for i, x in enumerate(flat_out)]
+        results = [result_instr(x, name, i) for i, x in enumerate(flat_out)]
     return Traced(t.module(results), in_tree, out_tree, tuple(w for _, _, w in types))
-
-
-def _result_instr(x, fn_name, index):
-    if isinstance(x, Tracer):
-        return x.instr
-    try:
-        return as_instr(x)
-    except errors.JitlibError:
-        raise errors.JitlibTypeError(
-            f"output {index} of {fn_name} is a {type(x).__name__}, not an array",
-            hint="return arrays, scalars, or pytrees (tuples, lists, dicts) of them") from None
 
 
 def call(module, flat_args):
