@@ -398,6 +398,11 @@ class Elemental:
             v = f"tl.load({ptr} + {lin})" if lin else f"tl.load({ptr})"
         else:
             mask = f", mask={self.mask}, other=0" if self.mask else ""
+            if self.raw and self.mask:
+                # A dot operand whose index varies only with the batch (a [B, 1, 1]
+                # operand) is one scalar address per program; tl.load refuses a block
+                # mask on a scalar pointer, so spread the address over the mask's tile.
+                lin = f"{lin} + tl.zeros({self.mask}.shape, tl.int64)"
             v = f"tl.load({ptr} + {lin}{mask})"
         dt = np.dtype(instr.dtype)
         if self.raw:
