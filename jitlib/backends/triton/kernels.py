@@ -327,6 +327,15 @@ def _tile_dtype(lhs, rhs, dt):
     return dt
 
 
+def _full_tile(w, el, x, value):
+    """`value` as a tile of the mask's shape. A dot operand that is a broadcast scalar (the
+    ones that d/dx sum(x @ w) multiplies by) is a literal or a one-element load, a rank-0
+    value that tl.dot refuses; loaded tiles are already full (see Elemental.load)."""
+    if value.isidentifier() and x.size != 1:
+        return value
+    return w.let(f"{value} + tl.zeros({el.mask}.shape, {memory_type(_source_dtype(x))})", "bc")
+
+
 def _as_tile(w, value, src, tile_dt):
     """An operand tile loaded as `src`, in the dot's tile type."""
     if src == tile_dt:
@@ -394,9 +403,11 @@ def render_dot(name, body, summary=""):
         return el.value(x, Index(x.shape, sub))
 
     el.mask = w.let(f"(rm < {M}) & (rk_row < {K})", "mask")
-    a_tile = _as_tile(w, operand(lhs, lb, lc, lfree, "rk_row", mdims), _source_dtype(lhs), tile_dt)
+    a_tile = _as_tile(w, _full_tile(w, el, lhs, operand(lhs, lb, lc, lfree, "rk_row", mdims)),
+                      _source_dtype(lhs), tile_dt)
     el.mask = w.let(f"(rk_col < {K}) & (rn < {N})", "mask")
-    b_tile = _as_tile(w, operand(rhs, rb, rc, rfree, "rk_col", ndims), _source_dtype(rhs), tile_dt)
+    b_tile = _as_tile(w, _full_tile(w, el, rhs, operand(rhs, rb, rc, rfree, "rk_col", ndims)),
+                      _source_dtype(rhs), tile_dt)
     precision = ', input_precision="ieee"' if dtypes.name(tile_dt) in ("f32", "f64") else ""
     w.line(f"acc = tl.dot({a_tile}, {b_tile}, acc{precision}, out_dtype={acc_t})")
     el.pop()

@@ -120,3 +120,15 @@ def test_a_widened_operand_beside_an_f32_one_is_widened_in_the_tile():
     kernel = kernels.render(fusion)
     assert ".to(tl.float32)" in kernel.source and 'input_precision="ieee"' in kernel.source
     compile_sm90(kernel)
+
+
+@pytest.mark.parametrize("shape", [(64, 32), (1, 1)])
+def test_a_broadcast_scalar_dot_operand_compiles(shape):
+    # d/dw sum(x @ w) multiplies a broadcast 1.0 by x: the operand is a literal, which
+    # tl.dot refused as a rank-0 value when compiled for the H200 (found there, 2026-12-02)
+    m, k = shape
+    x = B.parameter(0, (k, 48), np.dtype(np.float64), "x")
+    ones = B.broadcast_to(B.constant(np.float64(1.0)), (m, k))
+    module = Module("grad_of_sum", [x], [B.dot_general(ones, x, [1], [0])])
+    (fusion,) = fusions(module)
+    assert compile_sm90(kernels.render(fusion))
