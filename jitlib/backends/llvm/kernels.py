@@ -42,11 +42,11 @@ from jitlib.backends.llvm import parallel
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
     load, minmax, narrow, store)
+from jitlib.fusion.reduction_form import NotReductionForm, plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
-REDUCING = O.REDUCE | O.ARG_REDUCE
 # Float sums add this many elements in vector lanes, then add the block's sum to the
 # row's total with compensation: the error bound no longer grows with the row length.
 SUM_BLOCK = 256
@@ -215,59 +215,12 @@ def render_loop(name, inputs, outputs):
 
 # -- reduction kernels
 
-def _reduced(instr):
-    return (instr.attrs["axis"],) if instr.op in O.ARG_REDUCE else tuple(instr.attrs["dims"])
-
-
-def _squeeze(shape):
-    return tuple(d for d in shape if d != 1)
-
-
-@dataclasses.dataclass
-class _ReductionPlan:
-    S: tuple
-    R: tuple
-    reductions: list
-    s_outputs: list     # (result position, instr)
-    k_outputs: list
-
-
 def _plan_reduction(body):
-    """Check the body has the reduction-kernel form (fuse.py's docstring) and split it."""
-    reductions = [i for i in body.instructions if i.op in REDUCING]
-    if not reductions:
-        raise Unsupported("a reduction kernel without a reduction")
-    S, R = reductions[0].operands[0].shape, tuple(sorted(_reduced(reductions[0])))
-    kept = [d for d in range(len(S)) if d not in R]
-    K = _squeeze(S[d] for d in kept)
-    k_level = set(reductions)
-    for m in body.instructions:
-        if m in k_level:
-            if (m.operands[0].shape, tuple(sorted(_reduced(m)))) != (S, R):
-                raise Unsupported("reductions over different dims in one kernel")
-            continue
-        if not any(o in k_level for o in m.operands):
-            continue
-        if m.op is Op.BROADCAST_IN_DIM:
-            x = m.operands[0]
-            targets = [d for d, n in zip(m.attrs["dims"], x.shape) if n != 1]
-            if m.shape != S or any(t not in kept for t in targets):
-                raise Unsupported("a reduced value broadcast other than along R")
-        elif m.op in O.ELEMENTWISE or m.op is Op.RESHAPE:
-            if _squeeze(m.shape) != K:
-                raise Unsupported(f"{m.op} mixes reduced values with others")
-            k_level.add(m)
-        else:
-            raise Unsupported(f"{m.op} of a reduced value")
-    s_out, k_out = [], []
-    for j, out in enumerate(body.results):
-        if out in k_level:
-            k_out.append((j, out))
-        elif out.shape == S:
-            s_out.append((j, out))
-        else:
-            raise Unsupported(f"output {out.type_str} is neither S- nor K-shaped")
-    return _ReductionPlan(S, R, reductions, s_out, k_out)
+    """The reduction-kernel form of `body` (jitlib/fusion/reduction_form.py), or Unsupported."""
+    try:
+        return plan_reduction(body)
+    except NotReductionForm as e:
+        raise Unsupported(str(e)) from None
 
 
 def _identity(op, dt):

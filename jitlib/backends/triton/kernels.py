@@ -32,11 +32,11 @@ from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature)
 from jitlib.fusion.fuse import OPERAND_VIEWS, is_widening_float_convert
+from jitlib.fusion.reduction_form import NotReductionForm, plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
-REDUCING = O.REDUCE | O.ARG_REDUCE
 MAX_ROW = 16384
 DOT_DTYPES = ("f16", "bf16", "f32", "f64")
 
@@ -128,50 +128,12 @@ def render_loop(name, body, summary=""):
 
 # -- reduction kernels
 
-def _reduced(instr):
-    return (instr.attrs["axis"],) if instr.op in O.ARG_REDUCE else tuple(instr.attrs["dims"])
-
-
-def _squeeze(shape):
-    return tuple(d for d in shape if d != 1)
-
-
-def plan_reduction(body):
-    """(S, R, reductions, S-outputs, K-outputs) of a reduction kernel (fuse.py's form)."""
-    reductions = [i for i in body.instructions if i.op in REDUCING]
-    if not reductions:
-        raise Unsupported("a reduction kernel without a reduction")
-    S, R = reductions[0].operands[0].shape, tuple(sorted(_reduced(reductions[0])))
-    kept = [d for d in range(len(S)) if d not in R]
-    K = _squeeze(S[d] for d in kept)
-    k_level = set(reductions)
-    for m in body.instructions:
-        if m in k_level:
-            if (m.operands[0].shape, tuple(sorted(_reduced(m)))) != (S, R):
-                raise Unsupported("reductions over different dims in one kernel")
-            continue
-        if not any(o in k_level for o in m.operands):
-            continue
-        if m.op is Op.BROADCAST_IN_DIM:
-            x = m.operands[0]
-            targets = [d for d, n in zip(m.attrs["dims"], x.shape) if n != 1]
-            if m.shape != S or any(t not in kept for t in targets):
-                raise Unsupported("a reduced value broadcast other than along R")
-        elif m.op in O.ELEMENTWISE or m.op is Op.RESHAPE:
-            if _squeeze(m.shape) != K:
-                raise Unsupported(f"{m.op} mixes reduced values with others")
-            k_level.add(m)
-        else:
-            raise Unsupported(f"{m.op} of a reduced value")
-    s_out, k_out = [], []
-    for j, out in enumerate(body.results):
-        if out in k_level:
-            k_out.append((j, out))
-        elif out.shape == S:
-            s_out.append((j, out))
-        else:
-            raise Unsupported(f"output {out.type_str} is neither S- nor K-shaped")
-    return S, R, reductions, s_out, k_out
+def _plan_reduction(body):
+    """(S, R, reductions, S-outputs, K-outputs): reduction_form's split, or Unsupported."""
+    try:
+        return plan_reduction(body)
+    except NotReductionForm as e:
+        raise Unsupported(str(e)) from None
 
 
 def _identity(op, dt):
@@ -241,7 +203,7 @@ def _decompose(w, expr, sizes):
 
 def render_reduction(name, body, summary=""):
     fn = identifier(name)
-    S, R, reductions, s_out, k_out = plan_reduction(body)
+    S, R, reductions, s_out, k_out = _plan_reduction(body)
     kept = [d for d in range(len(S)) if d not in R]
     n_rows = int(np.prod([S[d] for d in kept], dtype=np.int64))
     row_len = int(np.prod([S[d] for d in R], dtype=np.int64))
