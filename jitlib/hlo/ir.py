@@ -161,7 +161,7 @@ class Module:
     def instructions(self):
         """Every instruction, parameters first, then operands before users."""
         if self._order is None:
-            self._order = _toposort(self.params, self.results)
+            self._order = toposort(self.params, self.results)
         return self._order
 
     def __eq__(self, other):
@@ -198,7 +198,8 @@ def output_types(instr) -> list:
     return [(instr.shape, instr.dtype)]
 
 
-def _toposort(params, results):
+def toposort(params, results):
+    """`params`, then every instruction `results` reach, operands before users."""
     order, seen = list(params), set(params)
     for root in results:
         if root in seen:

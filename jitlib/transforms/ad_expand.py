@@ -2,26 +2,15 @@
 min(max(x, lo), hi) the interpreter defines it as (so np.clip's ties split as
 jnp.clip's do), a fusion as its body inlined on its operands.
 """
+from jitlib.hlo.ir import toposort
 from jitlib.hlo.ops import Op
 from jitlib.transforms.ad_elementwise import clamp_as_max_min
 
 
 def subgraph_order(leaves, roots):
     """The instructions between `leaves` (excluded) and `roots`, operands first."""
-    order, seen = [], set(leaves)
-    for root in roots:
-        stack = [(root, False)]
-        while stack:
-            node, expanded = stack.pop()
-            if node in seen:
-                continue
-            if expanded:
-                seen.add(node)
-                order.append(node)
-                continue
-            stack.append((node, True))
-            stack.extend((o, False) for o in reversed(node.operands) if o not in seen)
-    return order
+    leaves = list(leaves)
+    return list(toposort(leaves, roots)[len(leaves):])
 
 
 def fusion_body_inline(instr):

@@ -9,19 +9,10 @@ import pytest
 from jitlib.array import Array, DeviceError
 from jitlib.backends.triton.device import get_device
 from jitlib.hlo import dtypes
+from cuda_marks import NEEDS_CUDA
 
 
-def _no_gpu_reason():
-    try:
-        get_device()
-    except DeviceError as e:
-        return e.message
-    return None
-
-
-_NO_GPU = _no_gpu_reason()
-pytestmark = [pytest.mark.gpu,
-              pytest.mark.skipif(_NO_GPU is not None, reason=f"needs a CUDA GPU: {_NO_GPU}")]
+pytestmark = NEEDS_CUDA
 
 
 @pytest.fixture(scope="module")
