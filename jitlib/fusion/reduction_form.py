@@ -34,11 +34,12 @@ def squeeze(shape):
     return tuple(d for d in shape if d != 1)
 
 
-def plan_reduction(body):
-    """Check `body` has the reduction-kernel form and split it; NotReductionForm says why not."""
+def plan_reduction(body, error=NotReductionForm):
+    """Check `body` has the reduction-kernel form and split it; else raise `error` (a
+    backend passes its own "cannot generate this kernel" exception) saying why not."""
     reductions = [i for i in body.instructions if i.op in REDUCING]
     if not reductions:
-        raise NotReductionForm("a reduction kernel without a reduction")
+        raise error("a reduction kernel without a reduction")
     S, R = reductions[0].operands[0].shape, tuple(sorted(reduced_dims(reductions[0])))
     kept = [d for d in range(len(S)) if d not in R]
     K = squeeze(S[d] for d in kept)
@@ -46,7 +47,7 @@ def plan_reduction(body):
     for m in body.instructions:
         if m in k_level:
             if (m.operands[0].shape, tuple(sorted(reduced_dims(m)))) != (S, R):
-                raise NotReductionForm("reductions over different dims in one kernel")
+                raise error("reductions over different dims in one kernel")
             continue
         if not any(o in k_level for o in m.operands):
             continue
@@ -54,13 +55,13 @@ def plan_reduction(body):
             x = m.operands[0]
             targets = [d for d, n in zip(m.attrs["dims"], x.shape) if n != 1]
             if m.shape != S or any(t not in kept for t in targets):
-                raise NotReductionForm("a reduced value broadcast other than along R")
+                raise error("a reduced value broadcast other than along R")
         elif m.op in O.ELEMENTWISE or m.op is Op.RESHAPE:
             if squeeze(m.shape) != K:
-                raise NotReductionForm(f"{m.op} mixes reduced values with others")
+                raise error(f"{m.op} mixes reduced values with others")
             k_level.add(m)
         else:
-            raise NotReductionForm(f"{m.op} of a reduced value")
+            raise error(f"{m.op} of a reduced value")
     s_out, k_out = [], []
     for j, out in enumerate(body.results):
         if out in k_level:
@@ -68,5 +69,5 @@ def plan_reduction(body):
         elif out.shape == S:
             s_out.append((j, out))
         else:
-            raise NotReductionForm(f"output {out.type_str} is neither S- nor K-shaped")
+            raise error(f"output {out.type_str} is neither S- nor K-shaped")
     return ReductionPlan(S, R, reductions, s_out, k_out)

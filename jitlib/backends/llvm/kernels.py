@@ -42,7 +42,7 @@ from jitlib.backends.llvm import parallel
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
     load, minmax, narrow, store)
-from jitlib.fusion.reduction_form import NotReductionForm, plan_reduction
+from jitlib.fusion.reduction_form import plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -82,20 +82,7 @@ def loop(fn, n, body, vectorize=False):
     if n == 1:
         body(0)
         return
-    head, latch, done = fn.label("loop"), fn.label("latch"), fn.label("done")
-    pred = fn.block
-    fn.emit(f"br label %{head}")
-    fn.start_block(head)
-    i = fn.tmp("i")
-    fn.emit(f"{i} = phi i64 [0, %{pred}], [{i}.next, %{latch}]")
-    body(i)
-    fn.emit(f"br label %{latch}")
-    fn.start_block(latch)
-    fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
-    more = fn.op(f"icmp ult i64 {i}.next, {n}", "c")
-    hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
-    fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
-    fn.start_block(done)
+    _counted_loop(fn, "loop", "0", n, body, vectorize)
 
 
 def share(fn, n, body, vectorize=False):
@@ -109,17 +96,27 @@ def share(fn, n, body, vectorize=False):
     lo = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 %part, {n}', 'lo')}, %parts", "lo")
     end = fn.op(f"add nuw nsw i64 %part, 1", "hi")
     hi = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 {end}, {n}', 'hi')}, %parts", "hi")
-    head, latch, done = fn.label("share"), fn.label("latch"), fn.label("done")
+    # a share may be empty (more parts than iterations): test before the first trip
+    _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
+
+
+def _counted_loop(fn, name, start, end, body, vectorize, guard=None):
+    """The loop blocks both helpers emit: `for (i = start; i < end; ++i) body(i)`, entered
+    unconditionally, or only when `guard` holds."""
+    head, latch, done = fn.label(name), fn.label("latch"), fn.label("done")
     pred = fn.block
-    fn.emit(f"br i1 {fn.op(f'icmp ult i64 {lo}, {hi}', 'c')}, label %{head}, label %{done}")
+    if guard is None:
+        fn.emit(f"br label %{head}")
+    else:
+        fn.emit(f"br i1 {fn.op(guard, 'c')}, label %{head}, label %{done}")
     fn.start_block(head)
     i = fn.tmp("i")
-    fn.emit(f"{i} = phi i64 [{lo}, %{pred}], [{i}.next, %{latch}]")
+    fn.emit(f"{i} = phi i64 [{start}, %{pred}], [{i}.next, %{latch}]")
     body(i)
     fn.emit(f"br label %{latch}")
     fn.start_block(latch)
     fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
-    more = fn.op(f"icmp ult i64 {i}.next, {hi}", "c")
+    more = fn.op(f"icmp ult i64 {i}.next, {end}", "c")
     hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
     fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
     fn.start_block(done)
@@ -215,14 +212,6 @@ def render_loop(name, inputs, outputs):
 
 # -- reduction kernels
 
-def _plan_reduction(body):
-    """The reduction-kernel form of `body` (jitlib/fusion/reduction_form.py), or Unsupported."""
-    try:
-        return plan_reduction(body)
-    except NotReductionForm as e:
-        raise Unsupported(str(e)) from None
-
-
 def _identity(op, dt):
     return {Op.REDUCE_SUM: 0, Op.REDUCE_PROD: 1, Op.REDUCE_MAX: dtypes.lowest(dt),
             Op.REDUCE_MIN: dtypes.highest(dt), Op.ARGMAX: dtypes.lowest(dt),
@@ -304,7 +293,7 @@ class _ReductionEmitter:
     """Writes one reduction kernel: the loops of kernels.py's docstring, in that order."""
 
     def __init__(self, name, body):
-        self.plan = _plan_reduction(body)
+        self.plan = plan_reduction(body, Unsupported)
         self.fn = _function(name, len(body.params), len(body.results),
                             runs_whole(body.params, body.results))
         self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})

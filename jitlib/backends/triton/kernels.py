@@ -32,7 +32,7 @@ from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature)
 from jitlib.fusion.fuse import OPERAND_VIEWS, is_widening_float_convert
-from jitlib.fusion.reduction_form import NotReductionForm, plan_reduction
+from jitlib.fusion.reduction_form import plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -128,14 +128,6 @@ def render_loop(name, body, summary=""):
 
 # -- reduction kernels
 
-def _plan_reduction(body):
-    """(S, R, reductions, S-outputs, K-outputs): reduction_form's split, or Unsupported."""
-    try:
-        return plan_reduction(body)
-    except NotReductionForm as e:
-        raise Unsupported(str(e)) from None
-
-
 def _identity(op, dt):
     return {Op.REDUCE_SUM: 0, Op.REDUCE_PROD: 1, Op.REDUCE_MAX: dtypes.lowest(dt),
             Op.REDUCE_MIN: dtypes.highest(dt), Op.ARGMAX: dtypes.lowest(dt),
@@ -203,7 +195,7 @@ def _decompose(w, expr, sizes):
 
 def render_reduction(name, body, summary=""):
     fn = identifier(name)
-    S, R, reductions, s_out, k_out = _plan_reduction(body)
+    S, R, reductions, s_out, k_out = plan_reduction(body, Unsupported)
     kept = [d for d in range(len(S)) if d not in R]
     n_rows = int(np.prod([S[d] for d in kept], dtype=np.int64))
     row_len = int(np.prod([S[d] for d in R], dtype=np.int64))
