@@ -135,21 +135,7 @@ class Jitted:
             return tree.unflatten(entry.out_tree, list(_run(entry.executable, args)))
         bound = self._bind(args, kwargs)
         key, dynamic, flat = self._key(bound)
-        entry = self._cache.get(key)
-        if entry is None:
-            with self._lock:
-                entry = self._cache.get(key)
-                if entry is None:
-                    _cache_hooks.before_compile(self, key)
-                    entry = self._compile(key, bound, dynamic)
-                    self._cache[key] = entry
-                    self._misses += 1
-                    if config.debug_level() >= 1:
-                        log.info("jitlib: compiled %s for %s", self.__name__, key)
-                else:
-                    self._hits += 1
-        else:
-            self._hits += 1
+        entry = self._entry(key, lambda: self._compile(key, bound, dynamic))
         if fast_key is not None:
             self._fast[fast_key] = entry
         # a jitlib.Array stays where it is (on the GPU); the executable takes it as is
@@ -157,6 +143,23 @@ class Jitted:
                   for x, shape_dtype in zip(flat, key.leaves)]
         outs = _run(entry.executable, arrays)
         return tree.unflatten(entry.out_tree, list(outs))
+
+    def _entry(self, key, compile):
+        """The compiled entry for `key`; a miss runs `compile()` once, under the lock
+        (another thread may have compiled it while this one waited)."""
+        entry = self._cache.get(key)
+        if entry is None:
+            with self._lock:
+                entry = self._cache.get(key)
+                if entry is None:
+                    entry = compile()
+                    self._cache[key] = entry
+                    self._misses += 1
+                    if config.debug_level() >= 1:
+                        log.info("jitlib: compiled %s for %s", self.__name__, key)
+                    return entry
+        self._hits += 1
+        return entry
 
     def _fast_key(self, args, kwargs):
         """The common call, positional ndarrays and nothing static, keys a second cache
@@ -262,6 +265,7 @@ class Jitted:
 
     def _compile(self, key, bound, dynamic):
         from jitlib.backends import get_backend
+        _cache_hooks.before_compile(self, key)
         module, out_tree = self._trace(bound, dynamic, key)
         if config.debug_level() >= 2:
             log.info("jitlib: traced %s\n%s", self.__name__, module)

@@ -92,18 +92,8 @@ class Bucketed:
         key, dynamic, flat = j._key(padded)
         key = key._replace(static=key.static + (
             ("<buckets>", tuple((a.name, a.axis) for a in padded_axes)),))
-        entry = j._cache.get(key)
-        if entry is None:
-            with j._lock:
-                entry = j._cache.get(key)
-                if entry is None:
-                    entry = self._compile(key, padded, dynamic, padded_axes, buckets)
-                    j._cache[key] = entry
-                    j._misses += 1
-                else:
-                    j._hits += 1
-        else:
-            j._hits += 1
+        entry = j._entry(key, lambda: self._compile(key, padded, dynamic, padded_axes,
+                                                     buckets))
         if lengths not in entry.verified and any(
                 a.rule.verify == "each_size" for a in padded_axes):
             self._verify(entry, bound, padded_axes, lengths, buckets)
@@ -147,18 +137,7 @@ class Bucketed:
     def _exact(self, bound):
         j = self.jitted
         key, dynamic, flat = j._key(bound)
-        entry = j._cache.get(key)
-        if entry is None:
-            with j._lock:
-                entry = j._cache.get(key)
-                if entry is None:
-                    from jitlib.cache import hooks
-                    hooks.before_compile(j, key)
-                    entry = j._compile(key, bound, dynamic)
-                    j._cache[key] = entry
-                    j._misses += 1
-        else:
-            j._hits += 1
+        entry = j._entry(key, lambda: j._compile(key, bound, dynamic))
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
         return tree.unflatten(entry.out_tree, list(entry.executable(*arrays)))
 
