@@ -39,7 +39,7 @@ def make(op, operands=(), attrs=None, loc=None):
         source = getattr(_state, "source", None)
         if source is not None:
             loc = source()
-    return Instr.make(op, shape, dtype, operands, attrs, loc)
+    return Instr.make(op, shape, dtype, operands, attrs, loc, typed=True)
 
 
 def _ints(xs):

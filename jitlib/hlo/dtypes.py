@@ -19,6 +19,7 @@ _NAMES = {
     np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
 }
 _BY_NAME = {name: dt for dt, name in _NAMES.items()}
+_DTYPE_CLASSES = frozenset(type(dt) for dt in _NAMES)
 
 SUPPORTED = tuple(_NAMES)
 FLOATS = (np.dtype(np.float16), bfloat16, np.dtype(np.float32), np.dtype(np.float64))
@@ -31,6 +32,8 @@ INDEX = np.dtype(np.int64)   # NumPy's intp on 64-bit: argmax, sizes, indices
 
 def canonicalize(dtype) -> np.dtype:
     """A supported np.dtype from anything np.dtype accepts, or a short IR name."""
+    if dtype.__class__ in _DTYPE_CLASSES and dtype in _NAMES:   # the hot case: already one
+        return dtype
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     dt = np.dtype(dtype)

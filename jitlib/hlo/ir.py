@@ -70,18 +70,19 @@ class Instr:
     """One SSA value: `shape dtype op(operands) attrs`.
 
     Build instructions through `jitlib.hlo.build`, which infers and checks the
-    result type; `Instr.make` is the raw, unchecked constructor.
+    result type; `Instr.make` is the raw, unchecked constructor. `typed` says the
+    builder inferred this instruction's type, so the verifier need not infer it again.
     """
 
-    __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "__weakref__")
+    __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "typed", "__weakref__")
     _interned = weakref.WeakValueDictionary()
     # Two threads tracing at once must agree on one object per structure, or CSE (and
     # the identity-based equality of Modules) silently breaks.
     _intern_lock = threading.Lock()
 
     @classmethod
-    def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None):
-        op = Op(op)
+    def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None, typed=False):
+        op = op if op.__class__ is Op else Op(op)
         shape = tuple(int(d) for d in shape)
         dtype = dtypes.canonicalize(dtype)
         operands = tuple(operands)
@@ -92,16 +93,17 @@ class Instr:
             found = cls._interned.get(key)
             if found is not None:
                 return found
-            return cls._new(key, op, shape, dtype, operands, attr_items, loc)
+            return cls._new(key, op, shape, dtype, operands, attr_items, loc, typed)
 
     @classmethod
-    def _new(cls, key, op, shape, dtype, operands, attr_items, loc):
+    def _new(cls, key, op, shape, dtype, operands, attr_items, loc, typed):
         self = object.__new__(cls)
         self.op = op
         self.shape = shape
         self.dtype = dtype
         self.operands = operands
         self.attrs = Attrs(attr_items) if attr_items else _EMPTY_ATTRS
+        self.typed = typed
         self.loc = loc
         cls._interned[key] = self
         return self

@@ -137,10 +137,13 @@ def _instr_error(instr, params, in_body):
                 return (f"operand {i} is a multi-output fusion, which only get_output "
                         "may use")
     # A fusion is typed after its body is checked, so a problem there names the body's line.
+    # The builder's instructions were typed by `infer` when made: only raw ones are checked.
     return None if op is Op.FUSION else _type_error(instr)
 
 
 def _type_error(instr):
+    if instr.typed:
+        return None
     op = instr.op
     try:
         shape, dtype = infer(op, instr.operands, instr.attrs)

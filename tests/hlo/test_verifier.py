@@ -36,6 +36,23 @@ def test_well_typed_module_passes():
     verify(Module("f", [x], [build.binary(Op.ADD, x, x), x]))
 
 
+def test_only_raw_instructions_are_typed_again(monkeypatch):
+    # the builder inferred its instructions' types when it made them; the verifier infers
+    # again only for raw `Instr.make` ones (a raw one that the builder later finds interned
+    # stays unmarked, so it is still checked)
+    x = x_param()
+    built = build.binary(Op.MUL, x, x)
+    raw = Instr.make(Op.SUB, (2,), F32, (x, x))
+    assert built.typed and not raw.typed
+    assert build.binary(Op.SUB, x, x) is raw
+    inferred = []
+    import jitlib.hlo.verifier as verifier
+    real = verifier.infer
+    monkeypatch.setattr(verifier, "infer", lambda op, *a: inferred.append(op) or real(op, *a))
+    verify(Module("f", [x], [built, raw]))
+    assert inferred == [Op.SUB]
+
+
 def test_wrong_result_type():
     x = x_param()
     bad = Instr.make(Op.ADD, (3,), F32, (x, x))
