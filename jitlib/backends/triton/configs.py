@@ -17,9 +17,17 @@ class Config:
     constexprs: dict      # block-size arguments of the kernel, by name
     num_warps: int = 4
     num_stages: int = 2
+    programs: int = 0     # reductions: at most this many programs, each looping over
+                          # blocks of rows (0: one program per block)
 
     def key(self):
-        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages)
+        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages,
+                self.programs)
+
+
+def programs(n_blocks, config):
+    """The grid size of a kernel with `n_blocks` blocks of work under `config`."""
+    return min(n_blocks, config.programs) if config.programs else n_blocks
 
 
 def next_pow2(n):
@@ -41,7 +49,8 @@ def reduction_config(rows, row_len):
     block_r = next_pow2(max(row_len, 1))
     rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
     warps = min(16, max(1, (rows_per * block_r) // 512))
-    return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
+    # one program per block: its loop runs once, so nothing is worth prefetching
+    return Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps), num_stages=1)
 
 
 def dot_config(m, n, k, itemsize, widened=False):
@@ -113,7 +122,8 @@ def _reduction_candidates(rows, row_len, block_r):
         rows_per = max(1, min(next_pow2(rows), tile // block_r, 64))
         for per_thread in (8, 16):
             warps = min(16, max(1, rows_per * block_r // (32 * per_thread)))
-            out.append(Config({"ROWS": rows_per}, num_warps=next_pow2(warps)))
+            out.append(Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps),
+                              num_stages=1))
     return out
 
 

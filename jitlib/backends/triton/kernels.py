@@ -140,6 +140,10 @@ _COMBINERS = {
     "mul": "@triton.jit\ndef _mul_combine(a, b):\n    return a * b\n",
     "and": "@triton.jit\ndef _and_combine(a, b):\n    return a & b\n",
     "or": "@triton.jit\ndef _or_combine(a, b):\n    return a | b\n",
+    "max_nan": "@triton.jit\ndef _max_nan_combine(a, b):\n"
+               "    return tl.maximum(a, b, propagate_nan=tl.PropagateNan.ALL)\n",
+    "min_nan": "@triton.jit\ndef _min_nan_combine(a, b):\n"
+               "    return tl.minimum(a, b, propagate_nan=tl.PropagateNan.ALL)\n",
 }
 
 
@@ -163,10 +167,14 @@ def _emit_reduction(w, red, x, smask, r, row_len, helpers):
         return w.let(narrow(f"tl.reduce({xs}, 1, _{kind}_combine, keep_dims=True)", dt),
                      "red")
     is_max = op in (Op.REDUCE_MAX, Op.ARGMAX)
-    m = w.let(f"tl.{'max' if is_max else 'min'}({xs}, axis=1, keep_dims=True)", "red")
-    if is_float:   # NaN anywhere in the row wins, as np.max
-        nan = w.let(f"tl.max(({xs} != {xs}).to(tl.int32), axis=1, keep_dims=True) > 0", "c")
-        m = w.let(f"tl.where({nan}, {literal(np.nan, dt)}, {m})", "red")
+    if is_float:
+        # NaN anywhere in the row wins, as np.max: one reduction whose combine propagates
+        # NaN (max.NaN on sm_80+), not a max plus a second "any NaN" reduction
+        kind = "max_nan" if is_max else "min_nan"
+        helpers.add(_COMBINERS[kind])
+        m = w.let(f"tl.reduce({xs}, 1, _{kind}_combine, keep_dims=True)", "red")
+    else:
+        m = w.let(f"tl.{'max' if is_max else 'min'}({xs}, axis=1, keep_dims=True)", "red")
     if op in O.ARG_REDUCE:
         # the first position holding the extreme (the first NaN when there is one)
         hit = f"({xs} == {m})" + (f" | (({xs} != {xs}) & ({m} != {m}))" if is_float else "")
@@ -199,6 +207,8 @@ def render_reduction(name, body, summary=""):
     kept = [d for d in range(len(S)) if d not in R]
     n_rows = int(np.prod([S[d] for d in kept], dtype=np.int64))
     row_len = int(np.prod([S[d] for d in R], dtype=np.int64))
+    if n_rows >= 1 << 31:   # the block loop counts rows in int32
+        raise Unsupported(f"{n_rows} rows: reductions over 2**31 rows are not generated")
     if row_len > MAX_ROW:
         raise Unsupported(f"rows of {row_len} elements exceed the in-register limit "
                           f"({MAX_ROW}); the looped reduction kernel is not built yet")
@@ -206,13 +216,21 @@ def render_reduction(name, body, summary=""):
     w = Writer()
     el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
     helpers = set()
-    w.line("# the kept positions (rows) of this program, as a column")
-    w.line("k = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]")
-    kmask = w.let(f"k < {n_rows}", "kmask")
+    w.line("# blocks of ROWS rows; a program takes every num_programs-th block. With fewer")
+    w.line("# programs than blocks, STAGES > 1 has the next blocks' loads in flight while")
+    w.line("# this one is reduced (Triton pipelines a loop's loads only when asked)")
+    w.line(f"for blk in tl.range(tl.program_id(0), tl.cdiv({n_rows}, ROWS), "
+           "tl.num_programs(0), num_stages=STAGES):")
+    w.indent += 1
+    w.line("# the kept positions (rows) of this block, as a column")
+    w.line("k = tl.arange(0, ROWS)[:, None].to(tl.int64) + blk * ROWS")
+    # `| (n % ROWS == 0)` is a compile-time true when the blocks tile the rows exactly:
+    # Triton then folds the mask away and the loads and reductions run unguarded
+    kmask = w.let(f"(k < {n_rows}) | ({n_rows} % ROWS == 0)", "kmask")
     w.line(f"# each row's whole reduced extent ({row_len} elements) in registers: "
            "the input is read once")
     w.line(f"r = tl.arange(0, {block_r})[None, :].to(tl.int64)")
-    smask = w.let(f"{kmask} & (r < {row_len})", "smask")
+    smask = kmask if block_r == row_len else w.let(f"{kmask} & (r < {row_len})", "smask")
     kdims = _decompose(w, "k", [S[d] for d in kept])
     rdims = _decompose(w, "r", [S[d] for d in R])
     dims = [0] * len(S)
@@ -246,13 +264,14 @@ def render_reduction(name, body, summary=""):
             index = Index(out.shape, [0 if n == 1 else next(it) for n in out.shape])
             v = el.value(out, index)
             w.line(f"tl.store(out{j} + k, {store_value(v, out.dtype)}, mask={kmask})")
-    params = _pointer_params(len(body.params), len(body.results)) + ["ROWS: tl.constexpr"]
+    params = _pointer_params(len(body.params), len(body.results)) + [
+        "ROWS: tl.constexpr", "STAGES: tl.constexpr"]
     return TritonKernel(
         name, fn, "reduction",
         _module_text(fn, "reduction", summary, params, w.text(), sorted(helpers)),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
         configs.reduction_config(n_rows, row_len),
-        lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
+        lambda c: (configs.programs(_cdiv(n_rows, c.constexprs["ROWS"]), c),),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),
         {"rows": n_rows, "row_len": row_len, "block_r": block_r})
@@ -295,6 +314,12 @@ def _as_tile(w, value, src, tile_dt):
     if src == tile_dt:
         return value
     return w.let(f"{value}.to({memory_type(tile_dt)})", "tile")
+
+
+def _bound(index, extent, block):
+    """`index < extent`, or a compile-time true when `block` tiles `extent` exactly: Triton
+    folds `x | True` and then drops the mask, so the tile loads and stores unguarded."""
+    return f"(({index} < {extent}) | ({extent} % {block} == 0))"
 
 
 def render_dot(name, body, summary=""):
@@ -356,10 +381,10 @@ def render_dot(name, body, summary=""):
             sub[d] = v
         return el.value(x, Index(x.shape, sub))
 
-    el.mask = w.let(f"(rm < {M}) & (rk_row < {K})", "mask")
+    el.mask = w.let(f"{_bound('rm', M, 'BM')} & {_bound('rk_row', K, 'BK')}", "mask")
     a_tile = _as_tile(w, _full_tile(w, el, lhs, operand(lhs, lb, lc, lfree, "rk_row", mdims)),
                       _source_dtype(lhs), tile_dt)
-    el.mask = w.let(f"(rk_col < {K}) & (rn < {N})", "mask")
+    el.mask = w.let(f"{_bound('rk_col', K, 'BK')} & {_bound('rn', N, 'BN')}", "mask")
     b_tile = _as_tile(w, _full_tile(w, el, rhs, operand(rhs, rb, rc, rfree, "rk_col", ndims)),
                       _source_dtype(rhs), tile_dt)
     precision = ', input_precision="ieee"' if dtypes.name(tile_dt) in ("f32", "f64") else ""
@@ -371,7 +396,7 @@ def render_dot(name, body, summary=""):
     product = w.let("acc" if dt == F64 or dtypes.name(dt) == "f32" else narrow("acc", dt),
                     "prod")
     el.fixed[dot] = product
-    el.mask = w.let(f"(rm < {M}) & (rn < {N})", "mask")
+    el.mask = w.let(f"{_bound('rm', M, 'BM')} & {_bound('rn', N, 'BN')}", "mask")
     odims = list(bdims) + list(mdims) + list(ndims)
     out_index = Index(dot.shape, odims, w.let(f"b * {M * N} + rm * {N} + rn", "i"))
     for j, out in enumerate(body.results):

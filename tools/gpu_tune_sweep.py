@@ -1,0 +1,317 @@
+"""Sweep launch configurations of the GPU backend's kernels for the benchmark workloads.
+
+    PYTHONPATH=$PWD python tools/gpu_tune_sweep.py [--rows layernorm "mlp bf16" ...]
+        [--jobs 14] [--budget-s 180] [--out sweep.json]
+
+For every kernel jitlib generates for a row of `benchmarks/gpu.py` (scale "large"), this
+compiles a grid of configs far wider than the autotuner's candidates (in parallel worker
+processes: ahead-of-time compiles need no GPU), then times each on the GPU with
+`triton.testing.do_bench` (median; it clears L2 before every run), checks each result
+against the heuristic config's, and prints per kernel: the heuristic, the best the
+autotuner's candidates reach, and the best of the sweep. This is how the candidate lists
+and heuristics in jitlib/backends/triton/configs.py were chosen; rerun it after changing
+the kernels. "What-if" source variants (e.g. exp through ex2.approx) say where a
+kernel's time goes; they are measurements, not options of the backend.
+"""
+import argparse
+import concurrent.futures as cf
+import dataclasses
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "attention bf16",
+                "mlp", "mlp bf16")
+SMS = 132   # the H200's; replaced by the device's count at run time
+
+# source variants timed beside the generated kernel: (name, kind, old text, new text)
+WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp(")]
+
+
+# ----------------------------------------------------------------------- the kernels
+
+_kernel_cache = {}
+
+
+def row_kernels(row):
+    """The TritonKernels jitlib generates for benchmark row `row`, in program order."""
+    if row not in _kernel_cache:
+        import jitlib
+        from benchmarks import gpu as G
+        from benchmarks import workloads as W
+        from jitlib.backends.triton import kernels
+        from jitlib.backends.triton.source import Unsupported
+        from jitlib.fusion import optimize
+        from jitlib.hlo.ops import Op
+        (_, name, dtype), = [r for r in G.rows([row]) if r[0] == row]
+        arrays = G.row_inputs(name, dtype, "large")
+        module = jitlib.make_ir(lambda *a: W.WORKLOADS[name](np, *a))(*arrays)
+        out = []
+        for instr in optimize(module).instructions:
+            if instr.op is Op.FUSION:
+                try:
+                    kernel = kernels.render(instr)
+                except Unsupported:
+                    continue
+                kernel.input_types = [(o.shape, o.dtype) for o in instr.operands]
+                out.append(kernel)
+        _kernel_cache[row] = out
+    return _kernel_cache[row]
+
+
+def variant(kernel, what_if):
+    """`kernel` with one what-if edit of its source (None: the kernel itself)."""
+    if what_if is None:
+        return kernel
+    _, _, old, new = next(w for w in WHAT_IF if w[0] == what_if)
+    return dataclasses.replace(kernel, source=kernel.source.replace(old, new))
+
+
+def what_ifs(kernel):
+    return [w[0] for w in WHAT_IF if w[1] == kernel.kind and w[2] in kernel.source]
+
+
+# ----------------------------------------------------------------------- the configs
+
+def sweep_configs(kernel, sms):
+    from jitlib.backends.triton.configs import Config, candidates, next_pow2
+    p = kernel.problem
+    out = list(candidates(kernel))
+    if kernel.kind == "reduction":
+        for rows in (1, 2, 4, 8):
+            if rows * p["block_r"] > 16384 or rows > next_pow2(p["rows"]):
+                continue
+            for warps in (2, 4, 8, 16):
+                if not 128 <= rows * p["block_r"] // warps <= 2048:   # 4-64 per thread
+                    continue
+                for stages in (1, 2, 3):
+                    grids = (2 * sms, 4 * sms) if stages > 1 else (0, 2 * sms, 4 * sms)
+                    for programs in grids:
+                        out.append(Config({"ROWS": rows, "STAGES": stages}, warps, 1, programs))
+    elif kernel.kind == "dot":
+        fit = lambda n: max(16, next_pow2(n))   # noqa: E731
+        if p["itemsize"] == 2:
+            tiles = [(128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 128),
+                     (64, 128, 64), (128, 64, 64), (64, 256, 64), (64, 64, 64)]
+            plans = [(4, 3), (4, 4), (8, 3), (8, 4), (8, 5)]
+        else:
+            tiles = [(64, 64, 32), (128, 64, 32), (64, 128, 32), (128, 128, 32),
+                     (128, 128, 16), (256, 64, 16), (64, 256, 16), (256, 128, 16),
+                     (128, 256, 16), (128, 64, 16), (64, 128, 16), (32, 64, 32)]
+            plans = [(4, 2), (4, 3), (8, 2), (8, 3)]
+        for bm, bn, bk in tiles:
+            c = (min(bm, fit(p["M"])), min(bn, fit(p["N"])), min(bk, fit(p["K"])))
+            for warps, stages in plans:
+                out.append(Config({"BM": c[0], "BN": c[1], "BK": c[2]}, warps, stages))
+    seen, unique = set(), []
+    for c in out:
+        if c.key() not in seen:
+            seen.add(c.key())
+            unique.append(c)
+    return unique
+
+
+def compile_key(config):
+    """Configs that differ only in their grid share one compiled kernel."""
+    return dataclasses.replace(config, programs=0).key()
+
+
+# ----------------------------------------------------------------------- compiling
+
+def _compile_one(row, index, what_if, config):
+    """Worker: compile one (kernel, variant, config) ahead of time; resource usage."""
+    import triton
+    from jitlib.backends.triton import compiler
+    kernel = variant(row_kernels(row)[index], what_if)
+    t0 = time.perf_counter()
+    try:
+        ck = compiler.compile_for(kernel, config=config)
+    except Exception as e:   # noqa: BLE001 - e.g. out of shared memory: reported, skipped
+        return dict(error=f"{type(e).__name__}: {str(e)[:200]}")
+    usage = ""
+    cuobjdump = os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump")
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(ck.asm["cubin"])
+        f.flush()
+        try:
+            text = subprocess.run([cuobjdump, "--dump-resource-usage", f.name],
+                                  capture_output=True, text=True, timeout=30).stdout
+            usage = " ".join(w for line in text.splitlines() if "REG:" in line
+                             for w in line.split() if w.startswith(("REG:", "LOCAL:")))
+        except Exception:   # noqa: BLE001 - usage is informative only
+            pass
+    return dict(compile_s=time.perf_counter() - t0, usage=usage, smem=ck.metadata.shared)
+
+
+# ----------------------------------------------------------------------- timing
+
+def timed(row, index, what_if, config, torch, buffers, reference):
+    import triton.testing
+    from jitlib.backends.triton import compiler
+    kernel = variant(row_kernels(row)[index], what_if)
+    ck = compiler.compile_for(kernel, config=config)       # from Triton's cache
+    grid = tuple(kernel.grid(config)) + (1, 1)
+    n_ptr = len(kernel.inputs) + len(kernel.outputs)
+    fn = compiler.jit_function(kernel)
+    args = [b.data_ptr() for b in buffers] + [config.constexprs[n] for n in fn.arg_names[n_ptr:]]
+    outs = buffers[len(kernel.inputs):]
+    run = ck[grid[:3]]
+    for o in outs:
+        o.fill_(float("nan")) if o.dtype.is_floating_point else o.fill_(-1)
+    run(*args)
+    torch.cuda.synchronize()
+    err = None
+    if reference is not None:
+        err = max(float(((o.double() - r.double()).abs().max() /
+                         r.double().abs().max().clamp_min(1e-30)).nan_to_num(1e30))
+                  for o, r in zip(outs, reference))
+    us = triton.testing.do_bench(lambda: run(*args), warmup=5, rep=25,
+                                 return_mode="median") * 1e3
+    return us, err, [o.clone() for o in outs] if reference is None else None
+
+
+def work(kernel, buffers):
+    """(bytes moved at least, flops) of one launch."""
+    nbytes = sum(b.numel() * b.element_size() for b in buffers)
+    p = kernel.problem
+    flops = 2 * p["B"] * p["M"] * p["N"] * p["K"] if kernel.kind == "dot" else 0
+    return nbytes, flops
+
+
+# ----------------------------------------------------------------------- main
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--rows", nargs="*", default=list(DEFAULT_ROWS))
+    ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
+    ap.add_argument("--budget-s", type=float, default=180.0)
+    ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "sweep.json"))
+    ap.add_argument("--compile-only", action="store_true",
+                    help="stop after compiling (no GPU needed): checks every config builds")
+    args = ap.parse_args(argv)
+    start = time.perf_counter()
+    deadline = start + args.budget_s
+    # one directory of generated sources for this process and its compiling workers
+    os.environ.setdefault("JITLIB_CACHE_DIR", tempfile.mkdtemp(prefix="jitlib-sweep-"))
+
+    # every (row, kernel, variant, config) to compile, before CUDA is touched here
+    tasks = []
+    for row in args.rows:
+        for i, k in enumerate(row_kernels(row)):
+            for w in [None] + what_ifs(k):
+                for c in sweep_configs(k, SMS):
+                    if w is not None and c.programs != 0:
+                        continue
+                    tasks.append((row, i, w, c))
+    compiled = {}
+    todo = {}
+    for t in tasks:
+        todo.setdefault((t[0], t[1], t[2], compile_key(t[3])), t)
+    print(f"{len(tasks)} configs, {len(todo)} compiles on {args.jobs} processes", flush=True)
+    ctx = __import__("multiprocessing").get_context("spawn")
+    with cf.ProcessPoolExecutor(args.jobs, mp_context=ctx) as pool:
+        futures = {pool.submit(_compile_one, *t): key for key, t in todo.items()}
+        for f in cf.as_completed(futures):
+            compiled[futures[f]] = f.result()
+    failed = sum("error" in v for v in compiled.values())
+    print(f"compiled in {time.perf_counter() - start:.0f} s ({failed} failed)", flush=True)
+    if args.compile_only:
+        for key, v in compiled.items():
+            if "error" in v:
+                print(f"  {key[0]} #{key[1]} {key[2] or ''} {key[3]}: {v['error'][:150]}")
+        return
+
+    import torch
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    if sms != SMS:
+        print(f"note: the device has {sms} SMs; grids were swept for {SMS}", flush=True)
+    report = dict(device=torch.cuda.get_device_name(0), sms=sms, rows={})
+    for row in args.rows:
+        for i, k in enumerate(row_kernels(row)):
+            if time.perf_counter() > deadline:
+                print(f"budget spent: {row} {k.name} not timed", flush=True)
+                continue
+            from jitlib.backends.triton.configs import candidates
+            buffers = [torch.randn(tuple(s), device="cuda").to(_torch_dtype(torch, dt))
+                       for s, dt in k.input_types + list(k.outputs)]
+            nbytes, flops = work(k, buffers)
+            _, _, ref = timed(row, i, None, k.config, torch, buffers, None)
+            results = []
+            for (r, ki, w, c) in tasks:
+                if (r, ki) != (row, i) or time.perf_counter() > deadline:
+                    continue
+                info = compiled[(r, ki, w, compile_key(c))]
+                if "error" in info:
+                    results.append(dict(what_if=w, config=_cfg(c), error=info["error"]))
+                    continue
+                try:
+                    us, err, _ = timed(row, i, w, c, torch, buffers, ref)
+                except Exception as e:   # noqa: BLE001 - a launch failure is a result
+                    results.append(dict(what_if=w, config=_cfg(c),
+                                        error=f"{type(e).__name__}: {e}"[:200]))
+                    continue
+                results.append(dict(what_if=w, config=_cfg(c), us=us, err=err,
+                                    usage=info["usage"], smem=info["smem"],
+                                    candidate=c in candidates(k), heuristic=c == k.config))
+            entry = dict(kind=k.kind, problem=k.problem, bytes=nbytes, flops=flops,
+                         results=results)
+            report["rows"][f"{row} / {k.name}"] = entry
+            print_kernel(f"{row} / {k.name}", entry, flush=True)
+            del buffers
+    report["total_s"] = time.perf_counter() - start
+    with open(args.out, "w") as f:
+        json.dump(report, f, indent=1)
+    print(f"wrote {args.out}; {report['total_s']:.0f} s", flush=True)
+
+
+def _torch_dtype(torch, dt):
+    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
+            "float64": torch.float64}[np.dtype(dt).name]
+
+
+def _cfg(c):
+    return dict(constexprs=c.constexprs, num_warps=c.num_warps, num_stages=c.num_stages,
+                programs=c.programs)
+
+
+def print_kernel(title, entry, flush=True):
+    ok = [r for r in entry["results"] if "us" in r and (r["err"] or 0) < 1e-3]
+    bad = [r for r in entry["results"] if "us" in r and (r["err"] or 0) >= 1e-3]
+    errors = [r for r in entry["results"] if "error" in r]
+
+    def rate(r):
+        if entry["flops"]:
+            return f"{entry['flops'] / r['us'] / 1e6:6.1f} TFLOP/s"
+        return f"{entry['bytes'] / r['us'] / 1e3:6.0f} GB/s"
+
+    def line(tag, r):
+        c = r["config"]
+        return (f"  {tag:10s} {r['us']:8.1f} us {rate(r)}  {c['constexprs']} w{c['num_warps']} "
+                f"s{c['num_stages']} p{c['programs']} {r.get('what_if') or ''} {r['usage']} "
+                f"smem {r['smem']}")
+    print(f"{title}: {entry['kind']} {entry['problem']}, {len(ok)} timed, {len(bad)} wrong, "
+          f"{len(errors)} failed", flush=flush)
+    plain = [r for r in ok if not r["what_if"]]
+    for tag, pool in (("heuristic", [r for r in plain if r["heuristic"]]),
+                      ("candidates", [r for r in plain if r["candidate"]])):
+        if pool:
+            print(line(tag, min(pool, key=lambda r: r["us"])), flush=flush)
+    for r in sorted(plain, key=lambda r: r["us"])[:6]:
+        print(line("top", r), flush=flush)
+    for w in sorted({r["what_if"] for r in ok if r["what_if"]}):
+        best = min((r for r in ok if r["what_if"] == w), key=lambda r: r["us"])
+        print(line("what-if", best), flush=flush)
+    for r in bad[:3]:
+        print(f"  WRONG err {r['err']:.1e}: {r['config']}", flush=flush)
+    for r in errors[:3]:
+        print(f"  FAILED {r['config']}: {r['error'][:150]}", flush=flush)
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, os.getcwd())
+    main(sys.argv[1:])
