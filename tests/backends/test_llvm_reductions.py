@@ -1,7 +1,8 @@
 """Reductions on the LLVM backend: the vectorized float max/min and the order of sums.
 
-Float max/min run in vector lanes (llvm.maximum/minimum) and fold the row again in order
-only when the result is NaN or a zero (kernels.py, `float_extreme`). These tests use rows
+Float max/min run in vector lanes (llvm.maxnum/minnum, with NaNs and infinities detected
+in the same loop) and fold the row again in order only when the row holds a NaN or an
+infinity or the result is a zero (kernels.py, `float_extreme`). These tests use rows
 long enough for the vector loop and put NaNs, infinities and zeros of both signs where
 each path is taken. The interpreter (np.max) is the reference wherever its answer does
 not depend on NumPy's own SIMD layout; where the row's extreme is a zero of both signs,

@@ -50,6 +50,11 @@ from jitlib.hlo.ops import Op
 # Float sums add this many elements in vector lanes, then add the block's sum to the
 # row's total with compensation: the error bound no longer grows with the row length.
 SUM_BLOCK = 256
+# Row kernels prefetch the inputs' next row (`prefetch_ahead`) when one row of all their
+# full-size inputs is at most PREFETCH_MAX_ROW_BYTES (further ahead would not stay in L2
+# until used), and at least PREFETCH_MIN_BYTES ahead (short rows: several rows on).
+PREFETCH_MAX_ROW_BYTES = 64 << 10
+PREFETCH_MIN_BYTES = 2 << 10
 # Forcing `llvm.loop.vectorize.enable` gains nothing here (O3 vectorizes these loops on its
 # own) and makes LLVM print a warning for every loop it cannot vectorize (libm calls).
 HINT_VECTORIZE = False
@@ -299,6 +304,7 @@ class _ReductionEmitter:
         self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})
         self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
         self.kept_in = _kept_in_outputs(self.plan)
+        self.ahead, self.streamed = self._prefetch_plan(body)
 
     def s_index(self, kdims, rdims):
         dims = [0] * len(self.plan.S)
@@ -384,6 +390,7 @@ class _ReductionEmitter:
                 a = fn.op(f"load {t}, ptr {block}", "a")
                 fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {a}, {v}', 'a')}, ptr {block}")
                 el.pop()
+            self.prefetch_ahead(kdims, outer + [start], size)
             loop(fn, size, step)
             b = fn.op(f"load {t}, ptr {block}", "a")
             s = fn.op(f"load {t}, ptr {total}", "a")
@@ -417,32 +424,88 @@ class _ReductionEmitter:
                        "a")
         el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
 
+    def prefetch_ahead(self, kdims, rdims, size):
+        """Ask for the inputs' elements `ahead` rows on from `size` elements at rdims of
+        this row (prefetcht1, into L2). Called from the row's sum blocks: a row kernel
+        makes several passes over a row held in cache, and memory would sit idle during
+        all but the first; loading the next row while this one computes keeps it busy.
+        Measured on one core (4096 x 4096 f32, data past the caches): row sums 1.85 ->
+        1.51 ms, logsumexp 4.39 -> 3.59 ms, layernorm 5.78 -> 4.98 ms."""
+        if self.ahead is None:
+            return
+        fn = self.fn
+        lin = self.el.linear(self.s_index(kdims, rdims))
+        for ptr, item in self.streamed:
+            # a plain getelementptr: past the last row it points nowhere, and a prefetch
+            # of such an address is a no-op, never a fault
+            base = imul(fn, iadd(fn, lin, self.ahead), item)
+            for q in range(0, size * item, 64):
+                at = fn.op(f"getelementptr i8, ptr {ptr}, i64 {iadd(fn, base, q)}", "p")
+                fn.emit(f"call void @llvm.prefetch.p0(ptr {at}, i32 0, i32 2, i32 1)")
+
+    def _prefetch_plan(self, body):
+        """(elements ahead, [(input pointer, itemsize)]) for prefetch_ahead, or (None, [])
+        where it does not apply: a kernel that runs whole (its data is small), reduced
+        dims that are not the trailing ones (rows not contiguous), or rows so long that
+        the row ahead would not stay in L2 until its turn."""
+        plan = self.plan
+        row = int(np.prod([plan.S[d] for d in plan.R], dtype=np.int64))
+        streamed = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
+                    if p.shape == plan.S]
+        row_bytes = row * sum(item for _, item in streamed)
+        trailing = list(plan.R) == list(range(len(plan.S) - len(plan.R), len(plan.S)))
+        if self.fn.whole or not streamed or not trailing or row == 0 \
+                or row_bytes > PREFETCH_MAX_ROW_BYTES:
+            return None, []
+        self.fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+        rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter
+        return rows * row, streamed
+
     def float_extreme(self, red, kdims, sizes):
-        """A float max/min in two tries. First in vector lanes with llvm.maximum/minimum:
-        NaN wins and -0 < +0, so any lane split gives the same bits, and LLVM vectorizes it
-        (it will not vectorize minmax's compare-and-select without fast-math). That equals
-        the in-order fold of `minmax` unless the result is NaN (which NaN) or a zero (which
-        sign, where NumPy keeps the tie rule of its loop): only then is the row folded
-        again, in order, as `minmax` does: rare, and at worst one more pass."""
+        """A float max/min in two tries. First in vector lanes, as cheaply as x86 allows:
+        a plain `vmaxps` (`llvm.maxnum` marked `nnan nsz`, which LLVM vectorizes and
+        lowers to one instruction) and, in the same loop, a NaN detector: the sum of
+        x - x, which is 0 unless some x is NaN or infinite. That equals the in-order fold
+        of `minmax` unless the row holds a NaN or an infinity, or the result is a zero
+        (which sign, where NumPy keeps the tie rule of its loop): only then is the row
+        folded again, in order, as `minmax` does: rare, and at worst one more pass.
+        (`nnan` makes the first result poison when a NaN is present: it is looked at only
+        when the detector says there was none.)"""
         fn, el = self.fn, self.el
         x = red.operands[0]
         dt, t, is_max = x.dtype, compute_type(x.dtype), red.op is Op.REDUCE_MAX
-        acc = fn.alloca(t)
+        acc, odd = fn.alloca(t), fn.alloca(t)
         identity = literal(_identity(red.op, dt), dt)
 
-        def fold(combine):
+        def fold(combine, detect=False):
             fn.emit(f"store {t} {identity}, ptr {acc}")
+            if detect:
+                fn.emit(f"store {t} 0.0, ptr {odd}")
 
             def step(rdims):
                 el.push()
                 v = el.value(x, self.s_index(kdims, rdims))
                 fn.emit(f"store {t} {combine(fn.op(f'load {t}, ptr {acc}', 'a'), v)}, "
                         f"ptr {acc}")
+                if detect:
+                    zero = fn.op(f"fsub {t} {v}, {v}", "a")   # NaN for NaN and +-inf
+                    o = fn.op(f"load {t}, ptr {odd}", "a")
+                    fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {o}, {zero}', 'a')}, "
+                            f"ptr {odd}")
                 el.pop()
             nest(fn, sizes, step)
 
-        fold(lambda a, v: fn.intrinsic("maximum" if is_max else "minimum", t, a, v))
-        special = fn.op(f"fcmp ueq {t} {fn.op(f'load {t}, ptr {acc}', 'a')}, 0.0", "c")
+        def fast(a, v):
+            name = f"llvm.{'maxnum' if is_max else 'minnum'}.{'f64' if t == 'double' else 'f32'}"
+            fn.declare(name, f"declare {t} @{name}({t}, {t})")
+            return fn.op(f"call nnan nsz {t} @{name}({t} {a}, {t} {v})", "a")
+
+        fold(fast, detect=True)
+        found = fn.op(f"fcmp uno {t} {fn.op(f'load {t}, ptr {odd}', 'a')}, 0.0", "c")
+        zero = fn.op(f"fcmp oeq {t} {fn.op(f'load {t}, ptr {acc}', 'a')}, 0.0", "c")
+        # a select, not an `or`: where a NaN was found, `zero` is poison and not looked at
+        # (a `freeze` would do too, but LLVM then drops the `nnan` and stops vectorizing)
+        special = fn.op(f"select i1 {found}, i1 true, i1 {zero}", "c")
         in_order, done = fn.label("in_order"), fn.label("extreme")
         fn.emit(f"br i1 {special}, label %{in_order}, label %{done}")
         fn.start_block(in_order)

@@ -1,0 +1,106 @@
+"""The CPU backend's memory-traffic paths for kernels over data past the caches.
+
+Row kernels prefetch the next row while computing this one (kernels.py,
+`prefetch_ahead`). These paths exist only in kernels that are shared between threads
+(more than parallel.MIN_PARALLEL_BYTES moved), so the tests use arrays of a few MiB and
+check two things: the IR has the path where it should and not where it should not, and
+the results equal the interpreter's, NaN positions, zeros' signs and infinities included,
+with special values in the last rows (whose prefetches point past the array).
+"""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib.backends.llvm import LLVMBackend, kernels, parallel
+from jitlib.fusion import optimize
+from jitlib.hlo import Op
+from jitlib.hlo.interpreter import evaluate
+
+LLVM = LLVMBackend()
+
+
+def _kernels(module):
+    return [kernels.render(f) for f in optimize(module).instructions if f.op is Op.FUSION]
+
+
+def _softmax(x):
+    e = np.exp(x - np.max(x, axis=-1, keepdims=True))
+    return e / np.sum(e, axis=-1, keepdims=True)
+
+
+def _logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
+
+
+def _layernorm(x):
+    mu = np.mean(x, axis=-1, keepdims=True)
+    var = np.mean((x - mu) * (x - mu), axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + 1e-5)
+
+
+def _special_rows(rows, cols, dtype, seed=0):
+    """Random rows, with NaN, infinities and signed zeros in the first and last rows."""
+    x = np.random.default_rng(seed).normal(0, 3, (rows, cols)).astype(dtype)
+    for r in (0, rows - 1):
+        x[r, cols // 2] = np.nan
+    x[1, 3], x[rows - 2, -1] = np.inf, -np.inf
+    x[2] = -np.abs(x[2])
+    x[2, 7] = 0.0
+    x[rows - 3] = 0.0
+    x[rows - 3, ::3] = -0.0
+    x[rows - 4, :] = x[rows - 4, 0]         # all equal
+    return x
+
+
+def _same(got, want, rtol, what, atol=1e-30):
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want), err_msg=what)
+    np.testing.assert_allclose(got, want, rtol=rtol, atol=atol, err_msg=what)
+    zero = want == 0
+    np.testing.assert_array_equal(np.signbit(got[zero]), np.signbit(want[zero]), err_msg=what)
+
+
+def test_row_kernels_prefetch_the_next_row_only_when_shared_out():
+    big = jitlib.make_ir(_softmax)(np.ones((512, 1024), np.float32))     # 4 MiB
+    small = jitlib.make_ir(_softmax)(np.ones((8, 1024), np.float32))     # runs whole
+    (kernel,) = _kernels(big)
+    assert "@llvm.prefetch" in kernel.ir, kernel.ir
+    (kernel,) = _kernels(small)
+    assert "@llvm.prefetch" not in kernel.ir, kernel.ir
+
+
+def test_no_prefetch_for_rows_too_long_to_stay_in_cache():
+    cols = kernels.PREFETCH_MAX_ROW_BYTES // 4 + 16
+    module = jitlib.make_ir(lambda x: np.sum(x, axis=-1))(np.ones((32, cols), np.float32))
+    (kernel,) = _kernels(module)
+    assert "@llvm.prefetch" not in kernel.ir
+
+
+@pytest.mark.parametrize("fn", [_softmax, _logsumexp, _layernorm])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 4e-6), (np.float64, 1e-13)])
+def test_shared_out_row_kernels_match_the_interpreter(fn, dtype, rtol):
+    x = _special_rows(300, 1000, dtype)          # 300 rows: shares are not whole rows apart
+    assert 2 * x.nbytes >= parallel.MIN_PARALLEL_BYTES
+    # x - mean cancels where x is near the mean: the two sums' orders differ by a few
+    # ulps of the row's scale, which the division by the deviation magnifies
+    atol = 1e-30 if fn is not _layernorm else 64 * np.finfo(dtype).eps
+    if fn is _layernorm:
+        x[-4] = np.linspace(-1, 1, x.shape[1])   # not all equal: 0/0-like noise
+    module = jitlib.make_ir(fn)(x)
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        _same(got, want, rtol, f"{fn.__name__} {np.dtype(dtype)}", atol)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_shared_out_row_max_and_min_are_exact(dtype):
+    # the vector max has no NaN semantics of its own: a detector in the same loop sends
+    # rows with NaN or infinities (and zero results) to the in-order fold
+    x = _special_rows(257, 2048, dtype, seed=3)
+    x[5, :] = -np.inf
+    x[6, -1] = np.nan                            # NaN in the vector loop's last element
+    module = jitlib.make_ir(lambda x: (np.max(x, axis=1), np.min(x, axis=1)))(x)
+    exe = LLVM.compile(module)
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        _same(got, want, 0, "max/min")
