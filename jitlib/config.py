@@ -22,3 +22,15 @@ def _detected_backend() -> str:
     # probing for triton and a GPU costs a file-system walk: once per process
     from jitlib.backends import default_backend_name
     return default_backend_name()
+
+
+def compile_worker() -> str:
+    """JITLIB_COMPILE_WORKER: where the cpu backend runs LLVM's optimizer. "auto" (the
+    default): in this process for its first compiles, then in a worker process (llvmlite
+    never frees part of each run's memory); "always"; "never"."""
+    value = os.environ.get("JITLIB_COMPILE_WORKER", "auto").strip().lower() or "auto"
+    aliases = {"1": "always", "true": "always", "0": "never", "false": "never"}
+    value = aliases.get(value, value)
+    if value not in ("auto", "always", "never"):
+        raise ValueError(f"JITLIB_COMPILE_WORKER={value!r}: use auto, always or never")
+    return value

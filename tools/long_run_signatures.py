@@ -5,7 +5,8 @@
 Each signature is a new shape of a tiny program on the cpu backend, so every call
 compiles and, past `cache_size`, evicts the least recent program. The signatures run
 twice: cold (LLVM compiles each kernel, and stores it on disk) and warm (every one was
-evicted, so each loads its object code again). Prints resident memory and open
+evicted, so each loads its object code again). Past its first compiles the process hands
+LLVM's optimizer to a worker process (JITLIB_COMPILE_WORKER, optimizer_process.py). Prints resident memory and open
 descriptors around each pass, and the compiled kernels still mapped (in use by cached
 programs, kept unused) against those closed. The bounded CI version is
 tests/reliability/test_signature_churn.py.
@@ -66,6 +67,8 @@ def main(argv=None):
         print(f"  open descriptors {fds0:8d}     -> {fds1:8d}")
         print(f"  compiled kernels mapped: {in_use} in use, {kept} kept unused; "
               f"{compiler.released} closed so far")
+        print(f"  LLVM optimizer runs: {compiler.optimized_here} in this process, the rest "
+              f"in {compiler._worker.started} worker process(es)")
     print(f"jit cache: {f.cache_info()}, {f._cache.stats()}")
 
 

@@ -88,10 +88,11 @@ def test_planner_balances_compiles_and_waste():
     assert exact.sizes == (3, 7) and exact.waste == 0.0
 
 
-def test_planner_reads_recorded_shapes_and_writes_loadable_toml(tmp_path):
+def test_planner_reads_recorded_shapes_and_writes_loadable_toml(tmp_path, monkeypatch):
     from jitlib.buckets import load
     from jitlib.cache import shapes
     f = jitlib.jit(lambda x, w: x @ w, backend="interpreter")
+    monkeypatch.setattr(shapes, "_seen", {})   # this function's shapes, whatever ran before
     for n in (3, 5, 9, 17, 30):
         f(np.ones((n, 2)), np.ones((2, 2)))
     shapes.flush(str(tmp_path))

@@ -1,9 +1,10 @@
 """The llvmlite chain, in one place: IR text -> machine code for this CPU.
 
-parse -> verify -> optimise at O3 for the host CPU (its real name and features, so the
-vectorizer uses every vector unit it has) -> MCJIT. Compiled functions are cached in
-memory by the hash of their IR text: the same kernel text compiles once per process,
-and on disk (jitlib/cache/disk.py) as object code, so it compiles once per machine.
+parse -> verify -> optimise at O3 for the host CPU -> object code (optimizer_process.py:
+in this process for its first compiles, then in a worker process) -> MCJIT. Compiled
+functions are cached in memory by the hash of their IR text: the same kernel text
+compiles once per process, and on disk (jitlib/cache/disk.py) as object code, so it
+compiles once per machine.
 
 Each kernel text gets its own MCJIT engine, handed out as `KernelCode` handles shared by
 every executable that runs it: MCJIT frees machine code only when its engine closes
@@ -12,6 +13,7 @@ bounded jit cache that evicts programs must be able to close the engines only th
 When the last handle on a text dies, its engine is kept among the `RETAIN_UNUSED` most
 recently released (a program compiled again soon finds it) and closed after that.
 """
+import atexit
 import collections
 import hashlib
 import threading
@@ -19,6 +21,8 @@ import weakref
 
 import llvmlite.binding as llvm
 
+from jitlib import config
+from jitlib.backends.llvm import optimizer_process
 from jitlib.cache.disk import object_store, versions
 
 
@@ -39,6 +43,9 @@ class Compiler:
         self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
         self.released = 0             # engines closed, for tests
+        self.optimized_here = 0       # LLVM optimizer runs in this process
+        self._worker = optimizer_process.OptimizerProcess(self.cpu, self.features)
+        atexit.register(self._worker.close)
 
     def _new_target_machine(self):
         # an engine owns (and frees) its target machine, so each engine gets its own
@@ -46,17 +53,18 @@ class Compiler:
             cpu=self.cpu, features=self.features, opt=3, jit=True)
 
     def optimize(self, ir_text):
-        """The module parsed, verified and optimised at O3 for the host."""
-        module = llvm.parse_assembly(ir_text)
-        module.verify()
-        module.triple = self.target_machine.triple
-        module.data_layout = str(self.target_machine.target_data)
-        tuning = llvm.create_pipeline_tuning_options(speed_level=3)
-        tuning.loop_vectorization = True
-        tuning.slp_vectorization = True
-        builder = llvm.create_pass_builder(self.target_machine, tuning)
-        builder.getModulePassManager().run(module, builder)
-        return module
+        """The module parsed, verified and optimised at O3 for the host, here."""
+        self.optimized_here += 1
+        return optimizer_process.optimize(llvm, self.target_machine, ir_text)
+
+    def object_code(self, ir_text):
+        """`ir_text` optimised and compiled to object code for the host: in this process
+        for its first compiles, then by the worker process (see optimizer_process.py)."""
+        where = config.compile_worker()
+        if where == "always" or (
+                where == "auto" and self.optimized_here >= optimizer_process.IN_PROCESS_LIMIT):
+            return self._worker.object_code(ir_text)
+        return self.target_machine.emit_object(self.optimize(ir_text))
 
     def assembly(self, ir_text):
         """The host assembly of `ir_text`, optimised as `compile` would."""
@@ -92,16 +100,16 @@ class Compiler:
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
         store = object_store()
         if store is None:
-            engine.add_module(self.optimize(renamed))
+            obj = self.object_code(renamed)
         else:   # the disk cache holds object code: a new process skips LLVM
             key = store.key(renamed, self.target_machine.triple, self.cpu,
                             self.features, *versions())
             obj = store.load(key)
             if obj is None:
-                obj = self.target_machine.emit_object(self.optimize(renamed))
+                obj = self.object_code(renamed)
                 store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
                             triple=self.target_machine.triple)
-            engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
+        engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
         engine.finalize_object()
         address = engine.get_function_address(symbol)
         if not address:
