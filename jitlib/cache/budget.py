@@ -5,6 +5,7 @@ with the difference that caused every compile and the fix for it. With
 JITLIB_LOG=recompiles (or the `jitlib` logger at INFO) every compile after the first
 logs why the cache missed.
 """
+import collections
 import logging
 import os
 import sys
@@ -31,6 +32,9 @@ def log_enabled(topic):
     return topic in topics or "all" in topics
 
 
+HISTORY = 256   # compiles whose explanation is kept per function
+
+
 class Recompiles:
     """The compile history of one jitted function."""
 
@@ -46,7 +50,10 @@ class Recompiles:
         self.fn_name = fn_name
         self.max_compiles = max_compiles
         self.on_exceed = on_exceed
-        self.history = []     # (signature, [Difference], explanation) per compile
+        self.compiles = 0
+        # (signature, [Difference], explanation) of the latest compiles: a function that
+        # compiles for ever must not keep every signature it saw
+        self.history = collections.deque(maxlen=HISTORY)
 
     def before_compile(self, key, cached_keys, what=""):
         """Explain, log and budget one compile; raises when over an "error" budget."""
@@ -54,24 +61,31 @@ class Recompiles:
         if what:
             text += f" [{what}]"
         self.history.append((key, diffs, text))
-        if len(self.history) > 1 or log_enabled("recompiles"):
+        self.compiles += 1
+        if self.compiles > 1 or log_enabled("recompiles"):
             _log_recompile(text)
-        if self.max_compiles is not None and len(self.history) > self.max_compiles:
+        if self.max_compiles is not None and self.compiles > self.max_compiles:
             message = self.report()
             if self.on_exceed == "error":
                 self.history.pop()
+                self.compiles -= 1
                 raise RecompileBudgetError(message, hint=self._fixes())
             warnings.warn(f"{message}\nhint: {self._fixes()}", RecompileWarning, stacklevel=4)
 
     def report(self):
-        lines = [f"{self.fn_name} needs compile {len(self.history)}, past "
+        first = self.compiles - len(self.history) + 1
+        lines = [f"{self.fn_name} needs compile {self.compiles}, past "
                  f"max_compiles={self.max_compiles}; what caused each compile:"]
-        lines += [f"  {i}. {text}" for i, (_, _, text) in enumerate(self.history, 1)]
+        if first > 1:
+            lines.append(f"  ({first - 1} earlier compiles not kept)")
+        lines += [f"  {i}. {text}" for i, (_, _, text) in enumerate(self.history, first)]
         return "\n".join(lines)
 
     def _fixes(self):
         fixes = []
-        for _, diffs, _ in self.history[1:]:
+        recompiles = list(self.history)[1:] if self.compiles == len(self.history) \
+            else self.history   # the first compile needs no fix, if it is still kept
+        for _, diffs, _ in recompiles:
             for d in diffs:
                 fix = d.fix(self.fn_name)
                 if fix not in fixes:

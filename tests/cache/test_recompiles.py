@@ -102,3 +102,18 @@ def test_planner_reads_recorded_shapes_and_writes_loadable_toml(tmp_path, monkey
     path.write_text(text)
     rules = load(path)   # other tests' functions may be recorded too
     assert any(r.arg == "x" and r.sizes[-1] == 30 for r in rules), text
+
+
+def test_the_compile_history_is_bounded_and_still_numbers_every_compile(monkeypatch):
+    from jitlib.cache import budget
+    monkeypatch.setattr(budget, "HISTORY", 4)
+    f = jitlib.jit(lambda x: x * 2.0, backend="interpreter", max_compiles=9)
+    for n in range(1, 10):
+        f(np.ones(n))
+    assert len(f.recompiles()) == 4
+    with pytest.raises(budget.RecompileBudgetError) as info:
+        f(np.ones(10))
+    text = str(info.value)
+    assert "needs compile 10, past max_compiles=9" in text
+    assert "(6 earlier compiles not kept)" in text and "  7. " in text and "  10. " in text
+    assert "  6. " not in text and "bucket" in info.value.hint
