@@ -5,8 +5,9 @@
 
 For every kernel jitlib generates for a row of `benchmarks/gpu.py` (scale "large"), this
 compiles a grid of configs far wider than the autotuner's candidates (in parallel worker
-processes: ahead-of-time compiles need no GPU), then times each on the GPU with
-`triton.testing.do_bench` (median; it clears L2 before every run), checks each result
+processes: ahead-of-time compiles need no GPU), then times each on the GPU
+(CUDA events around batches of launches that rotate through input copies larger than
+L2; the median batch), checks each result
 against the heuristic config's, and prints per kernel: the heuristic, the best the
 autotuner's candidates reach, and the best of the sweep. This is how the candidate lists
 and heuristics in jitlib/backends/triton/configs.py were chosen; rerun it after changing
@@ -151,33 +152,68 @@ def _compile_one(row, index, what_if, config):
 # ----------------------------------------------------------------------- timing
 
 def timed(row, index, what_if, config, torch, buffers, reference):
-    import triton.testing
+    """(median µs per launch, error against `reference`, outputs when no reference).
+
+    `buffers` is a list of input sets (rotated so L2 holds none of them between
+    launches, as benchmarks/gpu.py does) followed by the outputs; each batch of launches
+    is timed with CUDA events and the median batch mean is taken. (do_bench's L2 flush
+    leaves the cache full of dirty lines, whose write-backs slowed read-only kernels.)"""
     from jitlib.backends.triton import compiler
     kernel = variant(row_kernels(row)[index], what_if)
     ck = compiler.compile_for(kernel, config=config)       # from Triton's cache
-    grid = tuple(kernel.grid(config)) + (1, 1)
-    n_ptr = len(kernel.inputs) + len(kernel.outputs)
+    grid = (tuple(kernel.grid(config)) + (1, 1))[:3]
     fn = compiler.jit_function(kernel)
-    args = [b.data_ptr() for b in buffers] + [config.constexprs[n] for n in fn.arg_names[n_ptr:]]
-    outs = buffers[len(kernel.inputs):]
-    run = ck[grid[:3]]
+    n_ptr = len(kernel.inputs) + len(kernel.outputs)
+    tail = [config.constexprs[n] for n in fn.arg_names[n_ptr:]]
+    input_sets, outs = buffers
+    arg_sets = [[b.data_ptr() for b in ins] + [o.data_ptr() for o in outs] + tail
+                for ins in input_sets]
+    run = ck[grid]
     for o in outs:
         o.fill_(float("nan")) if o.dtype.is_floating_point else o.fill_(-1)
-    run(*args)
+    run(*arg_sets[0])
     torch.cuda.synchronize()
     err = None
     if reference is not None:
         err = max(float(((o.double() - r.double()).abs().max() /
                          r.double().abs().max().clamp_min(1e-30)).nan_to_num(1e30))
                   for o, r in zip(outs, reference))
-    us = triton.testing.do_bench(lambda: run(*args), warmup=5, rep=25,
-                                 return_mode="median") * 1e3
-    return us, err, [o.clone() for o in outs] if reference is None else None
+    per_batch = max(10, len(arg_sets))
+    times = []
+    for _ in range(REPS):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for i in range(per_batch):
+            run(*arg_sets[i % len(arg_sets)])
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end) * 1e3 / per_batch)
+    times.sort()
+    return times[len(times) // 2], err, [o.clone() for o in outs] if reference is None else None
+
+
+REPS = 7
+WORKING_SET = 256 << 20   # bytes of inputs rotated through: L2 is 60 MB
+
+
+def make_buffers(kernel, torch):
+    """(input sets, outputs): random inputs (never zeros), copied until the sets
+    together are at least WORKING_SET bytes."""
+    def dtype(dt):
+        return {"float32": torch.float32, "bfloat16": torch.bfloat16,
+                "float16": torch.float16, "float64": torch.float64}[np.dtype(dt).name]
+    first = [torch.randn(tuple(s), device="cuda").to(dtype(dt)) for s, dt in kernel.input_types]
+    size = sum(b.numel() * b.element_size() for b in first)
+    copies = max(1, min(32, -(-WORKING_SET // max(size, 1))))
+    sets = [first] + [[b.clone() for b in first] for _ in range(copies - 1)]
+    outs = [torch.empty(tuple(s), device="cuda", dtype=dtype(dt)) for s, dt in kernel.outputs]
+    return sets, outs
 
 
 def work(kernel, buffers):
     """(bytes moved at least, flops) of one launch."""
-    nbytes = sum(b.numel() * b.element_size() for b in buffers)
+    sets, outs = buffers
+    nbytes = sum(b.numel() * b.element_size() for b in sets[0] + outs)
     p = kernel.problem
     flops = 2 * p["B"] * p["M"] * p["N"] * p["K"] if kernel.kind == "dot" else 0
     return nbytes, flops
@@ -191,6 +227,8 @@ def main(argv=None):
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 2))
     ap.add_argument("--budget-s", type=float, default=180.0)
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "sweep.json"))
+    ap.add_argument("--dot-grid", choices=("wide", "candidates"), default="wide",
+                    help="dots: the wide grid, or only the autotuner's candidates")
     ap.add_argument("--compile-only", action="store_true",
                     help="stop after compiling (no GPU needed): checks every config builds")
     args = ap.parse_args(argv)
@@ -204,7 +242,11 @@ def main(argv=None):
     for row in args.rows:
         for i, k in enumerate(row_kernels(row)):
             for w in [None] + what_ifs(k):
-                for c in sweep_configs(k, SMS):
+                cs = sweep_configs(k, SMS)
+                if k.kind == "dot" and args.dot_grid == "candidates":
+                    from jitlib.backends.triton.configs import candidates
+                    cs = candidates(k)
+                for c in cs:
                     if w is not None and c.programs != 0:
                         continue
                     tasks.append((row, i, w, c))
@@ -237,8 +279,7 @@ def main(argv=None):
                 print(f"budget spent: {row} {k.name} not timed", flush=True)
                 continue
             from jitlib.backends.triton.configs import candidates
-            buffers = [torch.randn(tuple(s), device="cuda").to(_torch_dtype(torch, dt))
-                       for s, dt in k.input_types + list(k.outputs)]
+            buffers = make_buffers(k, torch)
             nbytes, flops = work(k, buffers)
             _, _, ref = timed(row, i, None, k.config, torch, buffers, None)
             results = []
@@ -267,11 +308,6 @@ def main(argv=None):
     with open(args.out, "w") as f:
         json.dump(report, f, indent=1)
     print(f"wrote {args.out}; {report['total_s']:.0f} s", flush=True)
-
-
-def _torch_dtype(torch, dt):
-    return {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16,
-            "float64": torch.float64}[np.dtype(dt).name]
 
 
 def _cfg(c):

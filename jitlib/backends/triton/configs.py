@@ -44,29 +44,47 @@ def loop_config(n):
 
 
 def reduction_config(rows, row_len):
-    """A whole row in registers: ROWS rows per program so a tile holds ~2-4K elements;
-    long rows get more warps so each thread keeps at most ~16 elements."""
+    """A whole row in registers: ROWS rows per program so a tile holds ~1K elements or
+    one row; a warp per 1K elements, so each thread keeps ~32 (at most 16 warps). On the
+    H200 (2026-12-02 sweep) this was the fastest or within 2% of it for 4096x4096
+    softmax/layernorm (1 row, 4 warps; 8 warps ran softmax 5% slower) and 16384x512
+    (2 rows, 2 warps)."""
     block_r = next_pow2(max(row_len, 1))
-    rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
-    warps = min(16, max(1, (rows_per * block_r) // 512))
+    rows_per = max(1, min(next_pow2(rows), 1024 // block_r, 64))
+    warps = min(16, max(1, (rows_per * block_r) // 1024))
     # one program per block: its loop runs once, so nothing is worth prefetching
     return Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps), num_stages=1)
 
 
 def dot_config(m, n, k, itemsize, widened=False):
-    """Tensor-core tiles: 128x128 output tiles for big problems, down to 16 for small
-    ones (tl.dot's minimum); K step 64 for 16-bit inputs, 32 for f32, 16 for f64.
+    """Tiles for `tl.dot`, from the H200 sweep of 2026-12-02 (tools/gpu_tune_sweep.py;
+    benchmarks/results/gpu-2026-12-02-notes.md), no larger than the problem and at
+    least 16 (tl.dot's minimum):
 
-    `widened`: an operand is converted to the tile type inside the K loop (an f32 x bf16
-    product). 128x128 tiles with 8 warps then ran 45x slower on the H200 than 128x64 with
-    4 warps (15.6 ms against 0.34 ms for 1024x4096x1024, 2026-12-02): the conversion's
-    registers on top of the f32 accumulator spill. Use the narrower tile."""
-    bm = min(128, max(16, next_pow2(m)))
-    bn = min(64 if widened else 128, max(16, next_pow2(n)))
-    bk = {2: 64, 4: 32}.get(itemsize, 16)
-    bk = min(bk, max(16, next_pow2(k)))
-    big = bm * bn >= 128 * 128 and not widened
-    return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=8 if big else 4,
+    - 16-bit (tensor cores): 128x128x64, 8 warps, 3 stages;
+    - f32 on the FMA path (input_precision="ieee"): 128x64x32, 8 warps. The wider
+      128x128 tile ran the 1024x1024x4096 product in 406 us against 214; a short K
+      (<= 64: attention's q @ k^T) is the exception, where 128x128x16 with 4 warps ran
+      53 us against 69-90 for the others;
+    - `widened` (an operand converted to f32 inside the K loop: the f32 x bf16 product
+      of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
+      most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
+    - f64: 64x64x16, 4 warps."""
+    fit = lambda n: max(16, next_pow2(n))   # noqa: E731
+    if itemsize == 2:
+        bm, bn, bk, warps = 128, 128, 64, 8
+    elif itemsize == 4 and widened:
+        bm, bn, bk, warps = 128, 64, 16, 8
+    elif itemsize == 4 and k <= 64:
+        bm, bn, bk, warps = 128, 128, 16, 4
+    elif itemsize == 4:
+        bm, bn, bk, warps = 128, 64, 32, 8
+    else:
+        bm, bn, bk, warps = 64, 64, 16, 4
+    bm, bn, bk = min(bm, fit(m)), min(bn, fit(n)), min(bk, fit(k))
+    if bm * bn < 64 * 64:    # a small product's tile: 4 warps have enough to do
+        warps = 4
+    return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=warps,
                   num_stages=3 if itemsize <= 4 else 2)
 
 
@@ -90,21 +108,25 @@ def candidates(kernel):
     return unique
 
 
-def _dot_candidates(B, M, N, K, itemsize):
-    """Tiles by shape class: skinny N (a tile as narrow as N, long in M and K), batched
-    small products (tiles no larger than one matrix), and big square ones (wide tiles,
-    deep pipelines for tensor cores; smaller K steps for the f32 FMA path)."""
-    fit = lambda n: max(16, next_pow2(n))
+def _dot_candidates(B, M, N, K, itemsize, widened=False):
+    """Tiles by shape class, the ones that won somewhere in the H200 sweep first (the
+    tuner's time budget may end the list early): skinny N (a tile as narrow as N, long
+    in M and K), 16-bit tensor-core tiles, f32 FMA tiles (narrow K steps when an operand
+    is widened in the loop), f64."""
+    fit = lambda n: max(16, next_pow2(n))   # noqa: E731
     if N <= 32:
         bn = fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
                   (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
     elif itemsize == 2:
-        shapes = [(128, 256, 64, 8, 3), (128, 128, 64, 8, 4), (128, 128, 64, 4, 3),
-                  (64, 128, 64, 4, 4), (128, 64, 64, 4, 4)]
+        shapes = [(128, 64, 64, 4, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
+                  (64, 64, 64, 4, 3)]
+    elif itemsize == 4 and widened:
+        shapes = [(64, 64, 16, 4, 3), (64, 128, 16, 8, 3), (64, 64, 16, 8, 3),
+                  (64, 64, 32, 8, 3)]
     elif itemsize == 4:
-        shapes = [(64, 64, 32, 4, 3), (128, 64, 32, 8, 3), (64, 128, 32, 4, 3),
-                  (128, 128, 16, 8, 3), (128, 128, 32, 8, 2)]
+        shapes = [(128, 128, 16, 4, 3), (64, 128, 32, 8, 3), (128, 64, 32, 8, 3),
+                  (64, 64, 32, 4, 3), (64, 64, 16, 4, 3)]
     else:
         shapes = [(64, 64, 16, 4, 2), (32, 64, 16, 4, 3)]
     out = []
@@ -120,7 +142,7 @@ def _reduction_candidates(rows, row_len, block_r):
     out = []
     for tile in (1024, 2048, 4096, 8192):
         rows_per = max(1, min(next_pow2(rows), tile // block_r, 64))
-        for per_thread in (8, 16):
+        for per_thread in (16, 32, 8):
             warps = min(16, max(1, rows_per * block_r // (32 * per_thread)))
             out.append(Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps),
                               num_stages=1))

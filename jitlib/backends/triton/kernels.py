@@ -334,6 +334,8 @@ def render_dot(name, body, summary=""):
         raise Unsupported(f"tl.dot of {dtypes.name(dt)} operands (floats only: "
                           f"{', '.join(DOT_DTYPES)})")
     tile_dt = _tile_dtype(lhs, rhs, dt)
+    # an operand converted to the tile type inside the K loop (see configs.dot_config)
+    widened = _source_dtype(lhs) != _source_dtype(rhs) or tile_dt != _source_dtype(lhs)
     for out in body.results:
         if out.shape != dot.shape:
             raise Unsupported(f"a dot epilogue output {out.type_str} of another shape")
@@ -408,13 +410,11 @@ def render_dot(name, body, summary=""):
     return TritonKernel(
         name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.dot_config(M, N, K, tile_dt.itemsize, widened=tile_dt not in (
-            _source_dtype(lhs), _source_dtype(rhs)) or
-            _source_dtype(lhs) != _source_dtype(rhs)),
+        configs.dot_config(M, N, K, tile_dt.itemsize, widened),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),
-        {"B": B, "M": M, "N": N, "K": K, "itemsize": tile_dt.itemsize})
+        {"B": B, "M": M, "N": N, "K": K, "itemsize": tile_dt.itemsize, "widened": widened})
 
 
 def render(fusion):
