@@ -1,17 +1,20 @@
 """The CPU backend's memory-traffic paths for kernels over data past the caches.
 
 Row kernels prefetch the next row while computing this one (kernels.py,
-`prefetch_ahead`). These paths exist only in kernels that are shared between threads
-(more than parallel.MIN_PARALLEL_BYTES moved), so the tests use arrays of a few MiB and
-check two things: the IR has the path where it should and not where it should not, and
-the results equal the interpreter's, NaN positions, zeros' signs and infinities included,
-with special values in the last rows (whose prefetches point past the array).
+`prefetch_ahead`); kernels that move more than streaming.STREAM_MIN_BYTES write their
+outputs with non-temporal stores (streaming.py). These paths exist only in kernels that
+are shared between threads, so the tests use arrays of several MiB (tens for streaming)
+and check two things: the IR has the path where it should and not where it should not,
+and the results equal the interpreter's, NaN positions, zeros' signs and infinities
+included, with special values in the last rows (whose prefetches point past the array)
+and around the unaligned ends of every share.
 """
 import numpy as np
 import pytest
 
 import jitlib
-from jitlib.backends.llvm import LLVMBackend, kernels, parallel
+from jitlib.backends.llvm import LLVMBackend, kernels, parallel, streaming
+from jitlib.backends.llvm.executable import NativeRunner
 from jitlib.fusion import optimize
 from jitlib.hlo import Op
 from jitlib.hlo.interpreter import evaluate
@@ -104,3 +107,73 @@ def test_shared_out_row_max_and_min_are_exact(dtype):
     exe = LLVM.compile(module)
     for got, want in zip(exe(x), evaluate(module, [x])):
         _same(got, want, 0, "max/min")
+
+
+# -- streaming stores
+
+def _loop_kernel(fn, *args):
+    (kernel,) = _kernels(jitlib.make_ir(fn)(*args))
+    return kernel
+
+
+def _streamed_size(dtype, outputs=1, inputs=1):
+    """An element count whose kernel just passes STREAM_MIN_BYTES, and is no whole
+    number of blocks."""
+    item = np.dtype(dtype).itemsize
+    return streaming.STREAM_MIN_BYTES // (item * (inputs + outputs)) + 37
+
+
+def test_large_loop_kernels_stream_and_fence_small_ones_do_not():
+    n = _streamed_size(np.float32)
+    big = _loop_kernel(lambda x: np.exp(x) * 2.0, np.ones(n, np.float32))
+    assert "!nontemporal" in big.ir and "sfence" in big.ir, big.ir
+    below = _loop_kernel(lambda x: np.exp(x) * 2.0, np.ones(n // 4, np.float32))
+    assert "!nontemporal" not in below.ir and "sfence" not in below.ir
+    assert "@llvm.prefetch" not in below.ir
+
+
+def _positive_terms(x):   # exp inlined from mathlib; no cancellation to magnify its ulps
+    return np.exp(x * 0.5) + np.abs(x) * 3.0
+
+
+def _specials(n, dtype, seed):
+    x = np.random.default_rng(seed).normal(0, 4, n).astype(dtype)
+    with np.errstate(over="ignore"):
+        for at in (0, 1, n // 2 - 1, n // 2, n // 2 + 1, n - 2, n - 1):   # share edges
+            x[at] = [np.nan, np.inf, -np.inf, -0.0, 0.0, 1e30, -1e30][at % 7]
+    return x
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_streamed_loop_kernels_match_the_interpreter(dtype):
+    x = _specials(_streamed_size(dtype), dtype, 1)
+    module = jitlib.make_ir(_positive_terms)(x)
+    (kernel,) = _kernels(module)
+    assert "!nontemporal" in kernel.ir
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    (got,), (want,) = exe(x), evaluate(module, [x])
+    rtol = {np.float16: 1e-3, np.float32: 4e-6, np.float64: 1e-13}[dtype]
+    _same(got.astype(np.float64), want.astype(np.float64), rtol, str(np.dtype(dtype)))
+
+
+@pytest.mark.parametrize("offset", [0, 4, 16, 60, 2])
+@pytest.mark.parametrize("parts", [1, 2, 3])
+def test_streamed_stores_at_any_alignment_and_split(offset, parts):
+    # the output starts `offset` bytes past a line: the head before the first line and
+    # the tail differ; an offset that is no multiple of the item size never streams
+    n = _streamed_size(np.float32, inputs=2)
+    rng = np.random.default_rng(offset)
+    a, b = (rng.standard_normal(n, dtype=np.float32) for _ in range(2))
+    kernel = _loop_kernel(lambda a, b: np.maximum(a * b, 0.0), a, b)
+    assert "!nontemporal" in kernel.ir
+    runner = NativeRunner(kernel)
+    memory = np.full(n * 4 + 128, 0xAB, np.uint8)
+    at = (-memory.ctypes.data) % 64 + offset
+    out = memory[at:at + n * 4].view(np.float32)
+    fn = runner._fn
+    pointers = [a.ctypes.data, b.ctypes.data, out.ctypes.data]
+    for part in range(parts):
+        fn(*pointers, part, parts)
+    np.testing.assert_array_equal(out, np.maximum(a * b, np.float32(0.0)))
+    assert (memory[:at] == 0xAB).all() and (memory[at + n * 4:] == 0xAB).all()

@@ -38,10 +38,10 @@ import re
 
 import numpy as np
 
-from jitlib.backends.llvm import parallel
+from jitlib.backends.llvm import parallel, streaming
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
-    load, minmax, narrow, store)
+    load, memory_type, minmax, narrow, store)
 from jitlib.fusion.reduction_form import plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
@@ -98,11 +98,17 @@ def share(fn, n, body, vectorize=False):
         return
     if n == 0:
         return
+    lo, hi = share_bounds(fn, n)
+    # a share may be empty (more parts than iterations): test before the first trip
+    _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
+
+
+def share_bounds(fn, n):
+    """This call's share [lo, hi) of range(n), as i64 values."""
     lo = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 %part, {n}', 'lo')}, %parts", "lo")
     end = fn.op(f"add nuw nsw i64 %part, 1", "hi")
     hi = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 {end}, {n}', 'hi')}, %parts", "hi")
-    # a share may be empty (more parts than iterations): test before the first trip
-    _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
+    return lo, hi
 
 
 def _counted_loop(fn, name, start, end, body, vectorize, guard=None):
@@ -189,10 +195,57 @@ def _flat(outputs, inputs):
     return True
 
 
+def _moved(inputs, outputs):
+    return sum(i.size * i.dtype.itemsize for i in list(inputs) + list(outputs))
+
+
+def _streamed_share(fn, el, shape, j, out):
+    """This call's share of a flat loop kernel with one output, its stores streamed
+    (streaming.py): blocks that start on a line of the output, each computed into a
+    block buffer in a constant-trip loop (vectorized, the buffer kept in registers) and
+    stored with non-temporal vector stores; the elements before the first block and
+    after the last one in one loop of plain stores."""
+    n = int(np.prod(shape, dtype=np.int64))
+    lo, hi = share_bounds(fn, n)
+    buffer, per = streaming.block_buffer(fn, out.dtype)
+    start = streaming.aligned_start(fn, f"%out{j}", out.dtype, lo, hi)
+    blocks = fn.op(f"udiv i64 {fn.op(f'sub i64 {hi}, {start}', 's')}, {per}", "s")
+    end = fn.op(f"add i64 {start}, {imul(fn, blocks, per)}", "s")
+
+    def value(i):
+        return el.value(out, Index(shape, lin=i))
+
+    def block(b):
+        base = fn.op(f"add nsw i64 {start}, {imul(fn, b, per)}", "s")
+
+        def element(k):
+            el.push()
+            store(fn, value(iadd(fn, base, k)), buffer, k, out.dtype)
+            el.pop()
+        loop(fn, per, element)
+        streaming.store_block(fn, out.dtype, f"%out{j}", base, buffer)
+    _counted_loop(fn, "blocks", "0", blocks, block, False, guard=f"icmp ult i64 0, {blocks}")
+
+    # the unaligned ends: t < head is lo + t, the rest is end + (t - head)
+    head = fn.op(f"sub i64 {start}, {lo}", "s")
+    ends = fn.op(f"add i64 {head}, {fn.op(f'sub i64 {hi}, {end}', 's')}", "s")
+
+    def edge(t):
+        el.push()
+        in_head = fn.op(f"icmp ult i64 {t}, {head}", "c")
+        later = fn.op(f"add i64 {end}, {fn.op(f'sub i64 {t}, {head}', 's')}", "s")
+        i = fn.op(f"select i1 {in_head}, i64 {fn.op(f'add i64 {lo}, {t}', 's')}, i64 {later}",
+                  "s")
+        store(fn, value(i), f"%out{j}", i, out.dtype)
+        el.pop()
+    _counted_loop(fn, "edges", "0", ends, edge, False, guard=f"icmp ult i64 0, {ends}")
+
+
 def render_loop(name, inputs, outputs):
     """A loop kernel: each output computed per element, one loop per output shape (the
     fuser may add a scalar output to a kernel over a larger shape)."""
     whole = runs_whole(inputs, outputs)
+    streamed = not whole and streaming.streams(_moved(inputs, outputs))
     fn = _function(name, len(inputs), len(outputs), whole)
     el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
     by_shape = {}
@@ -205,12 +258,17 @@ def render_loop(name, inputs, outputs):
                 store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
             el.pop()
 
-        if len(shape) <= 1 or _flat([out for _, out in group], set(inputs)):
+        flat = len(shape) <= 1 or _flat([out for _, out in group], set(inputs))
+        if flat and streamed and len(group) == 1:
+            _streamed_share(fn, el, shape, *group[0])
+        elif flat:
             share(fn, int(np.prod(shape, dtype=np.int64)),
                   lambda i, shape=shape, body=body: body(Index(shape, lin=i)), vectorize=True)
         else:
             nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)),
                  split=True)
+    if streamed:
+        streaming.fence(fn)
     fn.emit("ret void")
     return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs), not whole)
 
