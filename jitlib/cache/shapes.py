@@ -13,6 +13,9 @@ import threading
 _lock = threading.Lock()
 _seen = {}          # (module, qualname) -> Counter of ((name, shape, dtype), ...) tuples
 _registered = False
+# distinct signatures kept per function: enough to plan buckets from, and a function
+# that sees a new shape on every call must not grow the process for ever
+MAX_SIGNATURES = 4096
 
 
 def record(fn, names, shapes):
@@ -21,7 +24,9 @@ def record(fn, names, shapes):
     key = (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn)))
     sig = tuple((n, tuple(s), str(d)) for n, (s, d) in zip(names, shapes))
     with _lock:
-        _seen.setdefault(key, collections.Counter())[sig] += 1
+        counts = _seen.setdefault(key, collections.Counter())
+        if sig in counts or len(counts) < MAX_SIGNATURES:
+            counts[sig] += 1
         if not _registered:
             atexit.register(flush)
             _registered = True

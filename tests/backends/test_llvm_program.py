@@ -121,3 +121,14 @@ def test_large_programs_run_step_by_step(monkeypatch):
     x = B.parameter(0, (1 << 20,), F32)
     exe = LLVM.compile(Module("big", [x], [B.unary(Op.NEG, x)]))
     assert exe.program is None
+
+
+def test_programs_with_as_many_arguments_share_one_call_type():
+    # a new ctypes class per program would grow a process that compiles for ever
+    x = B.parameter(0, (5,), F32, "x")
+    one = LLVM.compile(Module("one", [x], [B.unary(Op.EXP, x)]))
+    two = LLVM.compile(Module("two", [x], [B.unary(Op.TANH, x)]))
+    assert one.program is not None and two.program is not None
+    assert type(one.program._fn) is type(two.program._fn)
+    a = RNG.standard_normal(5).astype(F32)
+    np.testing.assert_allclose(two(a)[0], np.tanh(a), rtol=2e-7)

@@ -117,3 +117,16 @@ def test_the_compile_history_is_bounded_and_still_numbers_every_compile(monkeypa
     assert "needs compile 10, past max_compiles=9" in text
     assert "(6 earlier compiles not kept)" in text and "  7. " in text and "  10. " in text
     assert "  6. " not in text and "bucket" in info.value.hint
+
+
+def test_recorded_shapes_are_bounded_per_function(monkeypatch):
+    from jitlib.cache import shapes
+    monkeypatch.setattr(shapes, "_seen", {})
+    monkeypatch.setattr(shapes, "MAX_SIGNATURES", 3)
+
+    def fn(x):
+        return x
+    for n in (1, 2, 3, 4, 5, 2):
+        shapes.record(fn, ["x"], [((n,), "float32")])
+    seen = shapes.seen(fn)
+    assert len(seen) == 3 and seen[(("x", (2,), "float32"),)] == 2

@@ -15,6 +15,7 @@ any process. Results are allocated once per call by the caller; intermediates li
 an arena at offsets planned by liveness (buffers.py).
 """
 import ctypes
+import functools
 
 import numpy as np
 
@@ -55,8 +56,7 @@ class Program:
         self._code = get_compiler().load(self.ir, "program")   # keeps the driver mapped
         self._kernels = list(kernels.values())   # and the kernels it calls
         address = self._code.address
-        n_args = 2 + len(self._params) + len(plan.fresh)
-        self._fn = ctypes.PYFUNCTYPE(None, *[ctypes.py_object] * n_args)(address)
+        self._fn = _driver_type(2 + len(self._params) + len(plan.fresh))(address)
 
     def _render(self, plan, kernels):
         steps, slots, key = plan.steps, plan.slots, plan.key
@@ -115,6 +115,13 @@ class Program:
         self._fn(table, *arrays, *fresh,
                  empty(self.arena_bytes, np.uint8) if self.arena_bytes else table)
         return fresh if plan.just_fresh else plan.results_of(arrays, fresh)
+
+
+@functools.lru_cache(maxsize=None)
+def _driver_type(n_args):
+    # ctypes.PYFUNCTYPE makes a new class on every call (CFUNCTYPE caches, it does not):
+    # one per program would grow a process that compiles for ever
+    return ctypes.PYFUNCTYPE(None, *[ctypes.py_object] * n_args)
 
 
 def eligible(module):
