@@ -177,3 +177,28 @@ def test_streamed_stores_at_any_alignment_and_split(offset, parts):
         fn(*pointers, part, parts)
     np.testing.assert_array_equal(out, np.maximum(a * b, np.float32(0.0)))
     assert (memory[:at] == 0xAB).all() and (memory[at + n * 4:] == 0xAB).all()
+
+
+@pytest.mark.parametrize("fn", [_softmax, _layernorm])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 4e-6), (np.float64, 1e-13)])
+def test_streamed_row_kernels_match_the_interpreter(fn, dtype, rtol):
+    # rows of 2100: each row starts at a different offset within a line, so every row
+    # has its own unaligned head and tail; softmax keeps exp in the row buffer
+    rows = streaming.STREAM_MIN_BYTES // (2 * 2100 * np.dtype(dtype).itemsize) + 3
+    x = _special_rows(rows, 2100, dtype, seed=5)
+    if fn is _layernorm:
+        x[-4] = np.linspace(-1, 1, x.shape[1])
+    module = jitlib.make_ir(fn)(x)
+    (kernel,) = _kernels(module)
+    assert "!nontemporal" in kernel.ir and "@llvm.prefetch" in kernel.ir
+    exe = LLVM.compile(module)
+    atol = 1e-30 if fn is not _layernorm else 64 * np.finfo(dtype).eps
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        _same(got, want, rtol, f"{fn.__name__} {np.dtype(dtype)}", atol)
+
+
+def test_rows_too_long_for_the_row_buffer_keep_plain_stores():
+    cols = streaming.ROW_BUFFER_BYTES // 4 + 16
+    x = np.ones((streaming.STREAM_MIN_BYTES // (8 * cols) + 1, cols), np.float32)
+    (kernel,) = _kernels(jitlib.make_ir(_softmax)(x))
+    assert "!nontemporal" not in kernel.ir

@@ -200,30 +200,32 @@ def _moved(inputs, outputs):
 
 
 def _streamed_share(fn, el, shape, j, out):
-    """This call's share of a flat loop kernel with one output, its stores streamed
-    (streaming.py): blocks that start on a line of the output, each computed into a
-    block buffer in a constant-trip loop (vectorized, the buffer kept in registers) and
-    stored with non-temporal vector stores; the elements before the first block and
-    after the last one in one loop of plain stores."""
-    n = int(np.prod(shape, dtype=np.int64))
-    lo, hi = share_bounds(fn, n)
-    buffer, per = streaming.block_buffer(fn, out.dtype)
-    start = streaming.aligned_start(fn, f"%out{j}", out.dtype, lo, hi)
+    """This call's share of a flat loop kernel with one output, its stores streamed."""
+    lo, hi = share_bounds(fn, int(np.prod(shape, dtype=np.int64)))
+    _streamed_range(fn, el, f"%out{j}", out.dtype, lo, hi,
+                    lambda i: el.value(out, Index(shape, lin=i)))
+
+
+def _streamed_range(fn, el, ptr, dt, lo, hi, value_at):
+    """ptr[i] = value_at(i) for i in [lo, hi), with streaming stores (streaming.py):
+    blocks that start on a line of the output, each computed into a block buffer in a
+    constant-trip loop (vectorized, the buffer kept in registers) and stored with
+    non-temporal vector stores; the elements before the first block and after the last
+    one in one loop of plain stores. value_at runs inside a fresh scope of `el`."""
+    buffer, per = streaming.block_buffer(fn, dt)
+    start = streaming.aligned_start(fn, ptr, dt, lo, hi)
     blocks = fn.op(f"udiv i64 {fn.op(f'sub i64 {hi}, {start}', 's')}, {per}", "s")
     end = fn.op(f"add i64 {start}, {imul(fn, blocks, per)}", "s")
-
-    def value(i):
-        return el.value(out, Index(shape, lin=i))
 
     def block(b):
         base = fn.op(f"add nsw i64 {start}, {imul(fn, b, per)}", "s")
 
         def element(k):
             el.push()
-            store(fn, value(iadd(fn, base, k)), buffer, k, out.dtype)
+            store(fn, value_at(iadd(fn, base, k)), buffer, k, dt)
             el.pop()
         loop(fn, per, element)
-        streaming.store_block(fn, out.dtype, f"%out{j}", base, buffer)
+        streaming.store_block(fn, dt, ptr, base, buffer)
     _counted_loop(fn, "blocks", "0", blocks, block, False, guard=f"icmp ult i64 0, {blocks}")
 
     # the unaligned ends: t < head is lo + t, the rest is end + (t - head)
@@ -236,7 +238,7 @@ def _streamed_share(fn, el, shape, j, out):
         later = fn.op(f"add i64 {end}, {fn.op(f'sub i64 {t}, {head}', 's')}", "s")
         i = fn.op(f"select i1 {in_head}, i64 {fn.op(f'add i64 {lo}, {t}', 's')}, i64 {later}",
                   "s")
-        store(fn, value(i), f"%out{j}", i, out.dtype)
+        store(fn, value_at(i), ptr, i, dt)
         el.pop()
     _counted_loop(fn, "edges", "0", ends, edge, False, guard=f"icmp ult i64 0, {ends}")
 
@@ -363,6 +365,32 @@ class _ReductionEmitter:
         self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
         self.kept_in = _kept_in_outputs(self.plan)
         self.ahead, self.streamed = self._prefetch_plan(body)
+        self.stream_row = self._stream_plan(body)
+
+    def _stream_plan(self, body):
+        """(output position, its row buffer or None) when the kernel streams its one
+        S-shaped output, a row at a time (`_streamed_range`): the kernel moves enough
+        (streaming.streams), the reduced dim is the last one, so rows are contiguous.
+        A summed value kept in that output for the write pass (`kept_in`) goes to a row
+        buffer on the stack instead: the output's lines are written once, streamed."""
+        plan = self.plan
+        if self.fn.whole or len(plan.s_outputs) != 1 or list(plan.R) != [len(plan.S) - 1] \
+                or not streaming.streams(_moved(body.params, body.results)):
+            return None
+        ((j, out),) = plan.s_outputs
+        if j not in self.kept_in.values():
+            return j, None
+        row = plan.S[-1]
+        if row * out.dtype.itemsize > streaming.ROW_BUFFER_BYTES:
+            return None
+        return j, self.fn.alloca(f"[{row} x {memory_type(out.dtype)}], align 64")
+
+    def kept_at(self, j, index):
+        """Where the summed value kept in output j's row lives at `index`: the output
+        itself, or the row buffer of a streamed output."""
+        if self.stream_row and self.stream_row[0] == j:
+            return self.stream_row[1], index.dims[self.plan.R[0]]
+        return f"%out{j}", self.el.linear(index)
 
     def s_index(self, kdims, rdims):
         dims = [0] * len(self.plan.S)
@@ -444,7 +472,7 @@ class _ReductionEmitter:
                 index = self.s_index(kdims, outer + [iadd(fn, start, j)])
                 v = el.value(x, index)
                 if red in self.kept_in:   # the write pass reads it back (`kept_in`)
-                    store(fn, v, f"%out{self.kept_in[red]}", el.linear(index), dt)
+                    store(fn, v, *self.kept_at(self.kept_in[red], index), dt)
                 a = fn.op(f"load {t}, ptr {block}", "a")
                 fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {a}, {v}', 'a')}, ptr {block}")
                 el.pop()
@@ -578,14 +606,26 @@ class _ReductionEmitter:
         el.push()
         for red in plan.reductions:
             self.reduction(red, kdims)
-        if plan.s_outputs:
+        def reload(index):   # the kept summed values, before any store overwrites them
+            for red, j in self.kept_in.items():
+                x = red.operands[0]
+                el.scopes[-1][(x, index.key)] = load(fn, *self.kept_at(j, index), x.dtype)
+
+        if self.stream_row:
+            ((j, out),) = plan.s_outputs
+            row = fn.op(f"getelementptr inbounds {memory_type(out.dtype)}, ptr %out{j}, "
+                        f"i64 {el.linear(self.s_index(kdims, [0]))}", "p")
+
+            def value_at(r):
+                index = self.s_index(kdims, [r])
+                reload(index)
+                return el.value(out, index)
+            _streamed_range(fn, el, row, out.dtype, 0, plan.S[-1], value_at)
+        elif plan.s_outputs:
             def write(rdims):
                 el.push()
                 index = self.s_index(kdims, rdims)
-                for red, j in self.kept_in.items():   # before any store overwrites them
-                    x = red.operands[0]
-                    el.scopes[-1][(x, index.key)] = load(fn, f"%out{j}", el.linear(index),
-                                                         x.dtype)
+                reload(index)
                 for j, out in plan.s_outputs:
                     store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
                 el.pop()
@@ -604,6 +644,8 @@ class _ReductionEmitter:
     def render(self):
         nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False,
              split=self.splittable)
+        if self.stream_row:
+            streaming.fence(self.fn)
         self.fn.emit("ret void")
         return self.fn.render()
 

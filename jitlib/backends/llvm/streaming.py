@@ -30,6 +30,9 @@ STREAM_MIN_BYTES = 32 << 20
 # trip count it vectorizes (it leaves loops of fewer than 16 iterations scalar).
 BLOCK_BYTES = 128
 LINE = 64
+# A row kernel that streams its output keeps the row's summed values (softmax's exp) in
+# a stack buffer of the row instead of in the output: rows up to this size.
+ROW_BUFFER_BYTES = 64 << 10
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
