@@ -28,7 +28,6 @@ import numpy as np
 
 DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "attention bf16",
                 "mlp", "mlp bf16")
-SMS = 132   # the H200's; replaced by the device's count at run time
 
 # source variants timed beside the generated kernel: (name, kind, old text, new text)
 WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp(")]
@@ -79,7 +78,7 @@ def what_ifs(kernel):
 
 # ----------------------------------------------------------------------- the configs
 
-def sweep_configs(kernel, sms):
+def sweep_configs(kernel):
     from jitlib.backends.triton.configs import Config, candidates, next_pow2
     p = kernel.problem
     out = list(candidates(kernel))
@@ -90,10 +89,7 @@ def sweep_configs(kernel, sms):
             for warps in (2, 4, 8, 16):
                 if not 128 <= rows * p["block_r"] // warps <= 2048:   # 4-64 per thread
                     continue
-                for stages in (1, 2, 3):
-                    grids = (2 * sms, 4 * sms) if stages > 1 else (0, 2 * sms, 4 * sms)
-                    for programs in grids:
-                        out.append(Config({"ROWS": rows, "STAGES": stages}, warps, 1, programs))
+                out.append(Config({"ROWS": rows}, warps))
     elif kernel.kind == "dot":
         fit = lambda n: max(16, next_pow2(n))   # noqa: E731
         if p["itemsize"] == 2:
@@ -118,8 +114,7 @@ def sweep_configs(kernel, sms):
 
 
 def compile_key(config):
-    """Configs that differ only in their grid share one compiled kernel."""
-    return dataclasses.replace(config, programs=0).key()
+    return config.key()
 
 
 # ----------------------------------------------------------------------- compiling
@@ -232,6 +227,7 @@ def main(argv=None):
     ap.add_argument("--compile-only", action="store_true",
                     help="stop after compiling (no GPU needed): checks every config builds")
     args = ap.parse_args(argv)
+    from jitlib.backends.triton.configs import candidates
     start = time.perf_counter()
     deadline = start + args.budget_s
     # one directory of generated sources for this process and its compiling workers
@@ -242,13 +238,10 @@ def main(argv=None):
     for row in args.rows:
         for i, k in enumerate(row_kernels(row)):
             for w in [None] + what_ifs(k):
-                cs = sweep_configs(k, SMS)
+                cs = sweep_configs(k)
                 if k.kind == "dot" and args.dot_grid == "candidates":
-                    from jitlib.backends.triton.configs import candidates
                     cs = candidates(k)
                 for c in cs:
-                    if w is not None and c.programs != 0:
-                        continue
                     tasks.append((row, i, w, c))
     compiled = {}
     todo = {}
@@ -269,16 +262,12 @@ def main(argv=None):
         return
 
     import torch
-    sms = torch.cuda.get_device_properties(0).multi_processor_count
-    if sms != SMS:
-        print(f"note: the device has {sms} SMs; grids were swept for {SMS}", flush=True)
-    report = dict(device=torch.cuda.get_device_name(0), sms=sms, rows={})
+    report = dict(device=torch.cuda.get_device_name(0), rows={})
     for row in args.rows:
         for i, k in enumerate(row_kernels(row)):
             if time.perf_counter() > deadline:
                 print(f"budget spent: {row} {k.name} not timed", flush=True)
                 continue
-            from jitlib.backends.triton.configs import candidates
             buffers = make_buffers(k, torch)
             nbytes, flops = work(k, buffers)
             _, _, ref = timed(row, i, None, k.config, torch, buffers, None)
@@ -311,8 +300,7 @@ def main(argv=None):
 
 
 def _cfg(c):
-    return dict(constexprs=c.constexprs, num_warps=c.num_warps, num_stages=c.num_stages,
-                programs=c.programs)
+    return dict(constexprs=c.constexprs, num_warps=c.num_warps, num_stages=c.num_stages)
 
 
 def print_kernel(title, entry, flush=True):
@@ -328,7 +316,7 @@ def print_kernel(title, entry, flush=True):
     def line(tag, r):
         c = r["config"]
         return (f"  {tag:10s} {r['us']:8.1f} us {rate(r)}  {c['constexprs']} w{c['num_warps']} "
-                f"s{c['num_stages']} p{c['programs']} {r.get('what_if') or ''} {r['usage']} "
+                f"s{c['num_stages']} {r.get('what_if') or ''} {r['usage']} "
                 f"smem {r['smem']}")
     print(f"{title}: {entry['kind']} {entry['problem']}, {len(ok)} timed, {len(bad)} wrong, "
           f"{len(errors)} failed", flush=flush)

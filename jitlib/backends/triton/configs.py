@@ -17,17 +17,9 @@ class Config:
     constexprs: dict      # block-size arguments of the kernel, by name
     num_warps: int = 4
     num_stages: int = 2
-    programs: int = 0     # reductions: at most this many programs, each looping over
-                          # blocks of rows (0: one program per block)
 
     def key(self):
-        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages,
-                self.programs)
-
-
-def programs(n_blocks, config):
-    """The grid size of a kernel with `n_blocks` blocks of work under `config`."""
-    return min(n_blocks, config.programs) if config.programs else n_blocks
+        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages)
 
 
 def next_pow2(n):
@@ -44,16 +36,16 @@ def loop_config(n):
 
 
 def reduction_config(rows, row_len):
-    """A whole row in registers: ROWS rows per program so a tile holds ~1K elements or
-    one row; a warp per 1K elements, so each thread keeps ~32 (at most 16 warps). On the
-    H200 (2026-12-02 sweep) this was the fastest or within 2% of it for 4096x4096
-    softmax/layernorm (1 row, 4 warps; 8 warps ran softmax 5% slower) and 16384x512
-    (2 rows, 2 warps)."""
+    """A whole row in registers: ROWS rows per program so a tile holds ~2K elements or
+    one row; a warp per 512 elements, so each thread keeps ~16 (at most 16 warps). On the
+    H200 (2026-12-02 sweep, tools/gpu_tune_sweep.py) this was the fastest for 4096x4096
+    softmax and layernorm (1 row, 8 warps) and within 3% of the fastest for 16384x512.
+    Persistent programs looping over row blocks, with or without their loads pipelined
+    through shared memory, were 4-10% slower there, so the grid is a program per block."""
     block_r = next_pow2(max(row_len, 1))
-    rows_per = max(1, min(next_pow2(rows), 1024 // block_r, 64))
-    warps = min(16, max(1, (rows_per * block_r) // 1024))
-    # one program per block: its loop runs once, so nothing is worth prefetching
-    return Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps), num_stages=1)
+    rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
+    warps = min(16, max(1, (rows_per * block_r) // 512))
+    return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
 
 
 def dot_config(m, n, k, itemsize, widened=False):
@@ -142,10 +134,9 @@ def _reduction_candidates(rows, row_len, block_r):
     out = []
     for tile in (1024, 2048, 4096, 8192):
         rows_per = max(1, min(next_pow2(rows), tile // block_r, 64))
-        for per_thread in (16, 32, 8):
+        for per_thread in (16, 8, 32):
             warps = min(16, max(1, rows_per * block_r // (32 * per_thread)))
-            out.append(Config({"ROWS": rows_per, "STAGES": 1}, num_warps=next_pow2(warps),
-                              num_stages=1))
+            out.append(Config({"ROWS": rows_per}, num_warps=next_pow2(warps)))
     return out
 
 

@@ -104,20 +104,9 @@ def _executor():
     return _executor_cls
 
 
-def _index_patch(original):
-    """The interpreter's tensor patches (`original`), with an `__index__` that reads one
-    element of any rank: `tl.range(tl.program_id(0), ...)` indexes with a program id, a
-    one-element 1-d array, and the interpreter's int(array) is refused by NumPy 2.4."""
-    def patch_lang_tensor(tensor, scope):
-        original(tensor, scope)
-        scope.set_attr(tensor, "__index__", lambda t: int(t.handle.data.item()))
-    return patch_lang_tensor
-
-
 def launch_interpreted(kernel, config, buffers):
     """Run `kernel` on host `buffers` under Triton's interpreter, with `config`."""
     import triton.language as tl
-    from triton.runtime import interpreter
     from triton.runtime.interpreter import InterpretedFunction, _patch_lang
     from triton.runtime.jit import JITFunction
 
@@ -131,8 +120,6 @@ def launch_interpreted(kernel, config, buffers):
     with _lock, np.errstate(all="ignore"):
         saved = {n: f for n, f in vars(tl).items() if isinstance(f, JITFunction)}
         scope = _patch_lang(tl.sum.fn)   # also patches tl.core, which they call
-        scope.set_attr(interpreter, "_patch_lang_tensor",
-                       _index_patch(interpreter._patch_lang_tensor))
         try:
             for n, f in saved.items():
                 setattr(tl, n, InterpretedFunction(f.fn).rewrite())

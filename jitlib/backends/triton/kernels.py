@@ -207,8 +207,6 @@ def render_reduction(name, body, summary=""):
     kept = [d for d in range(len(S)) if d not in R]
     n_rows = int(np.prod([S[d] for d in kept], dtype=np.int64))
     row_len = int(np.prod([S[d] for d in R], dtype=np.int64))
-    if n_rows >= 1 << 31:   # the block loop counts rows in int32
-        raise Unsupported(f"{n_rows} rows: reductions over 2**31 rows are not generated")
     if row_len > MAX_ROW:
         raise Unsupported(f"rows of {row_len} elements exceed the in-register limit "
                           f"({MAX_ROW}); the looped reduction kernel is not built yet")
@@ -216,14 +214,8 @@ def render_reduction(name, body, summary=""):
     w = Writer()
     el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
     helpers = set()
-    w.line("# blocks of ROWS rows; a program takes every num_programs-th block. With fewer")
-    w.line("# programs than blocks, STAGES > 1 has the next blocks' loads in flight while")
-    w.line("# this one is reduced (Triton pipelines a loop's loads only when asked)")
-    w.line(f"for blk in tl.range(tl.program_id(0), tl.cdiv({n_rows}, ROWS), "
-           "tl.num_programs(0), num_stages=STAGES):")
-    w.indent += 1
-    w.line("# the kept positions (rows) of this block, as a column")
-    w.line("k = tl.arange(0, ROWS)[:, None].to(tl.int64) + blk * ROWS")
+    w.line("# the kept positions (rows) of this program, as a column")
+    w.line("k = tl.program_id(0).to(tl.int64) * ROWS + tl.arange(0, ROWS)[:, None]")
     # `| (n % ROWS == 0)` is a compile-time true when the blocks tile the rows exactly:
     # Triton then folds the mask away and the loads and reductions run unguarded
     kmask = w.let(f"(k < {n_rows}) | ({n_rows} % ROWS == 0)", "kmask")
@@ -264,14 +256,13 @@ def render_reduction(name, body, summary=""):
             index = Index(out.shape, [0 if n == 1 else next(it) for n in out.shape])
             v = el.value(out, index)
             w.line(f"tl.store(out{j} + k, {store_value(v, out.dtype)}, mask={kmask})")
-    params = _pointer_params(len(body.params), len(body.results)) + [
-        "ROWS: tl.constexpr", "STAGES: tl.constexpr"]
+    params = _pointer_params(len(body.params), len(body.results)) + ["ROWS: tl.constexpr"]
     return TritonKernel(
         name, fn, "reduction",
         _module_text(fn, "reduction", summary, params, w.text(), sorted(helpers)),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
         configs.reduction_config(n_rows, row_len),
-        lambda c: (configs.programs(_cdiv(n_rows, c.constexprs["ROWS"]), c),),
+        lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),
         {"rows": n_rows, "row_len": row_len, "block_r": block_r})

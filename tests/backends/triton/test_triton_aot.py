@@ -92,6 +92,20 @@ def test_long_rows_fall_back_with_a_reason():
         kernels.render(fusion)
 
 
+def test_exact_row_blocks_load_unmasked_and_max_keeps_nan_in_one_reduction():
+    # rows of 256 in blocks of ROWS rows that divide them: the row mask folds away, so
+    # the loads carry no predicate; the row max is one NaN-propagating reduction
+    x = B.parameter(0, (64, 256), np.float32, "x")
+    (fusion,) = fusions(Module("m", [x], [B.reduce(Op.REDUCE_MAX, x, dims=(1,))]))
+    kernel = kernels.render(fusion)
+    compiled = compiler.compile_for(kernel)
+    loads = [ln for ln in compiled.asm["ttgir"].splitlines() if "tt.load" in ln]
+    assert loads and all(", %" not in ln.split("tt.load")[1].split(":")[0] for ln in loads), \
+        f"{loads}\n{kernel.source}"
+    assert "max.NaN.f32" in compiled.asm["ptx"], kernel.source
+    assert kernel.source.count("tl.reduce(") + kernel.source.count("tl.max(") == 1
+
+
 def _widened_dot(dt, lhs_widened=True):
     """f32 x @ w + 1 where w (and x, if `lhs_widened`) are `dt` values converted to f32."""
     narrow, f32 = dtypes.from_name(dt), np.dtype(np.float32)
