@@ -505,6 +505,16 @@ def test_where_and_select():
     assert info.value.hint
 
 
+def test_where_and_select_wrap_python_ints_as_numpy_does():
+    # found by the fuzzer: np.where casts a Python int into an unsigned result unsafely
+    # (-1 -> 255) where a ufunc raises OverflowError; tracing raised instead
+    u, c = values(U8, (4,)), values(BOOL, (4,))
+    check(lambda u, c: (np.where(c, -1, u), np.where(c, u, 300),
+                        np.where(c, u.astype(np.uint64), -1),
+                        np.select([c], [u], default=-7), np.where(c, -1, u.astype(np.int8))),
+          u, c)
+
+
 @pytest.mark.parametrize("dtype", [F32, F16, I32, U8, I64], ids=lambda d: np.dtype(d).name)
 def test_clip(dtype):
     x = values(dtype, (3, 4))

@@ -19,9 +19,17 @@ from jitlib.trace.registry import implements
 def _select(pred, on_true, on_false, dtype):
     shape = T.broadcast_shapes(*(T.shape_of(v) for v in (pred, on_true, on_false)))
     p = T.broadcast(B.convert(T.as_instr(pred), dtypes.BOOL), shape)
-    a = T.broadcast(T.as_instr(on_true, dtype), shape)
-    b = T.broadcast(T.as_instr(on_false, dtype), shape)
+    a = T.broadcast(_choice(on_true, dtype), shape)
+    b = T.broadcast(_choice(on_false, dtype), shape)
     return B.select(p, a, b)
+
+
+def _choice(value, dtype):
+    # np.where and np.select cast a Python int into an integer result type unsafely (-1
+    # as uint8 is 255, 300 is 44) where a ufunc raises OverflowError: follow each
+    if type(value) is int and dtypes.is_integer(dtype):
+        return B.constant(np.array(value).astype(dtype))
+    return T.as_instr(value, dtype)
 
 
 @implements(np.where)
@@ -58,7 +66,7 @@ def select(condlist, choicelist, default=0):
                                          "ndarray",
                                          hint="conditions must be bool arrays, e.g. x > 0")
     shape = T.broadcast_shapes(*(T.shape_of(v) for v in conds + choices))
-    result = T.broadcast(T.as_instr(choices[-1], dt), shape)
+    result = T.broadcast(_choice(choices[-1], dt), shape)
     for cond, choice in reversed(list(zip(conds, choices[:-1]))):
         result = _select(cond, choice, T.Tracer(result), dt)
     return T.Tracer(result)
