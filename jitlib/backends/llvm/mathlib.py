@@ -2,8 +2,9 @@
 
 Calls into libm stop LLVM's loop vectorizer, so each function here is straight-line IR:
 range reduction, a polynomial, and `select`s for the special cases; the only calls are
-LLVM intrinsics with vector forms (fma, fabs, floor, rint, copysign). Once inlined into
-a kernel loop, LLVM turns them into AVX2 / AVX-512 code.
+LLVM intrinsics with vector forms (fma, fabs, floor, rint, copysign; ldexp where the
+host has AVX-512, `_native_ldexp`). Once inlined into a kernel loop, LLVM turns them
+into AVX2 / AVX-512 code.
 
     function_ir("exp", np.float32)     # -> 'define internal float @jl_exp_f32(float %x) ...'
     declarations_for([("exp", np.float32), ("pow", np.float64)])   # for one module
@@ -164,6 +165,12 @@ class _Emitter:
         params = ", ".join([ty] * len(args))
         self.intrinsics.setdefault(f"declare {ty} @{fn}({params})")
         return self.emit(ty, f"call {ty} @{fn}({', '.join(f'{ty} {a}' for a in args)})")
+
+    def ldexp(self, p, k):
+        """p * 2**k for an i32 k, rounded once (llvm.ldexp)."""
+        fn = f"llvm.ldexp.{_INTRINSIC_SUFFIX[p.ty]}.i32"
+        self.intrinsics.setdefault(f"declare {p.ty} @{fn}({p.ty}, i32)")
+        return self.emit(p.ty, f"call {p.ty} @{fn}({p.ty} {p}, i32 {k})")
 
     def cast(self, op, v, ty):
         return self.emit(ty, f"{op} {v.ty} {v} to {ty}")
@@ -365,10 +372,32 @@ def _expm1_poly(f, r):
 
 
 def _scale2(f, p, k):
-    """p * 2**k in two steps, so results in the subnormal range are rounded only once."""
+    """p * 2**k rounded once (to a subnormal where it is one, to inf past the range):
+    `llvm.ldexp` where the host does it in one instruction (AVX-512's vscalef: the
+    same bits in 3 instructions instead of 9, exp f32 a quarter faster), else in two
+    exact-then-rounding multiplications by powers of two."""
     ki = _to_int(f, k)
+    if _native_ldexp():
+        k32 = ki if f.ity == "i32" else ki.e.cast("trunc", ki, "i32")
+        return p.e.ldexp(p, k32)
     k1 = ki >> 1
     return p * _pow2(f, k1) * _pow2(f, ki - k1)
+
+
+_LDEXP_NATIVE = []
+
+
+def _native_ldexp():
+    """Whether the host has AVX-512F, where LLVM lowers a vector ldexp to vscalef.
+    Elsewhere it may become a libm call per element, which stops vectorization."""
+    if not _LDEXP_NATIVE:
+        import llvmlite.binding as llvm   # here only: mathlib is imported without it
+        try:
+            features = llvm.get_host_cpu_features().flatten()
+        except RuntimeError:              # no feature list on this host
+            features = ""
+        _LDEXP_NATIVE.append("+avx512f" in features.split(","))
+    return _LDEXP_NATIVE[0]
 
 
 def _exp_core(f, x, lo=None):
