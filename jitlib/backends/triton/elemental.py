@@ -582,7 +582,7 @@ def _dynamic_slice(el, instr, index):
     for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
         start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
         sub.append(el.im.add(start, d))
-    return el.value(x, Index(x.shape, sub))
+    return _value_at(el, x, sub, el.dims(index))
 
 
 def _dynamic_update_slice(el, instr, index):
@@ -610,7 +610,20 @@ def _gather(el, instr, index):
     i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
     at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
     sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
-    return el.value(x, Index(x.shape, sub))
+    return _value_at(el, x, sub, dims)
+
+
+def _value_at(el, x, sub, dims):
+    """`x` at positions `sub` computed from data. Where no position of the tile changes
+    them (`dims` all known: `x[k]` with a traced scalar `k`), the address is one scalar:
+    tl.load refuses a block mask on it, and needs none, since `sub` is clamped in range."""
+    if el.mask is None or not all(isinstance(d, int) for d in dims):
+        return el.value(x, Index(x.shape, sub))
+    mask, el.mask = el.mask, None
+    try:
+        return el.value(x, Index(x.shape, sub))
+    finally:
+        el.mask = mask
 
 
 index_rules.update({

@@ -174,7 +174,10 @@ def _emit_reduction(w, red, x, smask, r, row_len, helpers):
         helpers.add(_COMBINERS[kind])
         m = w.let(f"tl.reduce({xs}, 1, _{kind}_combine, keep_dims=True)", "red")
     else:
-        m = w.let(f"tl.{'max' if is_max else 'min'}({xs}, axis=1, keep_dims=True)", "red")
+        m = f"tl.{'max' if is_max else 'min'}({xs}, axis=1, keep_dims=True)"
+        if dt.itemsize < 4:   # Triton widens 8/16-bit ints to int32 to reduce them
+            m += f".to({ct})"
+        m = w.let(m, "red")
     if op in O.ARG_REDUCE:
         # the first position holding the extreme (the first NaN when there is one)
         hit = f"({xs} == {m})" + (f" | (({xs} != {xs}) & ({m} != {m}))" if is_float else "")

@@ -1,0 +1,69 @@
+"""Bugs the differential fuzzer found in the generated Triton, each as a program run under
+Triton's interpreter (against jitlib's interpreter) and compiled for sm_90: both paths
+go through Triton's own type rules and checks, which is where these went wrong.
+
+- `x[k]` with a traced scalar `k`: every lane reads one address, computed from data;
+  tl.load refused the tile's block mask on that scalar pointer.
+- the same through a dynamic_slice whose window is one element.
+- max/min rows of 8/16-bit integers: Triton reduces them in int32, so `-max(u8)` became
+  a negative int32 and compared as one, instead of wrapping in uint8.
+"""
+import numpy as np
+import pytest
+
+from test_triton_aot import compile_sm90
+from triton_cases import rendered, traced
+from jitlib.backends.triton import TritonBackend
+from jitlib.backends.triton.host import HostDevice
+from jitlib.hlo import build as B
+from jitlib.hlo.interpreter import evaluate
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+GPU = TritonBackend(HostDevice())
+
+
+def _agrees(fn, *args):
+    _agrees_module(traced(fn, args), *args)
+
+
+def _agrees_module(module, *args):
+    for fusion, kernel in rendered(module):
+        assert not isinstance(kernel, str), f"{fusion.attrs['name']}: {kernel}"
+        compile_sm90(kernel)
+    exe = GPU.compile(module)
+    assert exe.device.interpreted
+    got, want = exe(*args), evaluate(module, list(args))
+    for g, w in zip(got, want):
+        assert np.asarray(g).dtype == w.dtype
+        # exact, but for the float sum, whose order is the kernel's
+        np.testing.assert_allclose(np.asarray(g), w, rtol=1e-6, atol=1e-6,
+                                   err_msg=exe.kernel_sources())
+
+
+@pytest.mark.parametrize("k", [3, -2, 9, -40])
+def test_a_traced_scalar_index_reads_one_address_for_the_whole_tile(k):
+    x, y = np.arange(5.0, dtype=np.float32), np.linspace(-1, 1, 7, dtype=np.float32)
+    _agrees(lambda x, y, k: (x[k] * y, x[k], np.sum(x[k] * y), x.reshape(5, 1)[k] + y,
+                             (x > 2)[k]), x, y, np.int64(k))
+
+
+def test_a_scalar_dynamic_slice_reads_one_address():
+    x = B.parameter(0, (3, 4), np.float64, "x")
+    i = B.parameter(1, (), np.int32, "i")
+    y = B.parameter(2, (1, 5), np.float64, "y")
+    window = B.dynamic_slice(x, [i, i], (1, 1))
+    spread = B.broadcast_in_dim(B.reshape(window, ()), (1, 5), ())
+    module = Module("f", [x, i, y], [B.binary(Op.MUL, spread, y)])
+    for start in (2, -1, 7):
+        _agrees_module(module, np.arange(12.0).reshape(3, 4), np.int32(start),
+                       np.linspace(1, 2, 5).reshape(1, 5))
+
+
+@pytest.mark.parametrize("dt", [np.uint8, np.int8, np.uint16, np.int16])
+def test_small_integer_row_extremes_keep_their_type(dt):
+    info = np.iinfo(dt)
+    a = np.array([[info.max, 3, info.min + 1], [5, info.min, 2]], dt)
+    _agrees(lambda a: (np.maximum(dt(2), -a.max(axis=1)), -a.min(axis=1), a.argmax(axis=1),
+                       a.max(axis=1) + a.min(axis=1)), a)
