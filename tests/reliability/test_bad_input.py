@@ -110,6 +110,7 @@ def test_backend_compile_failure_is_reported_with_the_ir(monkeypatch):
         raise RuntimeError("LLVM IR parsing error: simulated")
     monkeypatch.setattr(compiler.Compiler, "optimize", broken)
     monkeypatch.setenv("JITLIB_CACHE_DIR", "")
+    monkeypatch.setenv("JITLIB_COMPILE_WORKER", "never")   # LLVM runs here, where it fails
     f = jitlib.jit(lambda a: np.exp(a) * 3.25 + 1.5, backend="cpu")   # a kernel no other test has
     text = _raises(errors.CompileError, lambda: f(np.arange(13, dtype=np.float64)),
                    "'cpu' backend failed", "simulated", "exp(%a)", "backend='interpreter'")

@@ -21,7 +21,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 import numpy as np
 
 from jitlib.backends.triton.source import (
-    F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow)
+    F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, never_nan)
 from jitlib.fusion.fuse import is_widening_float_convert
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
@@ -121,7 +121,9 @@ def fsqrt(x, dt):
 
 
 def _neg(w, instr, x):
-    return f"-{x}"
+    # Triton's unary minus is `0 - x`, which makes -(+0.0) +0.0; times -1 flips the sign
+    # of zeros too (LLVM turns it into an fneg)
+    return f"{x} * -1.0" if _is_float(instr.dtype) else f"-{x}"
 
 
 def _abs(w, instr, x):
@@ -282,6 +284,8 @@ def minmax(dt, x, y, is_max):
         return f"{x} {'|' if is_max else '&'} {y}"
     if _is_float(dt):
         cmp = (">=" if is_max else "<=") if dt == F16 else (">" if is_max else "<")
+        if never_nan(x):   # a literal that is not NaN needs no test for it
+            return f"tl.where({x} {cmp} {y}, {x}, {y})"
         return f"tl.where(({x} {cmp} {y}) | ({x} != {x}), {x}, {y})"
     return f"tl.where({x} {'>' if is_max else '<'} {y}, {x}, {y})"
 
@@ -366,7 +370,7 @@ class Elemental:
         if index.dims is None:
             dims, lin = [], index.lin
             for i, (n, s) in enumerate(zip(index.shape, strides(index.shape))):
-                if n == 1:
+                if n <= 1 or s == 0:   # an empty shape (n or s 0): no lane is live
                     dims.append(0)
                 elif isinstance(lin, int):
                     dims.append((lin // s) % n)

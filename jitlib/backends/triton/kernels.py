@@ -276,12 +276,16 @@ def render_reduction(name, body, summary=""):
 DOT_GROUP_M = 8    # row tiles per group of the dot kernels' program order
 
 
-def _source_dtype(x):
-    """The dtype a dot operand is read in: through its views and widening converts (which
-    fuse.py admits into the dot kernel) down to what memory holds."""
+def _source(x):
+    """What a dot operand reads: through its views and widening converts (which fuse.py
+    admits into the dot kernel) down to what memory holds."""
     while x.op in OPERAND_VIEWS or is_widening_float_convert(x):
         x = x.operands[0]
-    return np.dtype(x.dtype)
+    return x
+
+
+def _source_dtype(x):
+    return np.dtype(_source(x).dtype)
 
 
 def _tile_dtype(lhs, rhs, dt):
@@ -297,10 +301,13 @@ def _tile_dtype(lhs, rhs, dt):
 def _full_tile(w, el, x, value):
     """`value` as a tile of the mask's shape. A dot operand that is a broadcast scalar (the
     ones that d/dx sum(x @ w) multiplies by) is a literal or a one-element load, a rank-0
-    value that tl.dot refuses; loaded tiles are already full (see Elemental.load)."""
-    if value.isidentifier() and x.size != 1:
+    value that tl.dot refuses; loaded tiles are already full (see Elemental.load). Past the
+    mask (the tile's rows, columns and contraction steps beyond the operand) it is zero,
+    as a masked load is: the K padding of a tile must add nothing to the sum."""
+    if value.isidentifier() and _source(x).size != 1:
         return value
-    return w.let(f"{value} + tl.zeros({el.mask}.shape, {memory_type(_source_dtype(x))})", "bc")
+    zeros = f"tl.zeros({el.mask}.shape, {memory_type(_source_dtype(x))})"
+    return w.let(f"tl.where({el.mask}, {value}, {zeros})", "bc")
 
 
 def _as_tile(w, value, src, tile_dt):

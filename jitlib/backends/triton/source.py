@@ -5,6 +5,8 @@ f64 their own, and f16/bf16 compute in tl.float32 with every rounding op's resul
 back to the 16-bit grid (`narrow`), as the interpreter's NumPy/ml_dtypes loops round after
 each op. In memory each dtype is itself (bool as Triton's i1 pointer, one byte).
 """
+import re
+
 import numpy as np
 
 from jitlib.hlo import dtypes
@@ -69,6 +71,22 @@ def literal(value, dt, shape="[]"):
         return f"tl.full({shape}, {bits}, tl.int64).to(tl.float64, bitcast=True)"
     bits = int(np.array(x, F32).view(np.int32))
     return f"tl.full({shape}, {bits}, tl.int32).to(tl.float32, bitcast=True)"
+
+
+_BITS_LITERAL = re.compile(r"tl\.full\(\[[^]]*\], (-?\d+), tl\.int(32|64)\)"
+                           r"\.to\(tl\.float(32|64), bitcast=True\)")
+
+
+def never_nan(expr):
+    """Whether `expr` is a float literal `literal` wrote whose value is not NaN."""
+    if expr.startswith("tl.full(") and "bitcast" not in expr:
+        return True   # finite values are written as they are
+    found = _BITS_LITERAL.fullmatch(expr)
+    if not found:
+        return False
+    bits, width = int(found.group(1)), found.group(2)
+    kind = (np.int64, np.float64) if width == "64" else (np.int32, np.float32)
+    return not np.isnan(np.array(bits, kind[0]).view(kind[1]))
 
 
 def narrow(expr, dt):

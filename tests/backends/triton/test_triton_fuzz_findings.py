@@ -7,6 +7,13 @@ go through Triton's own type rules and checks, which is where these went wrong.
 - the same through a dynamic_slice whose window is one element.
 - max/min rows of 8/16-bit integers: Triton reduces them in int32, so `-max(u8)` became
   a negative int32 and compared as one, instead of wrapping in uint8.
+- float negation: Triton's unary minus is `0 - x`, so -(+0.0) came out +0.0.
+- a dot operand that is one broadcast element filled its whole tile, contraction padding
+  included: a 1x1 @ 1x1 product summed the square BK times; and one broadcast from a
+  loaded element reached tl.dot as a scalar.
+- shapes with a zero extent: working out an index divided by the zero stride.
+- np.maximum(0.5, x) in f64: the NaN test of the literal, `0.5 != 0.5`, failed in
+  Triton's interpreter on a 0-d value; a literal is never NaN, so no test is written.
 """
 import numpy as np
 import pytest
@@ -67,3 +74,35 @@ def test_small_integer_row_extremes_keep_their_type(dt):
     a = np.array([[info.max, 3, info.min + 1], [5, info.min, 2]], dt)
     _agrees(lambda a: (np.maximum(dt(2), -a.max(axis=1)), -a.min(axis=1), a.argmax(axis=1),
                        a.max(axis=1) + a.min(axis=1)), a)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_negating_zero_flips_its_sign(dt):
+    x = np.array([0.0, -0.0, 1.5, -np.inf, np.nan], dt)
+    module = traced(lambda x: (-x, np.negative(x) * 2), (x,))
+    exe = GPU.compile(module)
+    for g, w in zip(exe(x), evaluate(module, [x])):
+        g = np.asarray(g)
+        np.testing.assert_array_equal(g, w)   # NaN's sign is left to the hardware
+        np.testing.assert_array_equal(np.signbit(g[:4]), np.signbit(w[:4]))
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_a_broadcast_element_as_a_dot_operand_pads_its_tile_with_zeros(n):
+    x = np.array([0.2515], np.float16)
+    _agrees(lambda x: x.reshape(1, 1) @ x.reshape(1, 1), x)
+    w = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(n, 4)
+    _agrees(lambda s, w: np.full((2, n), 1.0, np.float32) * s @ w, np.float32(0.75), w)
+
+
+def test_empty_shapes_compute_no_index():
+    a = np.ones((3, 3, 3), bool)
+    _agrees(lambda a: np.argmax(~a[:0, :0].reshape(1, 0, 0, 3), axis=0).reshape(1, 0, 0, 3),
+            a)
+    _agrees(lambda a: (a[:, :0] * 2.0).sum(axis=1), a)
+
+
+def test_max_against_a_float_literal():
+    b = np.array([True, False, True])
+    _agrees(lambda b: (np.maximum(0.5, -(2 + b.astype(np.int64)).astype(np.float64)),
+                       np.minimum(-np.inf, b * 1.0), np.maximum(np.float32(2.5), b * 3)), b)
