@@ -214,7 +214,10 @@ def _divmod_float(a, b):
     floordiv = B.unary(Op.FLOOR, div)
     round_up = _cmp(B.binary(Op.SUB, div, floordiv), _c(0.5, div), "GT")
     floordiv = B.select(round_up, B.binary(Op.ADD, floordiv, _c(1, div)), floordiv)
-    signed_zero = B.select(_lt0(B.binary(Op.DIV, a, b)), _c(-0.0, div), _c(0.0, div))
+    # NumPy's copysign(0, a/b): a quotient of -0.0 is negative too, which only 1/q shows
+    q = B.binary(Op.DIV, a, b)
+    q_negative = B.binary(Op.OR, _lt0(q), _lt0(B.binary(Op.DIV, _c(1, q), q)))
+    signed_zero = B.select(q_negative, _c(-0.0, div), _c(0.0, div))
     floordiv = B.select(_cmp(div, _c(0, div), "EQ"), signed_zero, floordiv)
     # division by zero: NumPy returns a/b and fmod's NaN
     by_zero = _cmp(b, _c(0, b), "EQ")

@@ -206,3 +206,21 @@ def test_generalized_ufuncs_route_to_their_functions():
     for got, want in zip(out, f(a, b)):
         np.testing.assert_array_equal(got, want)
         assert got.dtype == want.dtype
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_floor_division_keeps_the_sign_of_a_zero_quotient(dtype, backend):
+    # found by the fuzzer: -0.0 // 3 is -0.0 in NumPy (copysign(0, a/b)); the test of
+    # a/b < 0 missed the sign of a -0.0 quotient and gave +0.0
+    a = np.array([-0.0, 0.0, -0.0, 0.0, 1e-30, -1e-30, 5.0, -5.0, -0.0], dtype)
+    b = np.array([3.0, -3.0, -3.0, 3.0, 1e30, 1e30, np.inf, np.inf, np.inf], dtype)
+
+    def f(a, b):
+        return np.floor_divide(a, b), divmod(a, b)[0], a // -2.0
+    want = _eager(f, a, b)
+    got = _eager(jitlib.jit(f, backend=backend), a, b)
+    for g, w in zip(got, want):
+        assert g.dtype == w.dtype
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
