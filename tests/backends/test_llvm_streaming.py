@@ -9,6 +9,8 @@ and the results equal the interpreter's, NaN positions, zeros' signs and infinit
 included, with special values in the last rows (whose prefetches point past the array)
 and around the unaligned ends of every share.
 """
+import re
+
 import numpy as np
 import pytest
 
@@ -202,3 +204,16 @@ def test_rows_too_long_for_the_row_buffer_keep_plain_stores():
     x = np.ones((streaming.STREAM_MIN_BYTES // (8 * cols) + 1, cols), np.float32)
     (kernel,) = _kernels(jitlib.make_ir(_softmax)(x))
     assert "!nontemporal" not in kernel.ir
+
+
+def test_streamed_stores_reach_the_machine_code():
+    # LLVM drops !nontemporal it cannot honour (an unaligned vector): check the assembly
+    from jitlib.backends.llvm.compiler import get_compiler
+    if streaming.platform.machine().lower() not in ("x86_64", "amd64"):
+        pytest.skip("the assembly check reads x86 mnemonics")
+    n = _streamed_size(np.float32)
+    kernel = _loop_kernel(lambda x: np.exp(x) * 2.0, np.ones(n, np.float32))
+    asm = get_compiler().assembly(kernel.ir)
+    assert re.search(r"\bv?movntps\s+%[xyz]mm", asm), asm[:3000]
+    assert "sfence" in asm
+    assert not re.findall(r"^\s*call\w*\s+(\S+)", asm, re.M)

@@ -24,11 +24,18 @@ be split (`splittable`): its order would change.
              NaN first. A costly summed value that the write pass needs again
              (softmax's exp) is stored into an output row by the sum pass and read
              back by the write pass (`_kept_in_outputs`): evaluated once per element.
+             Over large data the sum pass prefetches the next row (`prefetch_ahead`)
+             and the one row-shaped output is streamed (below), the kept value then
+             living in a row buffer on the stack.
   dot        `DotKernel`: the executable runs the dot_general in NumPy (its BLAS), then
              the elementwise epilogue here as a loop kernel reading the dot's result.
              First step only: the target is BLAS plus the epilogue fused in one pass
              over the output, chosen by benchmark.
   opaque     not rendered; the executable runs it on the reference interpreter.
+
+Kernels that move at least streaming.STREAM_MIN_BYTES write a flat loop kernel's one
+output, or a row kernel's one row-shaped output, with non-temporal stores in line-aligned
+blocks (`_streamed_range`, streaming.py), and fence them before returning.
 
 Anything the emitter cannot express raises `Unsupported`: the kernel then falls back to
 the interpreter instead of guessing.
