@@ -284,9 +284,10 @@ def minmax(dt, x, y, is_max):
         return f"{x} {'|' if is_max else '&'} {y}"
     if _is_float(dt):
         cmp = (">=" if is_max else "<=") if dt == F16 else (">" if is_max else "<")
+        picked = f"tl.where({x} {cmp} {y}, {x}, {y})"   # y when y is NaN
         if never_nan(x):   # a literal that is not NaN needs no test for it
-            return f"tl.where({x} {cmp} {y}, {x}, {y})"
-        return f"tl.where(({x} {cmp} {y}) | ({x} != {x}), {x}, {y})"
+            return picked
+        return f"tl.where({x} != {x}, {x}, {picked})"
     return f"tl.where({x} {'>' if is_max else '<'} {y}, {x}, {y})"
 
 
@@ -398,7 +399,11 @@ class Elemental:
 
     def load(self, ptr, instr, index):
         lin = self.linear(index)
-        if instr.size == 1 or isinstance(lin, int):   # one known element: always in bounds
+        # one address for the whole tile, always in bounds: a known element, or one picked
+        # by data (x[k] with a traced scalar k), whose index gather/dynamic_slice clamp
+        uniform = (instr.size == 1 or self.w.is_uniform(lin)) and not (
+            self.raw and self.mask and not isinstance(lin, int))
+        if uniform:
             v = f"tl.load({ptr} + {lin})" if lin else f"tl.load({ptr})"
         else:
             mask = f", mask={self.mask}, other=0" if self.mask else ""
@@ -410,12 +415,12 @@ class Elemental:
             v = f"tl.load({ptr} + {lin}{mask})"
         dt = np.dtype(instr.dtype)
         if self.raw:
-            return self.w.let(v, "ld")
+            return self.w.let(v, "ld", uniform=uniform)
         if dt == dtypes.BOOL:
             v = f"{v} != 0"
         elif dt in NARROW:
             v = f"{v}.to(tl.float32)"
-        return self.w.let(v, "ld")
+        return self.w.let(v, "ld", uniform=uniform)
 
     def _compute(self, instr, index):
         if instr in self.inputs:
@@ -586,7 +591,7 @@ def _dynamic_slice(el, instr, index):
     for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
         start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
         sub.append(el.im.add(start, d))
-    return _value_at(el, x, sub, el.dims(index))
+    return el.value(x, Index(x.shape, sub))
 
 
 def _dynamic_update_slice(el, instr, index):
@@ -614,20 +619,7 @@ def _gather(el, instr, index):
     i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
     at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
     sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
-    return _value_at(el, x, sub, dims)
-
-
-def _value_at(el, x, sub, dims):
-    """`x` at positions `sub` computed from data. Where no position of the tile changes
-    them (`dims` all known: `x[k]` with a traced scalar `k`), the address is one scalar:
-    tl.load refuses a block mask on it, and needs none, since `sub` is clamped in range."""
-    if el.mask is None or not all(isinstance(d, int) for d in dims):
-        return el.value(x, Index(x.shape, sub))
-    mask, el.mask = el.mask, None
-    try:
-        return el.value(x, Index(x.shape, sub))
-    finally:
-        el.mask = mask
+    return el.value(x, Index(x.shape, sub))
 
 
 index_rules.update({

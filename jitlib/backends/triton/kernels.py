@@ -276,16 +276,12 @@ def render_reduction(name, body, summary=""):
 DOT_GROUP_M = 8    # row tiles per group of the dot kernels' program order
 
 
-def _source(x):
-    """What a dot operand reads: through its views and widening converts (which fuse.py
-    admits into the dot kernel) down to what memory holds."""
+def _source_dtype(x):
+    """The dtype a dot operand is read in: through its views and widening converts (which
+    fuse.py admits into the dot kernel) down to what memory holds."""
     while x.op in OPERAND_VIEWS or is_widening_float_convert(x):
         x = x.operands[0]
-    return x
-
-
-def _source_dtype(x):
-    return np.dtype(_source(x).dtype)
+    return np.dtype(x.dtype)
 
 
 def _tile_dtype(lhs, rhs, dt):
@@ -304,7 +300,7 @@ def _full_tile(w, el, x, value):
     value that tl.dot refuses; loaded tiles are already full (see Elemental.load). Past the
     mask (the tile's rows, columns and contraction steps beyond the operand) it is zero,
     as a masked load is: the K padding of a tile must add nothing to the sum."""
-    if value.isidentifier() and _source(x).size != 1:
+    if not w.is_uniform(value):   # a loaded tile
         return value
     zeros = f"tl.zeros({el.mask}.shape, {memory_type(_source_dtype(x))})"
     return w.let(f"tl.where({el.mask}, {value}, {zeros})", "bc")

@@ -97,13 +97,24 @@ def narrow(expr, dt):
     return expr
 
 
+# a name the expression reads: not an attribute (tl.where), not a keyword argument (axis=1)
+_READS = re.compile(r"(?<![.\w])([A-Za-z_]\w*)(?!\s*=[^=])")
+_ALWAYS_UNIFORM = frozenset({"tl", "libdevice", "True", "False", "None"})
+
+
 class Writer:
-    """The body of one function: indented lines and fresh variable names."""
+    """The body of one function: indented lines and fresh variable names.
+
+    It also knows which names are *uniform*, one value for the whole tile: those marked
+    so (a one-element load) and those computed from literals and uniform names only.
+    tl.load needs that: a uniform address is a scalar pointer, which refuses a block mask.
+    """
 
     def __init__(self, indent=1):
         self.lines = []
         self.indent = indent
         self._count = 0
+        self._uniform = set()
 
     def fresh(self, hint="v"):
         self._count += 1
@@ -112,11 +123,19 @@ class Writer:
     def line(self, text):
         self.lines.append("    " * self.indent + text)
 
-    def let(self, expr, hint="v", comment=None):
-        """Emit `name = expr` and return name."""
+    def let(self, expr, hint="v", comment=None, uniform=None):
+        """Emit `name = expr` and return name; `uniform` overrides what `expr` says."""
         name = self.fresh(hint)
         self.line(f"{name} = {expr}" + (f"  # {comment}" if comment else ""))
+        if uniform or (uniform is None and self.is_uniform(expr)):
+            self._uniform.add(name)
         return name
+
+    def is_uniform(self, expr):
+        """Whether `expr` (a Python int, or source text) has one value for the whole tile."""
+        if isinstance(expr, int):
+            return True
+        return all(n in self._uniform or n in _ALWAYS_UNIFORM for n in _READS.findall(expr))
 
     def text(self):
         return "\n".join(self.lines)

@@ -3,7 +3,8 @@ Triton's interpreter (against jitlib's interpreter) and compiled for sm_90: both
 go through Triton's own type rules and checks, which is where these went wrong.
 
 - `x[k]` with a traced scalar `k`: every lane reads one address, computed from data;
-  tl.load refused the tile's block mask on that scalar pointer.
+  tl.load refused the tile's block mask on that scalar pointer. Also inside a row picked
+  by `k` (`(m + v[:, None])[k]` reads `v[k]`, uniform, beside a varying column).
 - the same through a dynamic_slice whose window is one element.
 - max/min rows of 8/16-bit integers: Triton reduces them in int32, so `-max(u8)` became
   a negative int32 and compared as one, instead of wrapping in uint8.
@@ -53,7 +54,7 @@ def _agrees_module(module, *args):
 def test_a_traced_scalar_index_reads_one_address_for_the_whole_tile(k):
     x, y = np.arange(5.0, dtype=np.float32), np.linspace(-1, 1, 7, dtype=np.float32)
     _agrees(lambda x, y, k: (x[k] * y, x[k], np.sum(x[k] * y), x.reshape(5, 1)[k] + y,
-                             (x > 2)[k]), x, y, np.int64(k))
+                             (x > 2)[k], np.maximum(x[:, None], y)[k]), x, y, np.int64(k))
 
 
 def test_a_scalar_dynamic_slice_reads_one_address():
@@ -91,6 +92,8 @@ def test_negating_zero_flips_its_sign(dt):
 def test_a_broadcast_element_as_a_dot_operand_pads_its_tile_with_zeros(n):
     x = np.array([0.2515], np.float16)
     _agrees(lambda x: x.reshape(1, 1) @ x.reshape(1, 1), x)
+    row = np.array([[0.2515, 3.0, -1.0]], np.float16)
+    _agrees(lambda r: r.T[:1, :1] @ r.T[:1, :1], row)   # one element through views
     w = np.linspace(-1, 1, 4 * n, dtype=np.float32).reshape(n, 4)
     _agrees(lambda s, w: np.full((2, n), 1.0, np.float32) * s @ w, np.float32(0.75), w)
 
