@@ -430,6 +430,11 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     inputs = tuple(_coerce_sequence(x) for x in inputs)
     loop = _loop(ufunc, inputs, dtype)
     shape = T.broadcast_shapes(*[T.shape_of(x) for x in inputs])
+    known = _compare_past_range(ufunc, inputs, loop)
+    if known is not None:
+        result = T.Tracer(T.broadcast(B.constant(np.array(known)), shape))
+        return _write_out(ufunc, [result], out, where)[0] if (
+            out is not None or where is not True) else result
     operands = [T.broadcast(T.as_instr(x, dt), shape) for x, dt in zip(inputs, loop)]
     results = build_fn(*operands)
     if not isinstance(results, tuple):
@@ -440,6 +445,26 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     if out is not None or where is not True:
         wrapped = _write_out(ufunc, wrapped, out, where)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+_FLIPPED = {np.less: np.greater, np.less_equal: np.greater_equal, np.greater: np.less,
+            np.greater_equal: np.less_equal, np.equal: np.equal, np.not_equal: np.not_equal}
+
+
+def _compare_past_range(ufunc, inputs, loop):
+    """The answer of comparing integers with a Python int their type cannot hold, which
+    NumPy gives as the exact one (`uint8_array < 300` is all True), or None."""
+    if ufunc not in _FLIPPED or not dtypes.is_integer(loop[0]):
+        return None
+    for i, value in enumerate(inputs):
+        if type(value) is int:
+            info = np.iinfo(loop[0])
+            if info.min <= value <= info.max:
+                return None
+            op = ufunc if i == 1 else _FLIPPED[ufunc]   # as `array op value`
+            # every element lies on the same side of `value`: compare one of them
+            return bool(op(info.min if value > info.max else info.max, value))
+    return None
 
 
 def _coerce_sequence(x):

@@ -515,6 +515,21 @@ def test_where_and_select_wrap_python_ints_as_numpy_does():
           u, c)
 
 
+def test_clip_ties_and_nan_bounds_as_numpy():
+    # found by the fuzzer: with both bounds one value NumPy keeps x on a tie (its sign of
+    # zero too) and a NaN bound makes every result NaN; array bounds go to the bound
+    x = np.array([-0.0, 0.0, np.nan, -1.0, 2.0, 0.5])
+    for lo, hi in [(0.0, 1.0), (-0.0, 1.0), (np.nan, 1.0), (0.0, np.nan), (1.0, 0.0),
+                   (np.zeros(1), -np.zeros(1)), (np.zeros(6), -np.zeros(6)),
+                   (np.zeros(1), np.ones(6))]:
+        for dtype in (np.float64, np.float32, np.float16):
+            want = _quiet(np.clip, x.astype(dtype), lo, hi)
+            got = _quiet(run, lambda x: np.clip(x, lo, hi), x.astype(dtype))
+            assert_same(got, want)
+            np.testing.assert_array_equal(np.signbit(got), np.signbit(want),
+                                          err_msg=f"{dtype.__name__} clip({lo}, {hi})")
+
+
 @pytest.mark.parametrize("dtype", [F32, F16, I32, U8, I64], ids=lambda d: np.dtype(d).name)
 def test_clip(dtype):
     x = values(dtype, (3, 4))

@@ -8,6 +8,7 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
+from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
 from jitlib.trace.functions import reductions
 from jitlib.trace.functions._common import (
@@ -110,8 +111,24 @@ def clip(a, a_min=NOVALUE, a_max=NOVALUE, out=None, *, min=NOVALUE, max=NOVALUE,
     else:
         lo, hi = operand(lo), operand(hi)
         dt = _clip_loop_dtype(x, lo, hi)
-        r = apply(np.minimum, apply(np.maximum, x, lo, dtype=dt), hi, dtype=dt)
+        if is_inexact(dt) and all(np.prod(T.shape_of(b), dtype=int) == 1 for b in (lo, hi)):
+            r = T.Tracer(_clip_by_scalars(x, lo, hi, dt))
+        else:
+            r = apply(np.minimum, apply(np.maximum, x, lo, dtype=dt), hi, dtype=dt)
     return finish(r, out, "clip")
+
+
+def _clip_by_scalars(x, lo, hi, dt):
+    """NumPy's float clip where both bounds are one value (its SIMD loop for constant
+    bounds, measured on NumPy 2.4): a bound replaces x only when x is strictly past it,
+    so x == bound keeps x's sign of zero (clip(-0.0, 0, 1) is -0.0, where the general loop
+    and np.maximum give 0.0), and a NaN bound makes every result NaN."""
+    shape = T.broadcast_shapes(*(T.shape_of(v) for v in (x, lo, hi)))
+    xv, lov, hiv = (T.broadcast(T.as_instr(v, dt), shape) for v in (x, lo, hi))
+    r = B.select(B.compare(xv, lov, "LT"), lov, xv)
+    r = B.select(B.compare(r, hiv, "GT"), hiv, r)
+    nan_bound = B.binary(Op.OR, B.compare(lov, lov, "NE"), B.compare(hiv, hiv, "NE"))
+    return B.select(nan_bound, B.binary(Op.ADD, lov, hiv), r)
 
 
 def _clip_loop_dtype(*operands):
