@@ -371,7 +371,7 @@ class _ReductionEmitter:
         self.el = Elemental(self.fn, {p: f"%in{i}" for i, p in enumerate(body.params)})
         self.kept = [d for d in range(len(self.plan.S)) if d not in self.plan.R]
         self.kept_in = _kept_in_outputs(self.plan)
-        self.ahead, self.streamed = self._prefetch_plan(body)
+        self.ahead, self.prefetched = self._prefetch_plan(body)
         self.stream_row = self._stream_plan(body)
 
     def _stream_plan(self, body):
@@ -528,7 +528,7 @@ class _ReductionEmitter:
             return
         fn = self.fn
         lin = self.el.linear(self.s_index(kdims, rdims))
-        for ptr, item in self.streamed:
+        for ptr, item in self.prefetched:
             # a plain getelementptr: past the last row it points nowhere, and a prefetch
             # of such an address is a no-op, never a fault
             base = imul(fn, iadd(fn, lin, self.ahead), item)
@@ -543,16 +543,16 @@ class _ReductionEmitter:
         the row ahead would not stay in L2 until its turn."""
         plan = self.plan
         row = int(np.prod([plan.S[d] for d in plan.R], dtype=np.int64))
-        streamed = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
-                    if p.shape == plan.S]
-        row_bytes = row * sum(item for _, item in streamed)
+        full = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
+                if p.shape == plan.S]
+        row_bytes = row * sum(item for _, item in full)
         trailing = list(plan.R) == list(range(len(plan.S) - len(plan.R), len(plan.S)))
-        if self.fn.whole or not streamed or not trailing or row == 0 \
+        if self.fn.whole or not full or not trailing or row == 0 \
                 or row_bytes > PREFETCH_MAX_ROW_BYTES:
             return None, []
         self.fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
         rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter
-        return rows * row, streamed
+        return rows * row, full
 
     def float_extreme(self, red, kdims, sizes):
         """A float max/min in two tries. First in vector lanes, as cheaply as x86 allows:
@@ -613,6 +613,7 @@ class _ReductionEmitter:
         el.push()
         for red in plan.reductions:
             self.reduction(red, kdims)
+
         def reload(index):   # the kept summed values, before any store overwrites them
             for red, j in self.kept_in.items():
                 x = red.operands[0]
