@@ -194,6 +194,10 @@ class InterpretError(JitlibError):
     """The reference interpreter failed while evaluating IR."""
 
 
+class IntegerOverflowError(JitlibError, OverflowError):
+    """A Python int meets an integer array whose type cannot hold it, where NumPy raises."""
+
+
 class JitlibIndexError(JitlibError, IndexError):
     """An index NumPy rejects (out of bounds, too many indices, ...), found while tracing."""
 

@@ -28,6 +28,9 @@ class Difference(NamedTuple):
         if self.kind == "dtype":
             return f"argument {self.arg!r}: dtype {self.old} -> {self.new}"
         if self.kind == "weak":
+            if type(self.old) is tuple and type(self.new) is tuple:
+                return (f"argument {self.arg!r}: a Python int in {_range(self.old)} -> "
+                        f"{_range(self.new)} (the range decides which integer types hold it)")
             return f"argument {self.arg!r}: a Python scalar (weak type) vs an array"
         if self.kind == "static":
             return f"static argument {self.arg!r}: {self.old!r} -> {self.new!r}"
@@ -44,6 +47,9 @@ class Difference(NamedTuple):
         if self.kind == "static":
             return (f"stop varying static argument {self.arg!r}, or make it dynamic "
                     f"(drop it from static_argnums/static_argnames)")
+        if self.kind == "weak" and type(self.old) is tuple and type(self.new) is tuple:
+            return (f"a Python int {self.arg!r} compiles once per range of values; pass it "
+                    f"as a NumPy array or scalar of a fixed dtype if it ranges widely")
         if self.kind in ("dtype", "weak"):
             return f"pass {self.arg!r} with one dtype on every call (cast before calling)"
         if self.kind == "shape":
@@ -101,3 +107,8 @@ def leaf_names(key):
 
 def _shape(shape):
     return "(" + ", ".join(map(str, shape)) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _range(bounds):
+    lo, hi = bounds
+    return f"[{'-inf' if lo is None else lo}, {'inf' if hi is None else hi}]"

@@ -5,6 +5,7 @@ the function, and collects the results into an `hlo.Module`. Traces nest
 (a jitted function called inside another one's trace is inlined), so the
 active one is the top of a per-thread stack.
 """
+import bisect
 import contextlib
 import threading
 
@@ -60,13 +61,32 @@ class Trace:
         return Module(self.name, self.params, results)
 
 
+# Every integer dtype's bounds, as cuts of the line: a Python int between two cuts fits
+# each integer dtype, or misses it, as a whole range (int8 holds [-128, 127], uint8
+# [0, 255]...). A Python int argument keys the cache by its range, so tracing knows what
+# NumPy would do with its value: convert it, raise OverflowError, or compare exactly.
+_INT_CUTS = sorted({int(np.iinfo(t).min) for t in dtypes.INTEGERS}
+                   | {int(np.iinfo(t).max) + 1 for t in dtypes.INTEGERS})
+
+
+def int_range(value):
+    """(lo, hi): the range between two cuts that holds the Python int `value`."""
+    i = bisect.bisect_right(_INT_CUTS, value)
+    lo = _INT_CUTS[i - 1] if i > 0 else None
+    hi = _INT_CUTS[i] - 1 if i < len(_INT_CUTS) else None
+    return lo, hi
+
+
 def abstract_leaf(x, what):
     """(shape, dtype, weak) of an argument leaf, or a clear error for what cannot be traced.
 
     Python scalars are weak: they become 0-d parameters of NumPy's default type that
-    promote like Python scalars, so `f(x, 2.0)` keeps float32 math float32.
+    promote like Python scalars, so `f(x, 2.0)` keeps float32 math float32. A Python
+    int's `weak` is its `int_range` (a tuple, so still true).
     """
     weak = isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    if weak and isinstance(x, int) and not isinstance(x, bool):
+        weak = int_range(x)
     if weak:
         arr = np.asarray(x)
     elif isinstance(x, (np.ndarray, np.generic, Array)):

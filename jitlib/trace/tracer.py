@@ -371,11 +371,40 @@ def concrete(x, dtype=None):
     return arr
 
 
+def int_range(x):
+    """(lo, hi) holding the value of `x` where it is known to be a Python int in a range
+    (a concrete one, or an argument that was one), else None."""
+    if isinstance(x, Tracer):
+        return x._weak if type(x._weak) is tuple else None
+    if isinstance(x, int) and not isinstance(x, (bool, np.generic)):
+        return (x, x)
+    return None
+
+
+def fits(bounds, dtype):
+    """Whether every int in `bounds` (lo, hi) is a value of integer `dtype`."""
+    info = np.iinfo(dtype)
+    lo, hi = bounds
+    return lo is not None and hi is not None and info.min <= lo and hi <= info.max
+
+
 def as_instr(x, dtype=None):
-    """The IR value of a tracer or a concrete value, optionally converted to `dtype`."""
+    """The IR value of a tracer or a concrete value, optionally converted to `dtype`.
+
+    A Python int argument converted to an integer type that cannot hold it raises, as
+    NumPy 2 does (the argument's range, not its value, is what the trace knows)."""
     if isinstance(x, Tracer):
         instr = x.instr
-        return build.convert(instr, dtype) if dtype is not None else instr
+        if dtype is None:
+            return instr
+        bounds = int_range(x)
+        if bounds is not None and dtypes.is_integer(dtype) and not fits(bounds, dtype):
+            raise errors.IntegerOverflowError(
+                f"a Python int argument (between {bounds[0]} and {bounds[1]} at this call) "
+                f"is out of bounds for {np.dtype(dtype).name}, which NumPy refuses too",
+                hint=f"convert the array to a wider type first, or pass a value that fits "
+                     f"{np.dtype(dtype).name}")
+        return build.convert(instr, dtype)
     if isinstance(x, Instr):
         return build.convert(x, dtype) if dtype is not None else x
     if dtype is not None and is_weak(x):

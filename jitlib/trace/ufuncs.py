@@ -457,13 +457,13 @@ def _compare_past_range(ufunc, inputs, loop):
     if ufunc not in _FLIPPED or not dtypes.is_integer(loop[0]):
         return None
     for i, value in enumerate(inputs):
-        if type(value) is int:
-            info = np.iinfo(loop[0])
-            if info.min <= value <= info.max:
-                return None
-            op = ufunc if i == 1 else _FLIPPED[ufunc]   # as `array op value`
-            # every element lies on the same side of `value`: compare one of them
-            return bool(op(info.min if value > info.max else info.max, value))
+        bounds = T.int_range(value)
+        if bounds is None or T.fits(bounds, loop[0]):
+            continue
+        info, at = np.iinfo(loop[0]), bounds[0] if bounds[0] is not None else bounds[1]
+        op = ufunc if i == 1 else _FLIPPED[ufunc]   # as `array op value`
+        # every element (and every int of the range) lies on one side: compare one pair
+        return bool(op(info.min if at > info.max else info.max, at))
     return None
 
 

@@ -30,6 +30,8 @@ def _choice(value, dtype):
     # as uint8 is 255, 300 is 44) where a ufunc raises OverflowError: follow each
     if type(value) is int and dtypes.is_integer(dtype):
         return B.constant(np.array(value).astype(dtype))
+    if isinstance(value, T.Tracer):
+        return B.convert(value.instr, dtype)
     return T.as_instr(value, dtype)
 
 
@@ -74,11 +76,14 @@ def select(condlist, choicelist, default=0):
 
 
 def _int_bound_is_vacuous(x, bound, below):
-    # NumPy drops Python-int bounds outside an integer dtype's range (NEP 50)
-    if type(bound) is not int or not dtypes.is_integer(x.dtype):
+    # NumPy drops Python-int bounds outside an integer dtype's range (NEP 50); a Python
+    # int argument's range says as much
+    bounds = T.int_range(bound)
+    if bounds is None or not dtypes.is_integer(x.dtype):
         return False
     info = np.iinfo(x.dtype)
-    return bound <= info.min if below else bound >= info.max
+    lo, hi = bounds
+    return (hi is not None and hi <= info.min) if below else (lo is not None and lo >= info.max)
 
 
 @implements(np.clip)
@@ -111,24 +116,31 @@ def clip(a, a_min=NOVALUE, a_max=NOVALUE, out=None, *, min=NOVALUE, max=NOVALUE,
     else:
         lo, hi = operand(lo), operand(hi)
         dt = _clip_loop_dtype(x, lo, hi)
+        r = apply(np.minimum, apply(np.maximum, x, lo, dtype=dt), hi, dtype=dt)
         if is_inexact(dt) and all(np.prod(T.shape_of(b), dtype=int) == 1 for b in (lo, hi)):
-            r = T.Tracer(_clip_by_scalars(x, lo, hi, dt))
-        else:
-            r = apply(np.minimum, apply(np.maximum, x, lo, dtype=dt), hi, dtype=dt)
+            r = T.Tracer(_keep_sign_of_zero_on_ties(x, lo, hi, r, dt))
     return finish(r, out, "clip")
 
 
-def _clip_by_scalars(x, lo, hi, dt):
-    """NumPy's float clip where both bounds are one value (its SIMD loop for constant
-    bounds, measured on NumPy 2.4): a bound replaces x only when x is strictly past it,
-    so x == bound keeps x's sign of zero (clip(-0.0, 0, 1) is -0.0, where the general loop
-    and np.maximum give 0.0), and a NaN bound makes every result NaN."""
-    shape = T.broadcast_shapes(*(T.shape_of(v) for v in (x, lo, hi)))
+def _keep_sign_of_zero_on_ties(x, lo, hi, clipped, dt):
+    """NumPy's float clip with both bounds one value (its constant-bound SIMD loop,
+    measured on NumPy 2.4) is `x < lo ? lo : x`, then `v > hi ? hi : v`: equal in value to
+    maximum-then-minimum, but a tie keeps x's zero (clip(-0.0, 0, 1) is -0.0, where
+    np.maximum gives 0.0). Its value is taken only where the zero's sign differs, so a
+    tie's derivative stays split in two, as JAX's is."""
+    shape = clipped.shape
     xv, lov, hiv = (T.broadcast(T.as_instr(v, dt), shape) for v in (x, lo, hi))
-    r = B.select(B.compare(xv, lov, "LT"), lov, xv)
-    r = B.select(B.compare(r, hiv, "GT"), hiv, r)
-    nan_bound = B.binary(Op.OR, B.compare(lov, lov, "NE"), B.compare(hiv, hiv, "NE"))
-    return B.select(nan_bound, B.binary(Op.ADD, lov, hiv), r)
+    v = B.select(B.compare(xv, lov, "LT"), lov, xv)
+    v = B.select(B.compare(v, hiv, "GT"), hiv, v)
+    r = clipped.instr
+    zero = T.broadcast(B.constant(np.zeros((), dt)), shape)
+    one = T.broadcast(B.constant(np.ones((), dt)), shape)
+
+    def negative(z):   # 1/z < 0 tells -0.0 from 0.0
+        return B.compare(B.binary(Op.DIV, one, z), zero, "LT")
+    sign_differs = B.binary(Op.AND, B.compare(r, zero, "EQ"),
+                            B.compare(negative(r), negative(v), "NE"))
+    return B.select(sign_differs, v, r)
 
 
 def _clip_loop_dtype(*operands):
