@@ -146,10 +146,26 @@ class FunctionText:
 
     def vectorize_hint(self):
         """A fresh `!llvm.loop` node asking LLVM to vectorize one loop."""
-        if not self.metadata:
-            self.metadata.append('!0 = !{!"llvm.loop.vectorize.enable", i1 true}')
+        return self._loop_hint('!{!"llvm.loop.vectorize.enable", i1 true}')
+
+    def scalar_hint(self):
+        """A fresh `!llvm.loop` node asking LLVM to leave one loop as it is: neither
+        vectorized nor unrolled (a loop of a few iterations, where either would only
+        cost compile time)."""
+        return self._loop_hint('!{!"llvm.loop.vectorize.width", i32 1}',
+                               '!{!"llvm.loop.interleave.count", i32 1}',
+                               '!{!"llvm.loop.unroll.disable"}')
+
+    def _loop_hint(self, *properties):
+        refs = []
+        for text in properties:   # each property node once per function
+            line = next((m for m in self.metadata if m.endswith(f" = {text}")), None)
+            if line is None:
+                line = f"!{len(self.metadata)} = {text}"
+                self.metadata.append(line)
+            refs.append(line.split(" ", 1)[0])
         n = len(self.metadata)
-        self.metadata.append(f"!{n} = distinct !{{!{n}, !0}}")
+        self.metadata.append(f"!{n} = distinct !{{!{n}, {', '.join(refs)}}}")
         return f"!{n}"
 
     def render(self):

@@ -118,9 +118,10 @@ def share_bounds(fn, n):
     return lo, hi
 
 
-def _counted_loop(fn, name, start, end, body, vectorize, guard=None):
+def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=False):
     """The loop blocks both helpers emit: `for (i = start; i < end; ++i) body(i)`, entered
-    unconditionally, or only when `guard` holds."""
+    unconditionally, or only when `guard` holds; `scalar` asks LLVM to keep it a plain
+    loop (fn.scalar_hint)."""
     head, latch, done = fn.label(name), fn.label("latch"), fn.label("done")
     pred = fn.block
     if guard is None:
@@ -136,6 +137,8 @@ def _counted_loop(fn, name, start, end, body, vectorize, guard=None):
     fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
     more = fn.op(f"icmp ult i64 {i}.next, {end}", "c")
     hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
+    if scalar:
+        hint = f", !llvm.loop {fn.scalar_hint()}"
     fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
     fn.start_block(done)
 
@@ -247,7 +250,10 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at):
                   "s")
         store(fn, value_at(i), ptr, i, dt)
         el.pop()
-    _counted_loop(fn, "edges", "0", ends, edge, False, guard=f"icmp ult i64 0, {ends}")
+    # fewer than two blocks' worth of elements: vectorizing this loop would only cost
+    # compile time (first call of gelu, cold: ~12 ms)
+    _counted_loop(fn, "edges", "0", ends, edge, False, guard=f"icmp ult i64 0, {ends}",
+                  scalar=True)
 
 
 def render_loop(name, inputs, outputs):
