@@ -64,7 +64,8 @@ def literal(value, dt, shape="[]"):
             return f"tl.full({shape}, {v - (1 << 64)}, tl.int64).to(tl.uint64, bitcast=True)"
         return f"tl.full({shape}, {v}, {ty})"
     x = float(np.asarray(value, dtype=dt))
-    if np.isfinite(x):
+    # tl.full makes any value equal to 0 a null constant: -0.0 goes through its bits too
+    if np.isfinite(x) and not (x == 0 and np.signbit(x)):
         return f"tl.full({shape}, {x!r}, {ty})"
     if dt == F64:
         bits = int(np.array(x, F64).view(np.int64))
@@ -80,7 +81,7 @@ _BITS_LITERAL = re.compile(r"tl\.full\(\[[^]]*\], (-?\d+), tl\.int(32|64)\)"
 def never_nan(expr):
     """Whether `expr` is a float literal `literal` wrote whose value is not NaN."""
     if expr.startswith("tl.full(") and "bitcast" not in expr:
-        return True   # finite values are written as they are
+        return True   # finite values are written as they are (but -0.0)
     found = _BITS_LITERAL.fullmatch(expr)
     if not found:
         return False

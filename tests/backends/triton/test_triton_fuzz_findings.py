@@ -9,6 +9,7 @@ go through Triton's own type rules and checks, which is where these went wrong.
 - max/min rows of 8/16-bit integers: Triton reduces them in int32, so `-max(u8)` became
   a negative int32 and compared as one, instead of wrapping in uint8.
 - float negation: Triton's unary minus is `0 - x`, so -(+0.0) came out +0.0.
+- a -0.0 literal: tl.full turns any value equal to 0 into a null (+0.0) constant.
 - a dot operand that is one broadcast element filled its whole tile, contraction padding
   included: a 1x1 @ 1x1 product summed the square BK times; and one broadcast from a
   loaded element reached tl.dot as a scalar.
@@ -109,3 +110,14 @@ def test_max_against_a_float_literal():
     b = np.array([True, False, True])
     _agrees(lambda b: (np.maximum(0.5, -(2 + b.astype(np.int64)).astype(np.float64)),
                        np.minimum(-np.inf, b * 1.0), np.maximum(np.float32(2.5), b * 3)), b)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_negative_zero_literals_keep_their_sign(dt):
+    x = np.array([0.25, -3.0, 0.0], dt)
+    module = traced(lambda x: (np.where(x > 0, x, -0.0), np.remainder(x, -x)), (x,))
+    exe = GPU.compile(module)
+    for g, w in zip(exe(x), evaluate(module, [x])):
+        g = np.asarray(g)
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=exe.kernel_sources())
