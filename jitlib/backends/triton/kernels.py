@@ -247,6 +247,8 @@ def render_reduction(name, body, summary=""):
     if row_len and s_out:
         w.line("# the row-shaped outputs")
         lin = el.linear(s_index)
+        if w.is_uniform(lin):   # one element (a 1x1 row): a block address for the mask
+            lin = f"{lin} + tl.zeros({smask}.shape, tl.int64)"
         for j, out in s_out:
             v = el.value(out, s_index)
             w.line(f"tl.store(out{j} + {lin}, {store_value(v, out.dtype)}, mask={smask})")

@@ -10,6 +10,7 @@ go through Triton's own type rules and checks, which is where these went wrong.
   a negative int32 and compared as one, instead of wrapping in uint8.
 - float negation: Triton's unary minus is `0 - x`, so -(+0.0) came out +0.0.
 - a -0.0 literal: tl.full turns any value equal to 0 into a null (+0.0) constant.
+- a reduction over a 1x1 input that also stores its row: one address, a block mask.
 - a dot operand that is one broadcast element filled its whole tile, contraction padding
   included: a 1x1 @ 1x1 product summed the square BK times; and one broadcast from a
   loaded element reached tl.dot as a scalar.
@@ -121,3 +122,8 @@ def test_negative_zero_literals_keep_their_sign(dt):
         g = np.asarray(g)
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w), err_msg=exe.kernel_sources())
+
+
+def test_a_one_element_row_is_stored_beside_its_sum():
+    x = np.array([[2.5]], np.float32)
+    _agrees(lambda x: (x @ (x.sum(axis=0).reshape(1, 1) * x)).reshape(1), x)
