@@ -94,7 +94,9 @@ def narrow(expr, dt):
     """`expr` (f32) rounded to the f16/bf16 grid, still as f32; unchanged for other dtypes."""
     dt = np.dtype(dt)
     if dt in NARROW:
-        return f"{expr}.to({memory_type(dt)}).to(tl.float32)"
+        # `a + b` must round as a whole, not just `b`
+        whole = expr if expr.isidentifier() else f"({expr})"
+        return f"{whole}.to({memory_type(dt)}).to(tl.float32)"
     return expr
 
 

@@ -11,6 +11,8 @@ go through Triton's own type rules and checks, which is where these went wrong.
 - float negation: Triton's unary minus is `0 - x`, so -(+0.0) came out +0.0.
 - a -0.0 literal: tl.full turns any value equal to 0 into a null (+0.0) constant.
 - a reduction over a 1x1 input that also stores its row: one address, a block mask.
+- f16 arithmetic rounded only its last operand: `a + b.to(f16)` for `(a + b).to(f16)`.
+- an f64 dot of a widened f16 operand does not lower in Triton 3.6 (sm_90): not generated.
 - a dot operand that is one broadcast element filled its whole tile, contraction padding
   included: a 1x1 @ 1x1 product summed the square BK times; and one broadcast from a
   loaded element reached tl.dot as a scalar.
@@ -127,3 +129,19 @@ def test_negative_zero_literals_keep_their_sign(dt):
 def test_a_one_element_row_is_stored_beside_its_sum():
     x = np.array([[2.5]], np.float32)
     _agrees(lambda x: ((x * 2.0) @ x, (x * 2.0).sum(axis=0)), x)
+
+
+def test_16_bit_arithmetic_rounds_the_whole_expression():
+    x = np.array([0.2515, 1.0e-3, 700.3], np.float16)
+    _agrees(lambda x: ((2 + x).astype(np.float32), (x * x - x).astype(np.float64)), x)
+
+
+def test_an_f64_dot_of_widened_f16_runs_on_the_interpreter():
+    a = np.linspace(-1, 1, 6).reshape(2, 3)
+    h = np.linspace(0, 2, 9, dtype=np.float16).reshape(3, 3)
+    module = traced(lambda a, h: a @ h.astype(np.float64), (a, h))
+    reasons = [k for _, k in rendered(module) if isinstance(k, str)]
+    assert reasons == ["an f64 dot of 16-bit operands widened inside the kernel"]
+    exe = GPU.compile(module)
+    np.testing.assert_allclose(np.asarray(exe(a, h)[0]), evaluate(module, [a, h])[0],
+                               rtol=1e-15)
