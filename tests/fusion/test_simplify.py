@@ -172,6 +172,24 @@ def test_transpose_folded_into_dot_is_bit_identical():
         golden.assert_same_bits(evaluate(module, args), evaluate(simplified, args))
 
 
+@pytest.mark.parametrize("dt", [np.float16, dtypes.bfloat16, np.float32, np.int8, np.uint8])
+@pytest.mark.parametrize("shapes, batch", [
+    (((), (2,)), ((), ())), (((), ()), ((), ())), (((3,), (2,)), ((), ())),
+    (((2, 3), (2, 4)), ((0,), (0,))), (((3, 2, 5), (5, 4, 2)), ((1, 2), (2, 0)))])
+def test_a_dot_summing_nothing_becomes_a_product(dt, shapes, batch):
+    # found by fuzzing the Triton backend: a rank-0 tl.dot does not exist; one product,
+    # rounded once, is the multiply's result to the bit (overflow and wrapping included)
+    rng = np.random.default_rng(1)
+    a, b = build.parameter(0, shapes[0], dt, "a"), build.parameter(1, shapes[1], dt, "b")
+    dot = build.dot_general(a, b, (), (), *batch)
+    module = Module("m", [a, b], [dot])
+    simplified = run_pipeline(module)
+    assert not any(i.op is Op.DOT_GENERAL for i in simplified.instructions), simplified
+    args = [(rng.standard_normal(p.shape) * 300).astype(dt) for p in module.params]
+    with np.errstate(all="ignore"):
+        golden.assert_same_bits(evaluate(module, args), evaluate(simplified, args))
+
+
 # -- meaning preserved on random programs
 
 def _check_same_bits(module, inputs, options=None):

@@ -162,6 +162,35 @@ def dot_of_transpose(instr, options):
     return None
 
 
+def dot_without_contraction(instr, options):
+    # Nothing summed: each output element is one product, rounded once, which is what
+    # the elementwise multiply computes (16-bit floats too: NumPy and ml_dtypes multiply
+    # in f32 and round once), added to the sum's +0.0. Kernels then fuse it like any product, and the Triton
+    # backend is spared a rank-0 or rank-1 tl.dot, which it cannot express.
+    a = instr.attrs
+    if a["lhs_contract"] or a["rhs_contract"]:
+        return None
+    nb = len(a["lhs_batch"])
+    sides = []
+    for x, batch in zip(instr.operands, (a["lhs_batch"], a["rhs_batch"])):
+        free = [d for d in range(x.ndim) if d not in batch]
+        perm = tuple(batch) + tuple(free)
+        if perm != tuple(range(x.ndim)):
+            x = build.transpose(x, perm, loc=instr.loc)
+        sides.append((x, len(free)))
+    (lhs, n_lhs), (rhs, n_rhs) = sides
+    lhs = build.broadcast_in_dim(lhs, instr.shape, tuple(range(nb + n_lhs)), loc=instr.loc)
+    rhs = build.broadcast_in_dim(rhs, instr.shape, tuple(range(nb)) + tuple(
+        range(nb + n_lhs, nb + n_lhs + n_rhs)), loc=instr.loc)
+    product = build.binary(Op.MUL, lhs, rhs, loc=instr.loc)
+    if not dtypes.is_float(instr.dtype):
+        return product
+    # a dot's sum starts at +0.0: a lone -0.0 product comes out +0.0
+    zero = build.broadcast_in_dim(build.constant(np.zeros((), instr.dtype), loc=instr.loc),
+                                  instr.shape, (), loc=instr.loc)
+    return build.binary(Op.ADD, product, zero, loc=instr.loc)
+
+
 RULES = RuleTable([
     # ** identities (the builder never makes these; parsed or rewritten IR may) **
     (Op.TRANSPOSE, transpose_identity),               # transpose(x, [0,1,...]) -> x
@@ -181,4 +210,5 @@ RULES = RuleTable([
      idempotent_reduce_of_broadcast),                 # max(broadcast(x)) -> x
     # ** transposes into dot_general **
     (Op.DOT_GENERAL, dot_of_transpose),               # dot(transpose(a), b) -> dot(a, b)
+    (Op.DOT_GENERAL, dot_without_contraction),        # dot summing nothing -> a * b
 ])
