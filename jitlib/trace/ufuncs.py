@@ -285,9 +285,26 @@ def _logaddexp2(a, b):
 
 # -- comparisons and classification
 
+def _compare(a, b, direction):
+    if a.dtype == b.dtype:
+        return B.compare(a, b, direction)
+    # NumPy's exact loops for uint64 against int64 (the only mixed pair it resolves): a
+    # negative int64 lies below every uint64; otherwise both compare as uint64
+    if np.dtype(a.dtype) == np.int64:
+        return _compare(b, a, _MIRRORED[direction])
+    signed = b
+    negative = _lt0(signed)
+    as_unsigned = B.convert(B.select(negative, _c(0, signed), signed), a.dtype)
+    below = direction in ("GT", "GE", "NE")   # `a OP b` when b < 0 <= a
+    return B.select(negative, B.broadcast_in_dim(B.constant(np.array(below)), a.shape, ()),
+                    B.compare(a, as_unsigned, direction))
+
+
+_MIRRORED = {"EQ": "EQ", "NE": "NE", "LT": "GT", "LE": "GE", "GT": "LT", "GE": "LE"}
+
 for _uf, _dir in ((np.equal, "EQ"), (np.not_equal, "NE"), (np.less, "LT"),
                   (np.less_equal, "LE"), (np.greater, "GT"), (np.greater_equal, "GE")):
-    builder(_uf)(lambda a, b, _d=_dir: B.compare(a, b, _d))
+    builder(_uf)(lambda a, b, _d=_dir: _compare(a, b, _d))
 
 
 @builder(np.isnan)

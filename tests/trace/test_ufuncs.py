@@ -224,3 +224,17 @@ def test_floor_division_keeps_the_sign_of_a_zero_quotient(dtype, backend):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g, w)
         np.testing.assert_array_equal(np.signbit(g), np.signbit(w))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_uint64_against_int64_compares_exactly(backend):
+    # found by the fuzzer: NumPy resolves (uint64, int64) comparisons to an exact loop
+    # (no common type holds both); tracing built an ill-typed compare
+    u = np.array([0, 2**63 + 5, 3, 7, 2**64 - 1], np.uint64)
+    i = np.array([0, -5, 3, 9, -1], np.int64)
+
+    def f(u, i):
+        return u == i, u != i, u < i, u <= i, u > i, u >= i, i < u, np.equal(i, u)
+    for got, want in zip(jitlib.jit(f, backend=backend)(u, i), f(u, i)):
+        assert got.dtype == want.dtype
+        np.testing.assert_array_equal(got, want)
