@@ -5,6 +5,9 @@
 #   bash tools/gpu_session.sh            # from the repository root; OUT=dir keeps the logs
 #   QUICK=1 bash tools/gpu_session.sh    # the benchmark's --quick mode
 #   TESTS_LIMIT_S=150 BENCH_BUDGET_S=200 bash tools/gpu_session.sh   # a shorter session
+#   FUZZ_MINUTES=3 BENCH=0 bash tools/gpu_session.sh   # tests, then the differential fuzzer
+#                                                      # with the gpu variant, no benchmark
+#   TESTS=0 bash tools/gpu_session.sh                  # the benchmark only
 #
 # Everything printed also lands in $OUT (default ./gpu-session-out): session.log,
 # versions.txt, pytest-gpu.log, pytest-gpu.xml, benchmark.log, gpu-<date>.json and .md.
@@ -54,6 +57,7 @@ except Exception as e:
 EOF
 } | tee "$OUT/versions.txt"
 
+if [ "${TESTS:-1}" = 1 ]; then
 stage "pytest -m gpu"
 # the runtime's own tests first (the kernels' tests compile a lot); SIGINT at the limit
 # still lets pytest print its summary and write the junit file
@@ -65,7 +69,19 @@ python -c "import hypothesis" 2>/dev/null || PYTEST_ARGS+=(--noconftest)
 timeout -s INT -k 15 "${TESTS_LIMIT_S:-200}" python -m pytest "${PYTEST_ARGS[@]}" 2>&1 | tee "$OUT/pytest-gpu.log"
 tests_rc=${PIPESTATUS[0]}
 echo "pytest exit status: $tests_rc"
+else
+tests_rc=0
+fi
 
+if [ "${FUZZ_MINUTES:-0}" != 0 ]; then
+    stage "fuzz (gpu variant included)"
+    # findings are saved under $OUT/fuzz as IR text + inputs, to replay here
+    timeout -k 10 "$(( ${FUZZ_MINUTES} * 60 + 90 ))" python -m tests.fuzz \
+        --minutes "${FUZZ_MINUTES}" --save-dir "$OUT/fuzz" 2>&1 | tee "$OUT/fuzz.log"
+    echo "fuzz exit status: ${PIPESTATUS[0]}"
+fi
+
+[ "${BENCH:-1}" = 1 ] || { stage "done"; ls -l "$OUT"; exit "$tests_rc"; }
 stage "benchmark"
 # the budget skips the tools not yet measured once spent; the full run (scale large) needs
 # ~2-4 minutes, most of it first-call compiles of four tools

@@ -138,7 +138,9 @@ def _sign(w, instr, x):
         return x
     if dtypes.is_unsigned(instr.dtype):
         return f"tl.where({x} > 0, {one}, {zero})"
-    rest = x if _is_float(instr.dtype) else zero   # 0, -0.0 and NaN are themselves
+    rest = zero
+    if _is_float(instr.dtype):   # NaN stays; NumPy gives +0 for -0.0, ml_dtypes' bf16 -0
+        rest = x if dtypes.name(instr.dtype) == "bf16" else f"tl.where({x} != {x}, {x}, {zero})"
     return f"tl.where({x} > 0, {one}, tl.where({x} < 0, {minus}, {rest}))"
 
 

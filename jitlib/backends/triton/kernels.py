@@ -332,6 +332,10 @@ def render_dot(name, body, summary=""):
     if dtypes.name(dt) not in DOT_DTYPES or rhs.dtype != dt:
         raise Unsupported(f"tl.dot of {dtypes.name(dt)} operands (floats only: "
                           f"{', '.join(DOT_DTYPES)})")
+    if not dot.attrs["lhs_contract"]:
+        # the optimizer rewrites these into products (simplify/movement.py); a fused
+        # module may still hold one, and tl.dot has no rank-0 or rank-1 form
+        raise Unsupported("a dot_general that sums nothing")
     tile_dt = _tile_dtype(lhs, rhs, dt)
     if dt == F64 and any(_source_dtype(x).itemsize == 2 for x in (lhs, rhs)):
         # Triton 3.6 fails to lower an f16/bf16 -> f64 widening in an f64 mma operand

@@ -13,6 +13,8 @@ go through Triton's own type rules and checks, which is where these went wrong.
 - a reduction over a 1x1 input that also stores its row: one address, a block mask.
 - f16 arithmetic rounded only its last operand: `a + b.to(f16)` for `(a + b).to(f16)`.
 - an f64 dot of a widened f16 operand does not lower in Triton 3.6 (sm_90): not generated.
+- np.sign(-0.0) is +0.0 in NumPy (bf16's ml_dtypes keeps -0.0); the kernel returned -0.0.
+- a fused module holding a dot that sums nothing (the optimizer rewrites those first).
 - a dot operand that is one broadcast element filled its whole tile, contraction padding
   included: a 1x1 @ 1x1 product summed the square BK times; and one broadcast from a
   loaded element reached tl.dot as a scalar.
@@ -145,3 +147,26 @@ def test_an_f64_dot_of_widened_f16_runs_on_the_interpreter():
     exe = GPU.compile(module)
     np.testing.assert_allclose(np.asarray(exe(a, h)[0]), evaluate(module, [a, h])[0],
                                rtol=1e-15)
+
+
+@pytest.mark.parametrize("dt", [np.float16, np.float32, np.float64])
+def test_sign_of_negative_zero_is_positive_zero(dt):
+    x = np.array([-0.2642, -0.0, 0.0, np.nan, 3.0], dt)
+    module = traced(lambda x: (np.sign(np.ceil(x)), np.sign(x)), (x,))
+    exe = GPU.compile(module)
+    for g, w in zip(exe(x), evaluate(module, [x])):
+        g = np.asarray(g)
+        np.testing.assert_array_equal(g, w)
+        np.testing.assert_array_equal(np.signbit(g[:3]), np.signbit(w[:3]))
+
+
+def test_a_fused_dot_that_sums_nothing_is_not_generated():
+    x = B.parameter(0, (2,), np.float16, "x")
+    dot = B.dot_general(x, x, (), (), (0,), (0,))
+    body = Module("fused_0", [x], [dot])
+    fusion = B.make(Op.FUSION, [x], dict(body=body, kind="dot", name="fused_0"))
+    module = Module("f", [x], [fusion])
+    a = np.array([1.5, -0.0], np.float16)
+    exe = GPU.compile(module)
+    assert "fused_0" in exe.fallbacks and "sums nothing" in exe.fallbacks["fused_0"]
+    np.testing.assert_array_equal(np.asarray(exe(a)[0]), evaluate(module, [a])[0])
