@@ -87,14 +87,14 @@ class DotKernel:
 
 # -- loops
 
-def loop(fn, n, body, vectorize=False):
+def loop(fn, n, body, vectorize=False, scalar=False):
     """Emit `for i in range(n): body(i)` (n static); nothing for n == 0, no loop for 1."""
     if n == 0:
         return
     if n == 1:
         body(0)
         return
-    _counted_loop(fn, "loop", "0", n, body, vectorize)
+    _counted_loop(fn, "loop", "0", n, body, vectorize, scalar=scalar)
 
 
 def share(fn, n, body, vectorize=False):
@@ -143,10 +143,11 @@ def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=Fals
     fn.start_block(done)
 
 
-def nest(fn, sizes, body, vectorize=True, split=False):
+def nest(fn, sizes, body, vectorize=True, split=False, scalar=False):
     """Loops over `sizes` (outermost first); `body(indices)`; the innermost real loop
     carries the vectorize hint. With `split`, the outermost real loop (or, where every
-    size is 1, a loop of one) runs over this call's share only."""
+    size is 1, a loop of one) runs over this call's share only. With `scalar`, every
+    loop asks LLVM to leave it as it is (a rarely taken path: compile time only)."""
     sizes = list(sizes)
     if 0 in sizes:
         return
@@ -158,8 +159,11 @@ def nest(fn, sizes, body, vectorize=True, split=False):
         if k == len(sizes):
             body(done)
             return
-        emit = share if k == outer else loop
-        emit(fn, sizes[k], lambda i: level(k + 1, done + [i]), vectorize and k == inner)
+        step = lambda i: level(k + 1, done + [i])   # noqa: E731
+        if k == outer:
+            share(fn, sizes[k], step, vectorize and k == inner)
+        else:
+            loop(fn, sizes[k], step, vectorize and k == inner, scalar=scalar)
     if split and not sizes:
         share(fn, 1, lambda i: body([]))
     else:
@@ -592,7 +596,9 @@ class _ReductionEmitter:
                     fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {o}, {zero}', 'a')}, "
                             f"ptr {odd}")
                 el.pop()
-            nest(fn, sizes, step)
+            # the in-order refold runs only for a row holding a NaN, an inf or a zero
+            # result: not worth LLVM's vectorizer (~5 ms of a softmax kernel's compile)
+            nest(fn, sizes, step, scalar=not detect)
 
         def fast(a, v):
             name = f"llvm.{'maxnum' if is_max else 'minnum'}.{'f64' if t == 'double' else 'f32'}"
