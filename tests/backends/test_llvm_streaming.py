@@ -206,6 +206,14 @@ def test_rows_too_long_for_the_row_buffer_keep_plain_stores():
     assert "!nontemporal" not in kernel.ir
 
 
+def test_short_rows_keep_plain_stores():
+    # attention's 512-wide softmax rows: no faster streamed, and slower to compile
+    cols = streaming.ROW_STREAM_MIN_BYTES // 4 // 2
+    x = np.ones((streaming.STREAM_MIN_BYTES // (8 * cols) + 1, cols), np.float32)
+    (kernel,) = _kernels(jitlib.make_ir(_softmax)(x))
+    assert "!nontemporal" not in kernel.ir and "@llvm.prefetch" in kernel.ir
+
+
 def test_streamed_stores_reach_the_machine_code():
     # LLVM drops !nontemporal it cannot honour (an unaligned vector): check the assembly
     from jitlib.backends.llvm.compiler import get_compiler

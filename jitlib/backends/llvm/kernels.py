@@ -395,9 +395,11 @@ class _ReductionEmitter:
                 or not streaming.streams(_moved(body.params, body.results)):
             return None
         ((j, out),) = plan.s_outputs
+        row = plan.S[-1]
+        if row * out.dtype.itemsize < streaming.ROW_STREAM_MIN_BYTES:
+            return None
         if j not in self.kept_in.values():
             return j, None
-        row = plan.S[-1]
         if row * out.dtype.itemsize > streaming.ROW_BUFFER_BYTES:
             return None
         return j, self.fn.alloca(f"[{row} x {memory_type(out.dtype)}], align 64")

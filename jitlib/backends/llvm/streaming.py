@@ -34,6 +34,11 @@ LINE = 64
 # A row kernel that streams its output keeps the row's summed values (softmax's exp) in
 # a stack buffer of the row instead of in the output: rows up to this size.
 ROW_BUFFER_BYTES = 64 << 10
+# Rows shorter than this are written with plain stores: each streamed row pays an
+# unaligned head and tail in a scalar loop (NumPy's data starts 16 bytes into a line),
+# and the streamed form costs ~10 ms more LLVM work at first call. Attention's 512-wide
+# softmax rows (2 KiB) ran no faster streamed (16.3-16.6 vs 15.6-17.5 ms, one core busy).
+ROW_STREAM_MIN_BYTES = 4 << 10
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
