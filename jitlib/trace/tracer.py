@@ -371,7 +371,7 @@ def concrete(x, dtype=None):
     return arr
 
 
-def int_range(x):
+def known_int_bounds(x):
     """(lo, hi) holding the value of `x` where it is known to be a Python int in a range
     (a concrete one, or an argument that was one), else None."""
     if isinstance(x, Tracer):
@@ -397,7 +397,7 @@ def as_instr(x, dtype=None):
         instr = x.instr
         if dtype is None:
             return instr
-        bounds = int_range(x)
+        bounds = known_int_bounds(x)
         if bounds is not None and dtypes.is_integer(dtype) and not fits(bounds, dtype):
             raise errors.IntegerOverflowError(
                 f"a Python int argument (between {bounds[0]} and {bounds[1]} at this call) "

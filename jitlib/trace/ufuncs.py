@@ -474,7 +474,7 @@ def _compare_past_range(ufunc, inputs, loop):
     if ufunc not in _FLIPPED or not dtypes.is_integer(loop[0]):
         return None
     for i, value in enumerate(inputs):
-        bounds = T.int_range(value)
+        bounds = T.known_int_bounds(value)
         if bounds is None or T.fits(bounds, loop[0]):
             continue
         info, at = np.iinfo(loop[0]), bounds[0] if bounds[0] is not None else bounds[1]

@@ -78,7 +78,7 @@ def select(condlist, choicelist, default=0):
 def _int_bound_is_vacuous(x, bound, below):
     # NumPy drops Python-int bounds outside an integer dtype's range (NEP 50); a Python
     # int argument's range says as much
-    bounds = T.int_range(bound)
+    bounds = T.known_int_bounds(bound)
     if bounds is None or not dtypes.is_integer(x.dtype):
         return False
     info = np.iinfo(x.dtype)
