@@ -214,10 +214,8 @@ def _divmod_float(a, b):
     floordiv = B.unary(Op.FLOOR, div)
     round_up = _cmp(B.binary(Op.SUB, div, floordiv), _c(0.5, div), "GT")
     floordiv = B.select(round_up, B.binary(Op.ADD, floordiv, _c(1, div)), floordiv)
-    # NumPy's copysign(0, a/b): a quotient of -0.0 is negative too, which only 1/q shows
-    q = B.binary(Op.DIV, a, b)
-    q_negative = B.binary(Op.OR, _lt0(q), _lt0(B.binary(Op.DIV, _c(1, q), q)))
-    signed_zero = B.select(q_negative, _c(-0.0, div), _c(0.0, div))
+    # NumPy's copysign(0, a/b): a quotient of -0.0 counts as negative
+    signed_zero = B.select(_signbit(B.binary(Op.DIV, a, b)), _c(-0.0, div), _c(0.0, div))
     floordiv = B.select(_cmp(div, _c(0, div), "EQ"), signed_zero, floordiv)
     # division by zero: NumPy returns a/b and fmod's NaN
     by_zero = _cmp(b, _c(0, b), "EQ")
@@ -296,7 +294,7 @@ def _compare(a, b, direction):
     negative = _lt0(signed)
     as_unsigned = B.convert(B.select(negative, _c(0, signed), signed), a.dtype)
     below = direction in ("GT", "GE", "NE")   # `a OP b` when b < 0 <= a
-    return B.select(negative, B.broadcast_in_dim(B.constant(np.array(below)), a.shape, ()),
+    return B.select(negative, B.full(below, a.shape, dtypes.BOOL),
                     B.compare(a, as_unsigned, direction))
 
 
@@ -449,7 +447,7 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     shape = T.broadcast_shapes(*[T.shape_of(x) for x in inputs])
     known = _compare_past_range(ufunc, inputs, loop)
     if known is not None:
-        result = T.Tracer(T.broadcast(B.constant(np.array(known)), shape))
+        result = T.Tracer(B.full(known, shape, dtypes.BOOL))
         return _write_out(ufunc, [result], out, where)[0] if (
             out is not None or where is not True) else result
     operands = [T.broadcast(T.as_instr(x, dt), shape) for x, dt in zip(inputs, loop)]

@@ -165,8 +165,8 @@ def dot_of_transpose(instr, options):
 def dot_without_contraction(instr, options):
     # Nothing summed: each output element is one product, rounded once, which is what
     # the elementwise multiply computes (16-bit floats too: NumPy and ml_dtypes multiply
-    # in f32 and round once), added to the sum's +0.0. Kernels then fuse it like any product, and the Triton
-    # backend is spared a rank-0 or rank-1 tl.dot, which it cannot express.
+    # in f32 and round once), added to the sum's +0.0. Kernels then fuse it like any
+    # product, and the Triton backend is spared a rank-0 or rank-1 tl.dot.
     a = instr.attrs
     if a["lhs_contract"] or a["rhs_contract"]:
         return None
@@ -186,9 +186,7 @@ def dot_without_contraction(instr, options):
     if not dtypes.is_float(instr.dtype):
         return product
     # a dot's sum starts at +0.0: a lone -0.0 product comes out +0.0
-    zero = build.broadcast_in_dim(build.constant(np.zeros((), instr.dtype), loc=instr.loc),
-                                  instr.shape, (), loc=instr.loc)
-    return build.binary(Op.ADD, product, zero, loc=instr.loc)
+    return build.binary(Op.ADD, product, full_like(instr, 0, instr.loc), loc=instr.loc)
 
 
 RULES = RuleTable([

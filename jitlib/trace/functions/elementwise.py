@@ -15,6 +15,7 @@ from jitlib.trace.functions._common import (
     NOVALUE, apply, apply_operator, canonical_dtype, finish, full, int_arg, is_inexact, operand,
     since, tracer)
 from jitlib.trace.registry import implements
+from jitlib.trace.ufuncs import BUILDERS
 
 
 def _select(pred, on_true, on_false, dtype):
@@ -133,13 +134,9 @@ def _keep_sign_of_zero_on_ties(x, lo, hi, clipped, dt):
     v = B.select(B.compare(xv, lov, "LT"), lov, xv)
     v = B.select(B.compare(v, hiv, "GT"), hiv, v)
     r = clipped.instr
-    zero = T.broadcast(B.constant(np.zeros((), dt)), shape)
-    one = T.broadcast(B.constant(np.ones((), dt)), shape)
-
-    def negative(z):   # 1/z < 0 tells -0.0 from 0.0
-        return B.compare(B.binary(Op.DIV, one, z), zero, "LT")
-    sign_differs = B.binary(Op.AND, B.compare(r, zero, "EQ"),
-                            B.compare(negative(r), negative(v), "NE"))
+    signbit = BUILDERS[np.signbit]
+    sign_differs = B.binary(Op.AND, B.compare(r, B.full(0, shape, dt), "EQ"),
+                            B.compare(signbit(r), signbit(v), "NE"))
     return B.select(sign_differs, v, r)
 
 
