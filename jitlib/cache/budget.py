@@ -83,10 +83,10 @@ class Recompiles:
 
     def _fixes(self):
         fixes = []
-        recompiles = list(self.history)[1:] if self.compiles == len(self.history) \
-            else self.history   # the first compile needs no fix, if it is still kept
-        for _, diffs, _ in recompiles:
+        for _, diffs, _ in self.history:
             for d in diffs:
+                if d.kind == "new":   # the first compile needs no fix
+                    continue
                 fix = d.fix(self.fn_name)
                 if fix not in fixes:
                     fixes.append(fix)
