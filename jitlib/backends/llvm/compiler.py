@@ -32,10 +32,8 @@ class Compiler:
     def __init__(self):
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
-        target = llvm.Target.from_default_triple()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self._target = target
         self.target_machine = self._new_target_machine()
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
@@ -49,8 +47,7 @@ class Compiler:
 
     def _new_target_machine(self):
         # an engine owns (and frees) its target machine, so each engine gets its own
-        return self._target.create_target_machine(
-            cpu=self.cpu, features=self.features, opt=3, jit=True)
+        return optimizer_process.target_machine(llvm, self.cpu, self.features)
 
     def optimize(self, ir_text):
         """The module parsed, verified and optimised at O3 for the host, here."""

@@ -28,10 +28,10 @@ RECYCLE_AFTER = 500      # compiles per worker process (~35 MiB kept, then freed
 
 
 def target_machine(llvm, cpu, features):
-    llvm.initialize_native_target()
-    llvm.initialize_native_asmprinter()
-    target = llvm.Target.from_default_triple()
-    return target.create_target_machine(cpu=cpu, features=features, opt=3, jit=True)
+    """The machine both sides compile for (so their object code is the same bytes): the
+    host CPU by name and features, at O3. LLVM's native target must be initialized."""
+    return llvm.Target.from_default_triple().create_target_machine(
+        cpu=cpu, features=features, opt=3, jit=True)
 
 
 def optimize(llvm, machine, ir_text):
@@ -74,6 +74,8 @@ def _receive(stream):
 def serve(requests, replies):
     """The worker's loop: one reply per request until stdin closes."""
     import llvmlite.binding as llvm
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
     machines = {}
     while True:
         try:
