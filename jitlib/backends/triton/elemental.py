@@ -21,7 +21,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 import numpy as np
 
 from jitlib.backends.triton.source import (
-    F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, never_nan)
+    F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, spread)
 from jitlib.fusion.fuse import is_widening_float_convert
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
@@ -278,27 +278,34 @@ def _pow(w, instr, x, y):
     return f"tl.where({y} < 0, {recip}, {r})"
 
 
-def minmax(dt, x, y, is_max):
+def minmax(dt, x, y, is_max, x_never_nan=False):
     """np.maximum / np.minimum: NaN in x or y wins (x's first); on ties NumPy returns y,
-    except its float16 loop, which returns x."""
+    except its float16 loop, which returns x. `x_never_nan` drops x's NaN test."""
     dt = np.dtype(dt)
     if dt == dtypes.BOOL:
         return f"{x} {'|' if is_max else '&'} {y}"
     if _is_float(dt):
         cmp = (">=" if is_max else "<=") if dt == F16 else (">" if is_max else "<")
         picked = f"tl.where({x} {cmp} {y}, {x}, {y})"   # y when y is NaN
-        if never_nan(x):   # a literal that is not NaN needs no test for it
+        if x_never_nan:
             return picked
         return f"tl.where({x} != {x}, {x}, {picked})"
     return f"tl.where({x} {'>' if is_max else '<'} {y}, {x}, {y})"
 
 
+def _never_nan(instr):
+    """Whether `instr` is a constant (seen through broadcasts and reshapes) with no NaN."""
+    while instr.op in (Op.BROADCAST_IN_DIM, Op.RESHAPE):
+        instr = instr.operands[0]
+    return instr.op is Op.CONSTANT and not np.isnan(instr.attrs["value"].array).any()
+
+
 def _max(w, instr, x, y):
-    return minmax(instr.dtype, x, y, True)
+    return minmax(instr.dtype, x, y, True, _never_nan(instr.operands[0]))
 
 
 def _min(w, instr, x, y):
-    return minmax(instr.dtype, x, y, False)
+    return minmax(instr.dtype, x, y, False, _never_nan(instr.operands[0]))
 
 
 _COMPARE = {"EQ": "==", "NE": "!=", "LT": "<", "LE": "<=", "GT": ">", "GE": ">="}
@@ -313,7 +320,8 @@ def _select(w, instr, p, a, b):
 
 
 def _clamp(w, instr, lo, x, hi):
-    return minmax(instr.dtype, w.let(minmax(instr.dtype, x, lo, True)), hi, False)
+    return minmax(instr.dtype, w.let(minmax(instr.dtype, x, lo, True,
+                                            _never_nan(instr.operands[1]))), hi, False)
 
 
 scalar_rules.update({
@@ -410,10 +418,9 @@ class Elemental:
         else:
             mask = f", mask={self.mask}, other=0" if self.mask else ""
             if self.raw and self.mask:
-                # A dot operand whose index varies only with the batch (a [B, 1, 1]
-                # operand) is one scalar address per program; tl.load refuses a block
-                # mask on a scalar pointer, so spread the address over the mask's tile.
-                lin = f"{lin} + tl.zeros({self.mask}.shape, tl.int64)"
+                # a dot operand whose index varies only with the batch (a [B, 1, 1]
+                # operand) is one address per program, loaded as a full tile
+                lin = spread(lin, self.mask)
             v = f"tl.load({ptr} + {lin}{mask})"
         dt = np.dtype(instr.dtype)
         if self.raw:

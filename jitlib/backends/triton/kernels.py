@@ -30,7 +30,8 @@ import numpy as np
 from jitlib.backends.triton import configs
 from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.source import (
-    F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature)
+    F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
+    spread)
 from jitlib.fusion.fuse import OPERAND_VIEWS, is_widening_float_convert
 from jitlib.fusion.reduction_form import plan_reduction
 from jitlib.hlo import dtypes
@@ -247,8 +248,8 @@ def render_reduction(name, body, summary=""):
     if row_len and s_out:
         w.line("# the row-shaped outputs")
         lin = el.linear(s_index)
-        if w.is_uniform(lin):   # one element (a 1x1 row): a block address for the mask
-            lin = f"{lin} + tl.zeros({smask}.shape, tl.int64)"
+        if w.is_uniform(lin):   # one element (a 1x1 row)
+            lin = spread(lin, smask)
         for j, out in s_out:
             v = el.value(out, s_index)
             w.line(f"tl.store(out{j} + {lin}, {store_value(v, out.dtype)}, mask={smask})")

@@ -74,20 +74,10 @@ def literal(value, dt, shape="[]"):
     return f"tl.full({shape}, {bits}, tl.int32).to(tl.float32, bitcast=True)"
 
 
-_BITS_LITERAL = re.compile(r"tl\.full\(\[[^]]*\], (-?\d+), tl\.int(32|64)\)"
-                           r"\.to\(tl\.float(32|64), bitcast=True\)")
-
-
-def never_nan(expr):
-    """Whether `expr` is a float literal `literal` wrote whose value is not NaN."""
-    if expr.startswith("tl.full(") and "bitcast" not in expr:
-        return True   # finite values are written as they are (but -0.0)
-    found = _BITS_LITERAL.fullmatch(expr)
-    if not found:
-        return False
-    bits, width = int(found.group(1)), found.group(2)
-    kind = (np.int64, np.float64) if width == "64" else (np.int32, np.float32)
-    return not np.isnan(np.array(bits, kind[0]).view(kind[1]))
+def spread(address, mask):
+    """A uniform `address` (one element for the whole tile) as a block of the mask's
+    shape: tl.load and tl.store refuse a block mask beside a scalar pointer."""
+    return f"{address} + tl.zeros({mask}.shape, tl.int64)"
 
 
 def narrow(expr, dt):
