@@ -170,11 +170,15 @@ def nest(fn, sizes, body, vectorize=True, split=False, scalar=False):
         level(0, [])
 
 
+def _moved(inputs, outputs):
+    """Bytes a kernel over these instructions reads and writes."""
+    return sum(i.size * i.dtype.itemsize for i in list(inputs) + list(outputs))
+
+
 def runs_whole(inputs, outputs):
     """Whether a kernel over these instructions always runs in one call (part 0 of 1):
     the runners never share out one that moves under parallel.MIN_PARALLEL_BYTES."""
-    moved = sum(i.size * i.dtype.itemsize for i in list(inputs) + list(outputs))
-    return moved < parallel.MIN_PARALLEL_BYTES
+    return _moved(inputs, outputs) < parallel.MIN_PARALLEL_BYTES
 
 
 def _function(name, n_in, n_out, whole):
@@ -207,10 +211,6 @@ def _flat(outputs, inputs):
             return False
         stack.extend(instr.operands)
     return True
-
-
-def _moved(inputs, outputs):
-    return sum(i.size * i.dtype.itemsize for i in list(inputs) + list(outputs))
 
 
 def _streamed_share(fn, el, shape, j, out):
