@@ -371,14 +371,14 @@ if __name__ == "__main__":
 
 def _two_multiply_kernel(name, dtype):
     """`kernel` with _scale2's portable form (no llvm.ldexp), compiled apart."""
-    saved, cache = list(mathlib._LDEXP_NATIVE), dict(mathlib._CACHE)
+    saved, cache = mathlib._native_ldexp, dict(mathlib._CACHE)
     try:
-        mathlib._LDEXP_NATIVE[:] = [False]
+        mathlib._native_ldexp = lambda: False
         mathlib._CACHE.clear()
         mod, tm = compile_loop(name, dtype)
         assert "llvm.ldexp" not in str(mod)
     finally:
-        mathlib._LDEXP_NATIVE[:] = saved
+        mathlib._native_ldexp = saved
         mathlib._CACHE.clear()
         mathlib._CACHE.update(cache)
     engine = llvm.create_mcjit_compiler(mod, tm)

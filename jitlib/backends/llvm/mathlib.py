@@ -14,6 +14,7 @@ every x86-64 CPU; without hardware FMA they are still right, only slow. Polynomi
 coefficients were fitted offline (weighted Lawson/minimax fits in 40-digit arithmetic,
 then rounded to the target precision). Accuracy and special cases: docs/cpu_math_accuracy.md.
 """
+import functools
 import struct
 
 import numpy as np
@@ -384,20 +385,16 @@ def _scale2(f, p, k):
     return p * _pow2(f, k1) * _pow2(f, ki - k1)
 
 
-_LDEXP_NATIVE = []
-
-
+@functools.lru_cache(maxsize=None)
 def _native_ldexp():
     """Whether the host has AVX-512F, where LLVM lowers a vector ldexp to vscalef.
     Elsewhere it may become a libm call per element, which stops vectorization."""
-    if not _LDEXP_NATIVE:
-        import llvmlite.binding as llvm   # here only: mathlib is imported without it
-        try:
-            features = llvm.get_host_cpu_features().flatten()
-        except RuntimeError:              # no feature list on this host
-            features = ""
-        _LDEXP_NATIVE.append("+avx512f" in features.split(","))
-    return _LDEXP_NATIVE[0]
+    import llvmlite.binding as llvm   # here only: mathlib is imported without it
+    try:
+        features = llvm.get_host_cpu_features().flatten()
+    except RuntimeError:              # no feature list on this host
+        features = ""
+    return "+avx512f" in features.split(",")
 
 
 def _exp_core(f, x, lo=None):
