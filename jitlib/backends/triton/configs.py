@@ -48,6 +48,11 @@ def reduction_config(rows, row_len):
     return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
 
 
+def _dot_fit(n):
+    """A tile side for an extent of `n`: a power of two, at least tl.dot's 16."""
+    return max(16, next_pow2(n))
+
+
 def dot_config(m, n, k, itemsize, widened=False):
     """Tiles for `tl.dot`, from the H200 sweep of 2026-12-02 (tools/gpu_tune_sweep.py;
     benchmarks/results/gpu-2026-12-02-notes.md), no larger than the problem and at
@@ -62,7 +67,6 @@ def dot_config(m, n, k, itemsize, widened=False):
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
       most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
     - f64: 64x64x16, 4 warps."""
-    fit = lambda n: max(16, next_pow2(n))   # noqa: E731
     if itemsize == 2:
         bm, bn, bk, warps = 128, 128, 64, 8
     elif itemsize == 4 and widened:
@@ -73,7 +77,7 @@ def dot_config(m, n, k, itemsize, widened=False):
         bm, bn, bk, warps = 128, 64, 32, 8
     else:
         bm, bn, bk, warps = 64, 64, 16, 4
-    bm, bn, bk = min(bm, fit(m)), min(bn, fit(n)), min(bk, fit(k))
+    bm, bn, bk = min(bm, _dot_fit(m)), min(bn, _dot_fit(n)), min(bk, _dot_fit(k))
     if bm * bn < 64 * 64:    # a small product's tile: 4 warps have enough to do
         warps = 4
     return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=warps,
@@ -105,9 +109,8 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False):
     tuner's time budget may end the list early): skinny N (a tile as narrow as N, long
     in M and K), 16-bit tensor-core tiles, f32 FMA tiles (narrow K steps when an operand
     is widened in the loop), f64."""
-    fit = lambda n: max(16, next_pow2(n))   # noqa: E731
     if N <= 32:
-        bn = fit(N)
+        bn = _dot_fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
                   (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
     elif itemsize == 2:
@@ -123,7 +126,7 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False):
         shapes = [(64, 64, 16, 4, 2), (32, 64, 16, 4, 3)]
     out = []
     for bm, bn, bk, w, s in shapes:
-        bm, bn, bk = min(bm, fit(M)), min(bn, fit(N)), min(bk, fit(K))
+        bm, bn, bk = min(bm, _dot_fit(M)), min(bn, _dot_fit(N)), min(bk, _dot_fit(K))
         out.append(Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w, num_stages=s))
     return out
 
