@@ -11,6 +11,7 @@ deterministic topological order. Modules compare and hash by structure
 (name, params, results), so a FUSION instruction, whose `body` attribute is a
 Module, is interned like any other.
 """
+import math
 import threading
 import weakref
 
@@ -83,10 +84,12 @@ class Instr:
     @classmethod
     def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None, typed=False):
         op = op if op.__class__ is Op else Op(op)
-        shape = tuple(int(d) for d in shape)
+        if shape.__class__ is not tuple or not _all_ints(shape):
+            shape = tuple(int(d) for d in shape)
         dtype = dtypes.canonicalize(dtype)
         operands = tuple(operands)
-        attr_items = tuple(sorted((k, _normalize_attr(v)) for k, v in (attrs or {}).items()))
+        attr_items = tuple(sorted((k, _normalize_attr(v)) for k, v in attrs.items())) \
+            if attrs else ()
         # typed key: True == 1 == 1.0 in Python, but not as attributes
         key = (op, shape, dtype, operands, tuple((k, _typed(v)) for k, v in attr_items))
         with cls._intern_lock:
@@ -119,7 +122,7 @@ class Instr:
 
     @property
     def size(self):
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     @property
     def type_str(self):
@@ -131,7 +134,17 @@ class Instr:
         return f"<{self.type_str} {self.op.value}({args}){attrs}>"
 
 
+def _all_ints(values):
+    for v in values:
+        if v.__class__ is not int:
+            return False
+    return True
+
+
 def _normalize_attr(value):
+    cls = value.__class__
+    if cls is int or cls is str or cls is bool or (cls is tuple and _all_ints(value)):
+        return value   # the common attributes (names, axes, shapes) are already plain
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
     if isinstance(value, (int, np.integer)):
@@ -141,8 +154,15 @@ def _normalize_attr(value):
     return value
 
 
+# Marks a tuple of plain ints in an interning key: it stands for ((int, v), ...) without
+# building that, and cannot equal a typed tuple (whose items are tuples).
+_INT_TUPLE = object()
+
+
 def _typed(value):
-    if isinstance(value, tuple):
+    if value.__class__ is tuple:
+        if _all_ints(value):
+            return (_INT_TUPLE, value)
         return tuple(_typed(v) for v in value)
     return (type(value), value)
 

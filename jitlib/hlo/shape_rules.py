@@ -345,14 +345,17 @@ def infer(op, operands, attrs):
     A FUSION's type is its body's first result's; a multi-output fusion is an operand of
     GET_OUTPUT only, which gives the type of the body result it picks.
     """
-    op = Op(op)
+    if op.__class__ is not Op:
+        op = Op(op)
     n = ARITY.get(op)
     if n is not None and len(operands) != n:
         _fail(op, operands, f"takes {n} operands, got {len(operands)}")
     if op is not Op.GET_OUTPUT:
         for i, x in enumerate(operands):
-            if is_multi_output(x):
+            if x.op is Op.FUSION and is_multi_output(x):
                 _fail(op, operands, f"operand {i} is a multi-output fusion: "
                                     "use its results through get_output")
     shape, dtype = RULES[op](op, operands, attrs)
-    return tuple(int(d) for d in shape), dtypes.canonicalize(dtype)
+    if shape.__class__ is not tuple or any(d.__class__ is not int for d in shape):
+        shape = tuple(int(d) for d in shape)
+    return shape, dtypes.canonicalize(dtype)
