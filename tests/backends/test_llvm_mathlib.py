@@ -289,6 +289,22 @@ def test_tanh_f32_every_value_around_its_two_forms_meet():
     assert err.max() <= BOUND["tanh"][0], f"tanh({x[bad]!r}) = {got[bad]!r}, want {want[bad]!r}"
 
 
+def test_tanh_f32_tiny_values_and_nan_take_the_polynomial():
+    # no separate tiny-x select: below 2^-13 the odd polynomial's fma must give x back
+    # bit for bit (tanh(x) rounds to x there), subnormals and -0.0 included, and NaN
+    # (sent to the polynomial by an unordered compare) must stay NaN
+    rng = np.random.default_rng(5)
+    hi = np.float32(2.0 ** -13).view(np.int32)
+    x = np.concatenate([rng.integers(0, hi, 1 << 16, dtype=np.int32),
+                        np.arange(hi - 4096, hi, dtype=np.int32),
+                        np.arange(0, 4096, dtype=np.int32)]).view(np.float32)
+    x = np.concatenate([x, -x])
+    got = kernel("tanh", F32)(x)
+    assert np.array_equal(got.view(np.int32), x.view(np.int32)), x[got != x][:5]
+    nans = np.array([np.nan, -np.nan], F32)
+    assert np.isnan(kernel("tanh", F32)(nans)).all()
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values(dtype):
     inf, nan = np.inf, np.nan

@@ -593,6 +593,16 @@ _TANH_P = (-0.3333331346511841, 0.13332471251487732, -0.053839243948459625,
            0.021014273166656494, -0.00618863245472312)
 
 
+# tanh's exp(2|x|), 2|x| = k*ln2 + r, is reduced on |x| itself against ln2/2 (saving the
+# doubling); expm1(r)/2 = h + h^2 Q(2h)*2 with h = r/2, so these are _EXPM1_Q scaled by
+# powers of two: the same bits as evaluating _EXPM1_Q at r, one operation fewer.
+_TANH_Q_HALF = tuple(c * 2.0 ** (i + 1) for i, c in enumerate(_EXPM1_Q["f32"]))
+# fma(|x|, 2/ln2, _TANH_SHIFTER) rounds to an integer and leaves k + 128 in the low
+# mantissa bits (the float is 1.5*2^23 + 128 + k, ulp 1): one operation for rint, and
+# those bits shifted into the exponent field are 2^(k+1), with no float->int conversion.
+_TANH_SHIFTER = 1.5 * 2.0 ** 23 + 128
+
+
 def _tanh_f32(f, x):
     """tanh in single precision with no double-word arithmetic: about half the
     instructions of `_tanh`'s pair form, which is what gelu's throughput hangs on.
@@ -600,15 +610,23 @@ def _tanh_f32(f, x):
     |x| < _TANH_SMALL: the odd polynomial. Above: 1 - 2/(e + 1) with e = exp(2|x|);
     e + 1 = s*p + (s + 1) in one fma (s = 2^k, s + 1 exact while it matters, p =
     exp(r)-1), so q = 2/(e + 1) carries about one rounding more than the division's.
+    Both forms are computed for every lane (the vectorized loop runs both), so each
+    step here is counted: the polynomial also serves tiny x (x*z underflows and the
+    fma returns x; the closing copysign restores -0.0, which the fma turns into +0.0)
+    and NaN (`ult` sends it to the polynomial, which returns it).
     """
     a = _fabs(x)
     z = x * x
     small = _fma(x * z, _horner(z, _TANH_P), x)
-    k, r = _exp_reduce(f, _select(a.lt(10.0), a, 10.0) * 2.0)   # tanh(10) rounds to 1
-    s = _pow2(f, _to_int(f, k))
-    q = 2.0 / _fma(s, _expm1_poly(f, r), s + 1.0)
-    res = _select(a.lt(_TANH_SMALL), small, _copysign(1.0 - q, x))
-    return _select(a.ult(2.0 ** -13), x, res)   # keeps -0.0 and NaN
+    ac = _select(a.lt(10.0), a, 10.0)                # tanh(10) rounds to 1
+    kf = _fma(ac, 2.0 * _LOG2E, _TANH_SHIFTER)
+    k = kf - _TANH_SHIFTER
+    s2 = x.e.cast("bitcast", x.e.cast("bitcast", kf, "i32") << f.mant, f.ty)   # 2^(k+1)
+    h = _fma(-k, _LN2 / 2, ac)                       # exact, as in _exp_reduce
+    h = _fma(-k, _LN2_LO[f.suffix] / 2, h)           # r/2
+    p_half = _fma(h * h, _horner(h, _TANH_Q_HALF), h)   # expm1(r)/2
+    q = 2.0 / _fma(s2, p_half, _fma(s2, 0.5, 1.0))
+    return _copysign(_select(a.ult(_TANH_SMALL), small, 1.0 - q), x)
 
 
 def _tanh(f, x):
