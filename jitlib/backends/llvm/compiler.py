@@ -34,7 +34,8 @@ class Compiler:
         llvm.initialize_native_asmprinter()
         self.cpu = llvm.get_host_cpu_name()
         self.features = llvm.get_host_cpu_features().flatten()
-        self.target_machine = self._new_target_machine()
+        self.target_machine = optimizer_process.target_machine(llvm, self.cpu, self.features)
+        self._triple_target = llvm.Target.from_default_triple()
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
         self._pinned = {}             # address -> handle of `compile` callers: kept for good
@@ -45,9 +46,13 @@ class Compiler:
         self._worker = optimizer_process.OptimizerProcess(self.cpu, self.features)
         atexit.register(self._worker.close)
 
-    def _new_target_machine(self):
-        # an engine owns (and frees) its target machine, so each engine gets its own
-        return optimizer_process.target_machine(llvm, self.cpu, self.features)
+    def _loader_machine(self):
+        """The target machine of an engine that only loads object code. An engine owns
+        (and frees) its machine, so each gets a fresh one; it never generates code (the
+        object is compiled by `self.target_machine`), so it is the generic machine of the
+        host triple: 0.02 ms to make, where the host CPU's, with its ~900 feature flags
+        parsed, takes 0.13 ms (a third of loading a cached kernel)."""
+        return self._triple_target.create_target_machine(jit=True)
 
     def optimize(self, ir_text):
         """The module parsed, verified and optimised at O3 for the host, here."""
@@ -93,7 +98,7 @@ class Compiler:
         symbol = f"{name}.{digest[:16]}"
         renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
         empty = llvm.parse_assembly("")
-        engine = llvm.create_mcjit_compiler(empty, self._new_target_machine())
+        engine = llvm.create_mcjit_compiler(empty, self._loader_machine())
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
         store = object_store()
         if store is None:
