@@ -322,6 +322,31 @@ def _bound(index, extent, block):
     return f"(({index} < {extent}) | ({extent} % {block} == 0))"
 
 
+def operand_tile(w, el, x, batch, free, contract, tile_dt):
+    """The tile of dot operand `x` under `el.mask`, in `tile_dt`: its batch and free dims at
+    the given index expressions (`(dims, exprs)`), its contracted dims decomposed from the
+    flat contraction index (`(dims, name)`). `el` must be in raw mode."""
+    sub = [0] * x.ndim
+    for dims, exprs in (batch, free):
+        for d, v in zip(dims, exprs):
+            sub[d] = v
+    dims, kname = contract
+    for d, v in zip(dims, _decompose(w, kname, [x.shape[i] for i in dims])):
+        sub[d] = v
+    value = el.value(x, Index(x.shape, sub))
+    return _as_tile(w, _full_tile(w, el, x, value), _source_dtype(x), tile_dt)
+
+
+def dot_dims(dot):
+    """(lhs batch, lhs contract, lhs free, rhs batch, rhs contract, rhs free) dims."""
+    lhs, rhs = dot.operands
+    a = dot.attrs
+    lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
+    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    return lb, lc, lfree, rb, rc, rfree
+
+
 def render_dot(name, body, summary=""):
     fn = identifier(name)
     dots = [i for i in body.instructions if i.op is Op.DOT_GENERAL]
@@ -347,10 +372,7 @@ def render_dot(name, body, summary=""):
     for out in body.results:
         if out.shape != dot.shape:
             raise Unsupported(f"a dot epilogue output {out.type_str} of another shape")
-    a = dot.attrs
-    lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
-    lfree = [i for i in range(lhs.ndim) if i not in lc + lb]
-    rfree = [i for i in range(rhs.ndim) if i not in rc + rb]
+    lb, lc, lfree, rb, rc, rfree = dot_dims(dot)
     size = lambda x, ds: int(np.prod([x.shape[i] for i in ds], dtype=np.int64))
     B, M, N, K = size(lhs, lb), size(lhs, lfree), size(rhs, rfree), size(lhs, lc)
     acc_t = "tl.float64" if dt == F64 else "tl.float32"
@@ -380,23 +402,10 @@ def render_dot(name, body, summary=""):
     w.line("rk_row = (k0 + tl.arange(0, BK)).to(tl.int64)[None, :]")
     el.push()
     el.raw = True
-
-    def operand(x, batch, contract, free, kname, fdims):
-        sub = [0] * x.ndim
-        for d, v in zip(batch, bdims):
-            sub[d] = v
-        for d, v in zip(free, fdims):
-            sub[d] = v
-        for d, v in zip(contract, _decompose(w, kname, [x.shape[i] for i in contract])):
-            sub[d] = v
-        return el.value(x, Index(x.shape, sub))
-
     el.mask = w.let(f"{_bound('rm', M, 'BM')} & {_bound('rk_row', K, 'BK')}", "mask")
-    a_tile = _as_tile(w, _full_tile(w, el, lhs, operand(lhs, lb, lc, lfree, "rk_row", mdims)),
-                      _source_dtype(lhs), tile_dt)
+    a_tile = operand_tile(w, el, lhs, (lb, bdims), (lfree, mdims), (lc, "rk_row"), tile_dt)
     el.mask = w.let(f"{_bound('rk_col', K, 'BK')} & {_bound('rn', N, 'BN')}", "mask")
-    b_tile = _as_tile(w, _full_tile(w, el, rhs, operand(rhs, rb, rc, rfree, "rk_col", ndims)),
-                      _source_dtype(rhs), tile_dt)
+    b_tile = operand_tile(w, el, rhs, (rb, bdims), (rfree, ndims), (rc, "rk_col"), tile_dt)
     precision = ', input_precision="ieee"' if dtypes.name(tile_dt) in ("f32", "f64") else ""
     w.line(f"acc = tl.dot({a_tile}, {b_tile}, acc{precision}, out_dtype={acc_t})")
     el.pop()
