@@ -29,6 +29,8 @@ def wanted(kernel):
     p = kernel.problem
     if kernel.kind == "dot":
         return 2 * p["B"] * p["M"] * p["N"] * p["K"] >= MIN_DOT_FLOPS
+    if kernel.kind == "attention":
+        return 2 * p["B"] * p["M"] * p["N"] * (p["D"] + p["DV"]) >= MIN_DOT_FLOPS
     if kernel.kind == "reduction":
         return p["rows"] * p["row_len"] >= MIN_REDUCED
     return False

@@ -84,6 +84,14 @@ def dot_config(m, n, k, itemsize, widened=False):
                   num_stages=3 if itemsize <= 4 else 2)
 
 
+def attention_config(m, n, itemsize):
+    """The fused attention kernel (attention.py): BM query rows per program, keys in blocks
+    of BN. 64x64 with 4 warps keeps the scores tile, the accumulator and the query tile in
+    registers for head dims up to 128; the tuner tries the others."""
+    bm, bn = min(64, _dot_fit(m)), min(64, _dot_fit(n))
+    return Config({"BM": bm, "BN": bn}, num_warps=4, num_stages=2)
+
+
 def candidates(kernel):
     """Configs an autotuner should time for `kernel` (its heuristic one first), at most ~6:
     each costs a compile."""
@@ -94,6 +102,8 @@ def candidates(kernel):
         out = _dot_candidates(**kernel.problem)
     elif kernel.kind == "reduction":
         out = _reduction_candidates(**kernel.problem)
+    elif kernel.kind == "attention":
+        out = _attention_candidates(**kernel.problem)
     else:
         out = []
     seen, unique = set(), []
@@ -129,6 +139,15 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False):
         bm, bn, bk = min(bm, _dot_fit(M)), min(bn, _dot_fit(N)), min(bk, _dot_fit(K))
         out.append(Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=w, num_stages=s))
     return out
+
+
+def _attention_candidates(B, M, N, D, DV, itemsize):
+    """Query rows and key block per program, warps, stages: more rows share each key block
+    read; fewer keep more programs in flight (B * M / BM of them)."""
+    shapes = [(128, 64, 8, 2), (64, 32, 4, 2), (128, 32, 8, 2), (64, 64, 4, 3),
+              (32, 64, 4, 2), (64, 128, 8, 2), (128, 128, 8, 2)]
+    return [Config({"BM": min(bm, _dot_fit(M)), "BN": min(bn, _dot_fit(N))}, num_warps=w,
+                   num_stages=st) for bm, bn, w, st in shapes]
 
 
 def _reduction_candidates(rows, row_len, block_r):

@@ -13,7 +13,7 @@ import numpy as np
 
 from jitlib import config as jitlib_config
 from jitlib.backends.base import Executable
-from jitlib.backends.triton import autotune, compiler, configs, kernels
+from jitlib.backends.triton import attention, autotune, compiler, configs, kernels
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
 from jitlib.hlo.ir import is_multi_output
@@ -75,19 +75,46 @@ class InterpretedRunner:
         return [self.device.from_numpy(r) for r in evaluate(self.body, arrays)]
 
 
+def _attention_kernels(optimized):
+    """{output fusion: AttentionKernel} for each dot -> softmax -> dot chain generated as
+    one kernel (attention.py); a chain it cannot generate keeps its three kernels."""
+    out = {}
+    for chain in attention.chains(optimized):
+        try:
+            out[chain] = attention.render(chain)
+        except Unsupported as e:
+            log.debug("gpu: %s -> %s -> %s stay three kernels: %s",
+                      *(f.attrs["name"] for f in (chain.scores, chain.softmax, chain.output)),
+                      e)
+    return out
+
+
 class TritonExecutable(Executable):
     """A module compiled into Triton kernels. `kernels` maps each generated kernel's name
-    to its TritonKernel (source, config); `fallbacks` maps the others to the reason."""
+    to its TritonKernel (source, config); `fallbacks` maps the others to the reason;
+    `absorbed` maps fusions computed inside another kernel (attention's scores and
+    softmax) to that kernel's name."""
 
     def __init__(self, module, backend_name, optimized, device):
         super().__init__(module, backend_name)
         self.optimized = optimized
         self.device = device
-        self.kernels, self.fallbacks = {}, {}
-        self._steps = []
+        self.kernels, self.fallbacks, self.absorbed = {}, {}, {}
+        self._steps = []     # (instruction, runner or None, the operands it reads)
+        fused = {}
+        for chain, generated in _attention_kernels(optimized).items():
+            fused[chain.output] = generated
+            for part in (chain.scores, chain.softmax):
+                self.absorbed[part.attrs["name"]] = generated.kernel.name
         for instr in optimized.instructions:
-            runner = None
-            if instr.op is Op.FUSION:
+            runner, operands = None, instr.operands
+            if instr.op is Op.FUSION and instr.attrs["name"] in self.absorbed:
+                continue
+            if instr in fused:
+                kernel, operands = fused[instr].kernel, fused[instr].operands
+                runner = KernelRunner(kernel, device)
+                self.kernels[kernel.name] = kernel
+            elif instr.op is Op.FUSION:
                 name = instr.attrs["name"]
                 try:
                     kernel = kernels.render(instr)
@@ -97,17 +124,19 @@ class TritonExecutable(Executable):
                     self.fallbacks[name] = str(e)
                     log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)
                     runner = InterpretedRunner(instr.attrs["body"], device)
-            self._steps.append((instr, runner))
+            self._steps.append((instr, runner, operands))
         self._constants = {}
 
     def kernel_sources(self):
         """Every kernel as its path and source text, fallbacks as a comment line."""
         out = []
-        for instr, _ in self._steps:
+        for instr in self.optimized.instructions:
             if instr.op is not Op.FUSION:
                 continue
             name = instr.attrs["name"]
-            if name in self.kernels:
+            if name in self.absorbed:
+                out.append(f"# ---- {name}: computed inside {self.absorbed[name]}\n")
+            elif name in self.kernels:
                 kernel = self.kernels[name]
                 out.append(f"# ---- {compiler.source_path(kernel)}\n{kernel.source}")
             else:
@@ -118,7 +147,7 @@ class TritonExecutable(Executable):
     def run_buffers(self, buffers):
         """Run on device buffers (one per parameter); returns device buffers."""
         env = {}
-        for instr, runner in self._steps:
+        for instr, runner, operands in self._steps:
             if instr.op is Op.PARAMETER:
                 env[instr] = buffers[instr.attrs["index"]]
             elif instr.op is Op.CONSTANT:
@@ -128,7 +157,7 @@ class TritonExecutable(Executable):
             elif instr.op is Op.GET_OUTPUT:
                 env[instr] = env[instr.operands[0]][instr.attrs["index"]]
             else:
-                outs = runner([env[o] for o in instr.operands])
+                outs = runner([env[o] for o in operands])
                 env[instr] = outs if is_multi_output(instr) else outs[0]
         return [env[r] for r in self.optimized.results]
 

@@ -1,0 +1,159 @@
+"""The fused attention kernel (jitlib/backends/triton/attention.py): dot -> row softmax ->
+dot generated as one Triton kernel with an online softmax.
+
+Paths: numerics under Triton's interpreter (host buffers, no GPU, no PyTorch) against
+jitlib's interpreter and JAX, with small tiles so every case streams several key blocks and
+has masked tails; the kernels compile for sm_90 ahead of time; `-m gpu` runs them on the
+GPU. Triton 3.6's interpreter multiplies bf16 tiles wrongly, so f16 stands in for the
+16-bit scores there; bf16 compiles here and runs on the GPU.
+"""
+import math
+
+import numpy as np
+import pytest
+
+from triton_cases import traced
+from jitlib.backends import _cuda_gpu_visible
+from jitlib.backends.jax import JaxBackend
+from jitlib.backends.triton import TritonBackend, attention, compiler, configs
+from jitlib.backends.triton.host import HostDevice
+from jitlib.fusion import optimize
+from jitlib.hlo import dtypes
+from jitlib.hlo.interpreter import evaluate
+from jitlib.testing import assert_allclose_tree
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+PATH = "triton-interpreter (host buffers, no torch)"
+TOL = {"f32": 2e-5, "f16": 1e-2, "bf16": 3e-2}
+
+
+def attend(q, k, v):
+    s = (q @ np.swapaxes(k, -1, -2)) * (1.0 / math.sqrt(q.shape[-1]))
+    p = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return (p / np.sum(p, axis=-1, keepdims=True)) @ v
+
+
+def attend_masked(q, k, v, bias):
+    s = q @ np.swapaxes(k, -1, -2) * 0.25 + bias
+    p = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    return (p / np.sum(p, axis=-1, keepdims=True)) @ v
+
+
+def attend_keeping_probs(q, k, v):
+    s = q @ np.swapaxes(k, -1, -2)
+    p = np.exp(s - np.max(s, axis=-1, keepdims=True))
+    p = p / np.sum(p, axis=-1, keepdims=True)
+    return p @ v, p
+
+
+def qkv(batch, m, n, d, dv, dt="f32", seed=0):
+    rng = np.random.default_rng(seed)
+    t = dtypes.from_name(dt)
+    return [rng.standard_normal(batch + s).astype(t) for s in ((m, d), (n, d), (n, dv))]
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """16x16 tiles: several key blocks per row and partial blocks at both ends."""
+    monkeypatch.setattr(configs, "attention_config",
+                        lambda m, n, itemsize: configs.Config({"BM": 16, "BN": 16}))
+
+
+def run_fused(fn, args, tol):
+    module = traced(fn, args)
+    exe = TritonBackend(HostDevice()).compile(module)
+    assert exe.device.interpreted, PATH
+    kinds = sorted(k.kind for k in exe.kernels.values())
+    assert kinds.count("attention") == 1, f"{kinds}\n{exe.kernel_sources()}"
+    got = exe(*args)
+    why = f"{PATH}\n{exe.kernel_sources()}"
+    assert_allclose_tree(got, evaluate(module, args), rtol=tol, atol=tol, err_msg=why)
+    assert_allclose_tree(got, JaxBackend().compile(module)(*args), rtol=tol, atol=tol,
+                         err_msg=why)
+    return exe, got
+
+
+@pytest.mark.parametrize("shape", [((2,), 40, 72, 24, 20), ((2, 3), 33, 17, 16, 8),
+                                   ((), 16, 48, 32, 32)], ids=str)
+@pytest.mark.parametrize("dt", ["f32", "f16"])
+def test_attention_runs_as_one_kernel(small_tiles, shape, dt):
+    exe, _ = run_fused(attend, qkv(*shape, dt=dt), TOL[dt])
+    assert len(exe.kernels) == 1 and len(exe.absorbed) == 2, exe.kernel_sources()
+
+
+def test_default_tiles_match(tmp_path):
+    run_fused(attend, qkv((2,), 70, 130, 64, 64), TOL["f32"])
+
+
+def test_nan_and_inf_rows_as_numpy(small_tiles):
+    q, k, v = qkv((2,), 20, 40, 16, 16)
+    q[1, 3] = np.nan                        # a NaN score: the row is NaN
+    bias = np.zeros((20, 40), np.float32)
+    bias[5, 7] = np.inf                     # +inf - +inf: the row is NaN
+    bias[6] = -np.inf                       # no finite score: 0 / 0, NaN
+    bias[8, :35] = -np.inf                  # finite only in the last key block
+    bias[9, ::2] = -np.inf
+    _, (got,) = run_fused(attend_masked, [q, k, v, bias], TOL["f32"])
+    nan_rows = np.isnan(got).all(axis=-1)
+    assert nan_rows[1, 3] and nan_rows[:, 5].all() and nan_rows[:, 6].all()
+    assert np.isfinite(got[:, 8]).all() and np.isfinite(got[:, 9]).all()
+
+
+def test_probabilities_kept_as_an_output_stay_three_kernels():
+    args = qkv((2,), 24, 40, 16, 16)
+    module = traced(attend_keeping_probs, args)
+    exe = TritonBackend(HostDevice()).compile(module)
+    assert exe.absorbed == {} and sorted(k.kind for k in exe.kernels.values()) == [
+        "dot", "dot", "reduction"]
+    assert_allclose_tree(exe(*args), evaluate(module, args), rtol=2e-5, atol=2e-5)
+
+
+def test_softmax_form_is_matched_exactly():
+    """A max over another value, or a sum divided by something else, is not a softmax."""
+    def shifted_by_other(q, k, v):
+        s = q @ np.swapaxes(k, -1, -2)
+        p = np.exp(s - np.max(s * 2.0, axis=-1, keepdims=True))
+        return (p / np.sum(p, axis=-1, keepdims=True)) @ v
+    module = traced(shifted_by_other, qkv((2,), 24, 40, 16, 16))
+    for chain in attention.chains(optimize(module)):
+        with pytest.raises(attention.Unsupported, match="max"):
+            attention.render(chain)
+
+
+def _kernel(fn, args):
+    (chain,) = attention.chains(optimize(traced(fn, args)))
+    return attention.render(chain).kernel
+
+
+@pytest.mark.parametrize("dt", ["f32", "f16", "bf16"])
+def test_attention_kernel_compiles_for_sm90(dt):
+    kernel = _kernel(attend, qkv((4,), 300, 520, 64, 64, dt=dt))
+    for config in configs.candidates(kernel)[:2]:
+        ptx = compiler.compile_for(kernel, config=config).asm["ptx"]
+        assert ".target sm_90" in ptx
+        if dt != "f32":   # the 16-bit scores on the tensor cores
+            assert "mma" in ptx, kernel.source
+
+
+def test_attention_source_reads_as_the_algorithm():
+    source = _kernel(attend, qkv((2,), 64, 64, 32, 32)).source
+    for text in ("running row max", "tl.PropagateNan.ALL", "acc * alpha",
+                 "tl.div_rn(acc, l)", "for n0 in range(0, 64, BN)"):
+        assert text in source, source
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_gpu_visible(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("dt", ["f32", "bf16"])
+def test_attention_on_the_gpu(dt):
+    from jitlib.backends.triton import default_device
+    q, k, v = qkv((3,), 300, 520, 64, 64, dt=dt)
+    q[1, 7] = np.nan
+    module = traced(attend, [q, k, v])
+    exe = TritonBackend(default_device()).compile(module)
+    assert [kr.kind for kr in exe.kernels.values()] == ["attention"]
+    got = exe(q, k, v)
+    tol = TOL[dt]
+    assert_allclose_tree(got, evaluate(module, [q, k, v]), rtol=tol, atol=tol,
+                         err_msg=exe.kernel_sources())
+    assert_allclose_tree(got, JaxBackend().compile(module)(q, k, v), rtol=tol, atol=tol)
