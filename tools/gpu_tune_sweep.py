@@ -30,7 +30,10 @@ DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "att
                 "mlp", "mlp bf16")
 
 # source variants timed beside the generated kernel: (name, kind, old text, new text)
-WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp(")]
+WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
+           ("fast_exp", "attention", "libdevice.exp(", "tl.exp("),
+           ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
+           ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
 
 
 # ----------------------------------------------------------------------- the kernels
@@ -45,21 +48,32 @@ def row_kernels(row):
         from benchmarks import gpu as G
         from benchmarks import workloads as W
         from jitlib.backends.triton import kernels
+        from jitlib.backends.triton.executable import _attention_kernels
         from jitlib.backends.triton.source import Unsupported
         from jitlib.fusion import optimize
         from jitlib.hlo.ops import Op
         (_, name, dtype), = [r for r in G.rows([row]) if r[0] == row]
         arrays = G.row_inputs(name, dtype, "large")
-        module = jitlib.make_ir(lambda *a: W.WORKLOADS[name](np, *a))(*arrays)
+        module = optimize(jitlib.make_ir(lambda *a: W.WORKLOADS[name](np, *a))(*arrays))
+        # the executable's plan: an attention chain is one kernel in place of three
+        fused, absorbed = {}, set()
+        for chain, generated in _attention_kernels(module).items():
+            fused[chain.output] = generated
+            absorbed |= {chain.scores, chain.softmax}
         out = []
-        for instr in optimize(module).instructions:
-            if instr.op is Op.FUSION:
+        for instr in module.instructions:
+            if instr.op is not Op.FUSION or instr in absorbed:
+                continue
+            operands = instr.operands
+            if instr in fused:
+                kernel, operands = fused[instr].kernel, fused[instr].operands
+            else:
                 try:
                     kernel = kernels.render(instr)
                 except Unsupported:
                     continue
-                kernel.input_types = [(o.shape, o.dtype) for o in instr.operands]
-                out.append(kernel)
+            kernel.input_types = [(o.shape, o.dtype) for o in operands]
+            out.append(kernel)
         _kernel_cache[row] = out
     return _kernel_cache[row]
 
@@ -90,6 +104,13 @@ def sweep_configs(kernel):
                 if not 128 <= rows * p["block_r"] // warps <= 2048:   # 4-64 per thread
                     continue
                 out.append(Config({"ROWS": rows}, warps))
+    elif kernel.kind == "attention":
+        fit = lambda n: max(16, next_pow2(n))   # noqa: E731
+        for bm in (32, 64, 128):
+            for bn in (32, 64, 128):
+                for warps, stages in ((4, 2), (4, 3), (8, 2), (8, 3)):
+                    out.append(Config({"BM": min(bm, fit(p["M"])), "BN": min(bn, fit(p["N"]))},
+                                      warps, stages))
     elif kernel.kind == "dot":
         fit = lambda n: max(16, next_pow2(n))   # noqa: E731
         if p["itemsize"] == 2:
@@ -210,7 +231,11 @@ def work(kernel, buffers):
     sets, outs = buffers
     nbytes = sum(b.numel() * b.element_size() for b in sets[0] + outs)
     p = kernel.problem
-    flops = 2 * p["B"] * p["M"] * p["N"] * p["K"] if kernel.kind == "dot" else 0
+    flops = 0
+    if kernel.kind == "dot":
+        flops = 2 * p["B"] * p["M"] * p["N"] * p["K"]
+    elif kernel.kind == "attention":    # the two products
+        flops = 2 * p["B"] * p["M"] * p["N"] * (p["D"] + p["DV"])
     return nbytes, flops
 
 
@@ -239,7 +264,7 @@ def main(argv=None):
         for i, k in enumerate(row_kernels(row)):
             for w in [None] + what_ifs(k):
                 cs = sweep_configs(k)
-                if k.kind == "dot" and args.dot_grid == "candidates":
+                if k.kind in ("dot", "attention") and args.dot_grid == "candidates":
                     cs = candidates(k)
                 for c in cs:
                     tasks.append((row, i, w, c))
