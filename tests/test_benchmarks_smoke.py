@@ -93,3 +93,19 @@ def test_table_has_a_jitlib_row_for_every_workload():
     assert set(W.WORKLOADS) <= set(by_name)
     failed = {r.name: r.error for r in rows if r.jitlib is None}
     assert not failed, f"jitlib columns empty: {failed}"
+
+
+def test_cpu_run_times_the_triad_beside_each_call_and_pairs_them():
+    import statistics
+
+    from benchmarks import run
+    order = []
+    times, beside = run.time_calls(lambda: order.append("call"), (), budget=0.0, min_reps=4,
+                                   max_reps=4, beside=lambda: order.append("triad"))
+    assert order == ["call"] + ["triad", "call"] * 4      # one warm-up, then alternating
+    assert len(times) == len(beside) == 4
+    # each call against the triad just before it: 2 bytes in 1 s beside 3 bytes in 1 s,
+    # then 1 byte in 1 s beside 3 bytes in 3 s, ...: the median of the pairs' fractions
+    frac = run.paired_fraction([1.0, 1.0, 2.0], [1.0, 3.0, 1.0], nbytes=2, beside_bytes=3)
+    assert frac == statistics.median([(2 / 1) / (3 / 1), (2 / 1) / (3 / 3), (2 / 2) / (3 / 1)])
+    assert run.time_calls(lambda: None, (), 0.0, 2, 2)[1] == []   # no triad asked for
