@@ -306,6 +306,21 @@ def test_tanh_f32_tiny_values_and_nan_take_the_polynomial():
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_carries_every_nan_through_without_a_select(dtype):
+    # exp's clamp lets NaN through (ugt/ult) and its integer k is then garbage: every
+    # NaN bit pattern, either sign, quiet or signaling, must still come out NaN
+    rng = np.random.default_rng(3)
+    info = np.finfo(dtype)
+    ity = np.dtype(f"u{info.bits // 8}")
+    payload = rng.integers(1, 1 << info.nmant, 4096, dtype=np.uint64).astype(ity)
+    exponent = ity.type(((1 << (info.bits - 1 - info.nmant)) - 1) << info.nmant)
+    sign = ity.type(1 << (info.bits - 1))
+    nans = np.concatenate([payload | exponent, payload | exponent | sign]).view(dtype)
+    assert np.isnan(nans).all()
+    assert np.isnan(kernel("exp", dtype)(nans)).all()
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values(dtype):
     inf, nan = np.inf, np.nan
 

@@ -129,6 +129,9 @@ class _Val:
     def ult(self, o):
         return self._cmp("ult", o)
 
+    def ugt(self, o):
+        return self._cmp("ugt", o)
+
     def isnan(self):
         return self._cmp("uno", self)
 
@@ -372,12 +375,14 @@ def _expm1_poly(f, r):
     return _fma(r * r, _horner(r, _EXPM1_Q[f.suffix]), r)
 
 
-def _scale2(f, p, k):
+def _scale2(f, p, k, ki=None):
     """p * 2**k rounded once (to a subnormal where it is one, to inf past the range):
     `llvm.ldexp` where the host does it in one instruction (AVX-512's vscalef: the
     same bits in 3 instructions instead of 9, exp f32 a quarter faster), else in two
-    exact-then-rounding multiplications by powers of two."""
-    ki = _to_int(f, k)
+    exact-then-rounding multiplications by powers of two. `ki`: k as an integer, where
+    the caller has it without a conversion."""
+    if ki is None:
+        ki = _to_int(f, k)
     if _native_ldexp():
         k32 = ki if f.ity == "i32" else ki.e.cast("trunc", ki, "i32")
         return p.e.ldexp(p, k32)
@@ -550,10 +555,32 @@ def _poly_pieces(x, pieces):
 
 # ---------------------------------------------------------------- the functions
 
+# 1.5 * 2^mant: fma(x, 1/ln2, shifter) rounds x/ln2 to an integer k in the low mantissa
+# bits (|k| < 2^(mant-1), ulp 1), so k as a float and as an integer each cost one
+# subtraction, instead of a rint and a float->int conversion.
+_EXP_SHIFTER = {"f32": 1.5 * 2.0 ** 23, "f64": 1.5 * 2.0 ** 52}
+# exp(r) = 1 + r + r^2 Q(r) by plain Horner steps (the _EXPM1_Q coefficients): one fma
+# fewer than expm1's r + r^2 Q(r) and an add of 1, within the same 1 ulp (exhaustive f32).
+_EXP_POLY = {s: (1.0, 1.0) + q for s, q in _EXPM1_Q.items()}
+
+
 def _exp(f, x):
+    """exp(x): `_exp_core`'s reduction and scaling in fewer vector operations, which is
+    what softmax's and logsumexp's throughput hangs on. The clamp compares `ugt`/`ult`
+    (one vmax/vmin each), which let NaN through; every later step is defined for NaN
+    and keeps it (the integer k of a NaN is garbage, and ldexp(NaN, garbage) is NaN),
+    so no select is needed for it."""
     lo, hi = (-110.0, 90.0) if f is _F32 else (-760.0, 720.0)
-    res = _exp_core(f, _clamp(x, lo, hi))        # the clamp keeps 2^(k/2) representable
-    return _select(x.isnan(), x, res)
+    xc = _select(x.ugt(lo), x, lo)               # keeps 2^(k/2) representable
+    xc = _select(xc.ult(hi), xc, hi)
+    shifter = _EXP_SHIFTER[f.suffix]
+    kf = _fma(xc, _LOG2E, shifter)
+    k = kf - shifter                             # exact
+    shifter_bits = int(np.array(shifter, f.dtype).view(f"i{f.dtype.itemsize}"))
+    ki = x.e.cast("bitcast", kf, f.ity) - shifter_bits
+    r = _fma(-k, _LN2, xc)                       # exact, as in _exp_reduce
+    r = _fma(-k, _LN2_LO[f.suffix], r)
+    return _scale2(f, _horner(r, _EXP_POLY[f.suffix]), k, ki)
 
 
 def _expm1(f, x):
