@@ -3,16 +3,16 @@
 # the Triton backend's gpu tests, a config sweep of the rows' kernels, and the benchmark
 # of those rows only. Logs and results land in $OUT (default ./gpu-focus-out).
 #
-#   ROWS="attention logsumexp_rows layernorm" bash tools/gpu_focus.sh
-#   SWEEP_ROWS="attention" TESTS=0 bash tools/gpu_focus.sh
+#   ROWS="attention,logsumexp_rows,layernorm" bash tools/gpu_focus.sh
+#   SWEEP_ROWS="attention,attention bf16" TESTS=0 bash tools/gpu_focus.sh   (comma-separated)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 OUT="${OUT:-$PWD/gpu-focus-out}"
 mkdir -p "$OUT"
 export OUT PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=false
-ROWS="${ROWS:-attention logsumexp_rows layernorm}"
-read -r -a rows <<< "$ROWS"
-read -r -a sweep_rows <<< "${SWEEP_ROWS:-$ROWS}"
+ROWS="${ROWS:-attention,logsumexp_rows,layernorm}"
+IFS=',' read -r -a rows <<< "$ROWS"
+IFS=',' read -r -a sweep_rows <<< "${SWEEP_ROWS:-$ROWS}"
 stage() { printf '\n===== %s (%s) =====\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 tests_rc=0
@@ -30,7 +30,7 @@ if [ "${SWEEP:-1}" = 1 ]; then
         --rows "${sweep_rows[@]}" --dot-grid candidates --budget-s "$(( ${SWEEP_LIMIT_S:-110} - 10 ))" \
         --out "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
     grep -v "^  top" "$OUT/sweep.log" | head -n 60
-    grep -A3 "attention" "$OUT/sweep.log" | grep "^  top" | head -n 8
+    grep -A4 "^attention" "$OUT/sweep.log" | grep "^  top" | head -n 12
 fi
 if [ "${BENCH:-1}" = 1 ]; then
     stage "benchmark ${rows[*]}"

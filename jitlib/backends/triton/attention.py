@@ -39,6 +39,9 @@ from jitlib.fusion.fuse import REDUCING
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
+# f32 scores (both operands f32, IEEE products on the FMA path) are fused only when this
+# is set: slower than three kernels on the H200; tools/gpu_tune_sweep.py sets it to measure
+FMA_SCORES = False
 MAX_HEAD = 256    # head dims (q's contraction, v's columns) held whole in registers
 
 _MAX_NAN = ("@triton.jit\ndef _max_nan_combine(a, b):\n"
@@ -120,6 +123,18 @@ def softmax_input(body):
     return x
 
 
+def _split_product(w, prob, v_tile, alpha):
+    """acc += p @ v for f32 p and bf16 v on the tensor cores: p = hi + lo, both bf16, and
+    two bf16 products accumulated in f32. Each product of bf16 values is exact in f32 and
+    hi + lo is p to ~2^-17 relative (lo is rounded from the exact p - hi), so the result
+    stays within the f32 dot tolerance of the IEEE product that the FMA path computes,
+    at tensor-core speed. p is in [0, 1] or NaN, so splitting it never makes inf - inf."""
+    hi = w.let(f"{prob}.to(tl.bfloat16)", "p_hi")
+    lo = w.let(f"({prob} - {hi}.to(tl.float32)).to(tl.bfloat16)", "p_lo")
+    w.line(f"acc = tl.dot({hi}, {v_tile}, acc * {alpha}, out_dtype=tl.float32)")
+    w.line(f"acc_lo = tl.dot({lo}, {v_tile}, acc_lo * {alpha}, out_dtype=tl.float32)")
+
+
 def _param_of(fusion, operand, body):
     """The parameter of `body` that `operand` of `fusion` binds (one position only)."""
     where = [i for i, o in enumerate(fusion.operands) if o is operand]
@@ -169,6 +184,11 @@ def render(chain):
     block_d, block_v = configs._dot_fit(D), configs._dot_fit(DV)
     tile1 = _tile_dtype(q, k, dt1)
     tile2 = _tile_dtype(p, v, np.dtype(p.dtype))
+    # f32 probabilities times bf16 values (NumPy's bf16 attention): see _split_product
+    split = tile2 == F32 and dtypes.name(_source_dtype(v)) == "bf16"
+    if tile1 == F32 and not FMA_SCORES:
+        raise Unsupported("f32 scores on the FMA path: fused, attention f32 ran in 117 us "
+                          "on the H200 against 92 us as three kernels")
 
     # one pointer per distinct outer operand, whichever bodies read it
     operands, pointers = [], {}
@@ -206,6 +226,8 @@ def render(chain):
     w.line(f"m = tl.zeros([BM, 1], tl.float32) + {neg_inf}  # running row max")
     w.line("l = tl.zeros([BM, 1], tl.float32)  # running sum of exp(x - m)")
     w.line(f"acc = tl.zeros([BM, {block_v}], tl.float32)  # running exp(x - m) @ v")
+    if split:
+        w.line(f"acc_lo = tl.zeros([BM, {block_v}], tl.float32)  # the low halves' part")
     w.line(f"for n0 in range(0, {N}, BN):")
     w.indent += 1
     for el in (el_s, el_x, el_o):
@@ -236,17 +258,25 @@ def render(chain):
     w.line(f"l = l * {alpha} + tl.sum({prob}, axis=1, keep_dims=True)")
     el_o.raw = True
     el_o.mask = w.let(f"{_bound('rn_col', N, 'BN')} & {_bound('rv', DV, block_v)}", "mask")
-    v_tile = operand_tile(w, el_o, v, (vb, bdims), (vfree, ["rv"]), (vc, "rn_col"), tile2)
-    if tile2 != F32:   # 16-bit probabilities: the tensor cores, as the output kernel's dot
-        prob = w.let(f"{prob}.to({memory_type(tile2)})", "tile")
-    w.line(f"acc = tl.dot({prob}, {v_tile}, acc * {alpha}{ieee(tile2)}, "
-           f"out_dtype=tl.float32)")
+    if split:
+        v_tile = operand_tile(w, el_o, v, (vb, bdims), (vfree, ["rv"]), (vc, "rn_col"),
+                              _source_dtype(v))
+        _split_product(w, prob, v_tile, alpha)
+    else:
+        v_tile = operand_tile(w, el_o, v, (vb, bdims), (vfree, ["rv"]), (vc, "rn_col"),
+                              tile2)
+        if tile2 != F32:   # 16-bit probabilities: the tensor cores, as the output's dot
+            prob = w.let(f"{prob}.to({memory_type(tile2)})", "tile")
+        w.line(f"acc = tl.dot({prob}, {v_tile}, acc * {alpha}{ieee(tile2)}, "
+               f"out_dtype=tl.float32)")
     w.line(f"m = {m_new}")
     for el in (el_s, el_x, el_o):
         el.pop()
     w.indent -= 1
     w.line("# the softmax's division, after the product, then the output's epilogue")
     el_o.raw = False
+    if split:   # a low part that is NaN from 0 * inf (a bf16-exact p, an inf value) drops
+        w.line(f"acc = acc + tl.where(tl.abs(acc_lo) < {literal(np.inf, F32)}, acc_lo, 0.0)")
     el_o.fixed[dot2] = w.let(narrow("tl.div_rn(acc, l)", dot2.dtype), "prod")
     el_o.mask = w.let(f"{rows} & {_bound('rv', DV, block_v)}", "mask")
     out_index = Index(dot2.shape, list(bdims) + ["rm", "rv"],

@@ -52,6 +52,13 @@ def qkv(batch, m, n, d, dv, dt="f32", seed=0):
     return [rng.standard_normal(batch + s).astype(t) for s in ((m, d), (n, d), (n, dv))]
 
 
+@pytest.fixture(autouse=True)
+def fused_f32(monkeypatch):
+    """f32 scores fused too (the default leaves them to three kernels, faster on the GPU):
+    the kernel's numerics are the same for every dtype."""
+    monkeypatch.setattr(attention, "FMA_SCORES", True)
+
+
 @pytest.fixture
 def small_tiles(monkeypatch):
     """16x16 tiles: several key blocks per row and partial blocks at both ends."""
@@ -108,6 +115,13 @@ def test_probabilities_kept_as_an_output_stay_three_kernels():
     assert_allclose_tree(exe(*args), evaluate(module, args), rtol=2e-5, atol=2e-5)
 
 
+def test_f32_scores_stay_three_kernels_by_default(monkeypatch):
+    monkeypatch.setattr(attention, "FMA_SCORES", False)
+    module = traced(attend, qkv((2,), 24, 40, 16, 16))
+    exe = TritonBackend(HostDevice()).compile(module)
+    assert exe.absorbed == {} and len(exe.kernels) == 3
+
+
 def test_softmax_form_is_matched_exactly():
     """A max over another value, or a sum divided by something else, is not a softmax."""
     def shifted_by_other(q, k, v):
@@ -133,6 +147,8 @@ def test_attention_kernel_compiles_for_sm90(dt):
         assert ".target sm_90" in ptx
         if dt != "f32":   # the 16-bit scores on the tensor cores
             assert "mma" in ptx, kernel.source
+    # bf16 @ bf16 is f32 in NumPy, so p is f32: split in two bf16 halves for the cores
+    assert ("acc_lo" in kernel.source) == (dt == "bf16"), kernel.source
 
 
 def test_attention_source_reads_as_the_algorithm():
@@ -144,11 +160,13 @@ def test_attention_source_reads_as_the_algorithm():
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not _cuda_gpu_visible(), reason="needs a CUDA GPU")
-@pytest.mark.parametrize("dt", ["f32", "bf16"])
+@pytest.mark.parametrize("dt", ["f32", "bf16", "f16"])
 def test_attention_on_the_gpu(dt):
     from jitlib.backends.triton import default_device
     q, k, v = qkv((3,), 300, 520, 64, 64, dt=dt)
     q[1, 7] = np.nan
+    v[2, 5, 3] = np.inf      # inf in column 3 of batch 2's output; 0 * inf is NaN
+    v[2, 9, 4] = -np.inf
     module = traced(attend, [q, k, v])
     exe = TritonBackend(default_device()).compile(module)
     assert [kr.kind for kr in exe.kernels.values()] == ["attention"]
