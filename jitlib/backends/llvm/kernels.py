@@ -131,6 +131,7 @@ def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=Fals
     fn.start_block(head)
     i = fn.tmp("i")
     fn.emit(f"{i} = phi i64 [{start}, %{pred}], [{i}.next, %{latch}]")
+    math_calls = fn.math_calls
     body(i)
     fn.emit(f"br label %{latch}")
     fn.start_block(latch)
@@ -139,6 +140,8 @@ def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=Fals
     hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
     if scalar:
         hint = f", !llvm.loop {fn.scalar_hint()}"
+    elif fn.math_calls > math_calls:   # copies of inlined exp/tanh cost compile time only
+        hint = f", !llvm.loop {fn.math_loop_hint()}"
     fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
     fn.start_block(done)
 
