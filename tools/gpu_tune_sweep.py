@@ -31,7 +31,7 @@ DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "att
 
 # source variants timed beside the generated kernel: (name, kind, old text, new text)
 WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
-           ("tf32x3", "attention", 'input_precision="ieee"', 'input_precision="tf32x3"'),
+           ("all_ieee", "attention", 'input_precision="tf32x3"', 'input_precision="ieee"'),
            ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
            ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
 
@@ -47,12 +47,11 @@ def row_kernels(row):
         import jitlib
         from benchmarks import gpu as G
         from benchmarks import workloads as W
-        from jitlib.backends.triton import attention, kernels
+        from jitlib.backends.triton import kernels
         from jitlib.backends.triton.executable import _attention_kernels
         from jitlib.backends.triton.source import Unsupported
         from jitlib.fusion import optimize
         from jitlib.hlo.ops import Op
-        attention.FMA_SCORES = True    # measure the fused f32 form too
         (_, name, dtype), = [r for r in G.rows([row]) if r[0] == row]
         arrays = G.row_inputs(name, dtype, "large")
         module = optimize(jitlib.make_ir(lambda *a: W.WORKLOADS[name](np, *a))(*arrays))

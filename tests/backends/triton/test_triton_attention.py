@@ -52,13 +52,6 @@ def qkv(batch, m, n, d, dv, dt="f32", seed=0):
     return [rng.standard_normal(batch + s).astype(t) for s in ((m, d), (n, d), (n, dv))]
 
 
-@pytest.fixture(autouse=True)
-def fused_f32(monkeypatch):
-    """f32 scores fused too (the default leaves them to three kernels, faster on the GPU):
-    the kernel's numerics are the same for every dtype."""
-    monkeypatch.setattr(attention, "FMA_SCORES", True)
-
-
 @pytest.fixture
 def small_tiles(monkeypatch):
     """16x16 tiles: several key blocks per row and partial blocks at both ends."""
@@ -106,6 +99,18 @@ def test_nan_and_inf_rows_as_numpy(small_tiles):
     assert np.isfinite(got[:, 8]).all() and np.isfinite(got[:, 9]).all()
 
 
+def test_inf_keys_and_values_as_numpy(small_tiles):
+    """An inf in a key or value block takes the IEEE products (tf32x3 would make NaN)."""
+    q, k, v = qkv((2,), 20, 40, 16, 16)
+    k[0, 5] = 0.0
+    k[0, 5, 0] = -np.inf      # score -inf where q[.., 0] > 0 (key ignored), else +inf
+    v[1, 30, 2] = np.inf      # column 2 of batch 1 is inf
+    _, (got,) = run_fused(attend, [q, k, v], TOL["f32"])
+    assert np.isfinite(got[0][q[0, :, 0] > 0]).all()
+    assert np.isnan(got[0][q[0, :, 0] < 0]).all()
+    assert (got[1, :, 2] == np.inf).all() and np.isfinite(np.delete(got[1], 2, 1)).all()
+
+
 def test_probabilities_kept_as_an_output_stay_three_kernels():
     args = qkv((2,), 24, 40, 16, 16)
     module = traced(attend_keeping_probs, args)
@@ -113,13 +118,6 @@ def test_probabilities_kept_as_an_output_stay_three_kernels():
     assert exe.absorbed == {} and sorted(k.kind for k in exe.kernels.values()) == [
         "dot", "dot", "reduction"]
     assert_allclose_tree(exe(*args), evaluate(module, args), rtol=2e-5, atol=2e-5)
-
-
-def test_f32_scores_stay_three_kernels_by_default(monkeypatch):
-    monkeypatch.setattr(attention, "FMA_SCORES", False)
-    module = traced(attend, qkv((2,), 24, 40, 16, 16))
-    exe = TritonBackend(HostDevice()).compile(module)
-    assert exe.absorbed == {} and len(exe.kernels) == 3
 
 
 def test_softmax_form_is_matched_exactly():
@@ -145,8 +143,8 @@ def test_attention_kernel_compiles_for_sm90(dt):
     for config in configs.candidates(kernel)[:2]:
         ptx = compiler.compile_for(kernel, config=config).asm["ptx"]
         assert ".target sm_90" in ptx
-        if dt != "f32":   # the 16-bit scores on the tensor cores
-            assert "mma" in ptx, kernel.source
+        # the tensor cores: 16-bit tiles, or f32 ones as tf32x3 (wgmma on sm_90)
+        assert "mma" in ptx, kernel.source
     # bf16 @ bf16 is f32 in NumPy, so p is f32: split in two bf16 halves for the cores
     assert ("acc_lo" in kernel.source) == (dt == "bf16"), kernel.source
 
@@ -167,6 +165,8 @@ def test_attention_on_the_gpu(dt):
     q[1, 7] = np.nan
     v[2, 5, 3] = np.inf      # inf in column 3 of batch 2's output; 0 * inf is NaN
     v[2, 9, 4] = -np.inf
+    k[0, 5] = 0
+    k[0, 5, 0] = -np.inf     # scores -inf (key ignored) or +inf (NaN row) by q's sign
     module = traced(attend, [q, k, v])
     exe = TritonBackend(default_device()).compile(module)
     assert [kr.kind for kr in exe.kernels.values()] == ["attention"]
