@@ -28,8 +28,9 @@ The products run on the tensor cores: 16-bit tiles as they are; f32 tiles as tf3
 (three tf32 products, ~2^-21 relative: `_product`), falling back to IEEE FMA products for
 a block holding inf or NaN; f32 probabilities times bf16 values (NumPy's bf16 @ bf16 is
 f32) as two bf16 products of p's halves (`_split_product`). On the H200 (32x512x512, head
-dim 64) the three kernels took 91 us in f32 and 63 us in bf16; fused, the f32 form with
-IEEE products took 117 us, with tf32x3 47.5 us, and the bf16 form 17.5 us.
+dim 64) the three kernels took 91 us in f32 and 63 us in bf16; fused, the bf16 form took
+17.5 us, the f32 form 117 us with IEEE products and 47.5 us with tf32x3 (a sweep what-if
+without the inf test of each block; the tested form was not timed yet).
 """
 import dataclasses
 
