@@ -78,10 +78,14 @@ class InterpretedRunner:
 def _attention_kernels(optimized):
     """{output fusion: AttentionKernel} for each dot -> softmax -> dot chain generated as
     one kernel (attention.py); a chain it cannot generate keeps its three kernels."""
-    out = {}
+    out, taken = {}, set()
     for chain in attention.chains(optimized):
+        parts = {chain.scores, chain.softmax, chain.output}
+        if parts & taken:   # stacked attention: one chain's output is the next's scores
+            continue
         try:
             out[chain] = attention.render(chain)
+            taken |= parts
         except Unsupported as e:
             log.debug("gpu: %s -> %s -> %s stay three kernels: %s",
                       *(f.attrs["name"] for f in (chain.scores, chain.softmax, chain.output)),

@@ -59,12 +59,12 @@ def small_tiles(monkeypatch):
                         lambda m, n, itemsize: configs.Config({"BM": 16, "BN": 16}))
 
 
-def run_fused(fn, args, tol):
+def run_fused(fn, args, tol, fused=1):
     module = traced(fn, args)
     exe = TritonBackend(HostDevice()).compile(module)
     assert exe.device.interpreted, PATH
     kinds = sorted(k.kind for k in exe.kernels.values())
-    assert kinds.count("attention") == 1, f"{kinds}\n{exe.kernel_sources()}"
+    assert kinds.count("attention") == fused, f"{kinds}\n{exe.kernel_sources()}"
     got = exe(*args)
     why = f"{PATH}\n{exe.kernel_sources()}"
     assert_allclose_tree(got, evaluate(module, args), rtol=tol, atol=tol, err_msg=why)
@@ -109,6 +109,24 @@ def test_inf_keys_and_values_as_numpy(small_tiles):
     assert np.isfinite(got[0][q[0, :, 0] > 0]).all()
     assert np.isnan(got[0][q[0, :, 0] < 0]).all()
     assert (got[1, :, 2] == np.inf).all() and np.isfinite(np.delete(got[1], 2, 1)).all()
+
+
+def test_stacked_attention_layers_each_fuse(small_tiles):
+    q, k, v = qkv((2,), 24, 24, 16, 16)
+    exe, _ = run_fused(lambda q, k, v: attend(attend(q, k, v), k, v), [q, k, v], TOL["f32"], 2)
+    assert [kr.kind for kr in exe.kernels.values()] == ["attention", "attention"]
+
+
+def test_chains_sharing_a_kernel_fuse_once(small_tiles):
+    """The first attention's output kernel is the scores kernel of a second softmax @ w:
+    only the first chain is fused, the second runs as its remaining two kernels."""
+    def softmax_of_attention(q, k, v, w):
+        o = attend(q, k, v)
+        p = np.exp(o - np.max(o, axis=-1, keepdims=True))
+        return (p / np.sum(p, axis=-1, keepdims=True)) @ w
+    args = qkv((2,), 24, 24, 16, 16) + [np.ones((16, 8), np.float32)]
+    exe, _ = run_fused(softmax_of_attention, args, TOL["f32"])
+    assert [kr.kind for kr in exe.kernels.values()] == ["attention", "reduction", "dot"]
 
 
 def test_probabilities_kept_as_an_output_stay_three_kernels():
