@@ -25,12 +25,13 @@ m) against the running max rescaled later, the division after the product instea
 before (within the dot tolerance of the tests).
 
 The products run on the tensor cores: 16-bit tiles as they are; f32 tiles as tf32x3
-(three tf32 products, ~2^-21 relative: `_product`), falling back to IEEE FMA products for
-a block holding inf or NaN; f32 probabilities times bf16 values (NumPy's bf16 @ bf16 is
+(three tf32 products, ~2^-21 relative: `_product`) after one pass over the batch's keys
+and values finds no inf or NaN, else the same loop with IEEE FMA products (the test sits
+outside the loop: inside it, Triton stopped pipelining the loads); f32 probabilities times bf16 values (NumPy's bf16 @ bf16 is
 f32) as two bf16 products of p's halves (`_split_product`). On the H200 (32x512x512, head
 dim 64) the three kernels took 91 us in f32 and 63 us in bf16; fused, the bf16 form took
 17.5 us, the f32 form 117 us with IEEE products and 47.5 us with tf32x3 (a sweep what-if
-without the inf test of each block; the tested form was not timed yet).
+without the inf test; the form here, with its pass over k and v, was not timed yet).
 """
 import dataclasses
 
@@ -128,24 +129,17 @@ def softmax_input(body):
     return x
 
 
-def _product(w, target, a, b, acc, tile_dt):
-    """`target = a @ b (+ acc)` accumulated in f32. 16-bit tiles: the tensor cores. f32
-    tiles: Triton's tf32x3 (each operand split in two tf32 parts, three tensor-core
-    products; about 2^-21 relative per product, the f32 dot tolerance) where every value
-    of `b` is finite. An inf would make its low part inf - inf = NaN, so a block of `b`
-    holding inf or NaN takes the IEEE FMA path instead. `a` needs no test: here it is
-    the queries (inf there makes NumPy's row NaN anyway: all its scores are inf or NaN)
-    or the probabilities (in [0, 1], or NaN)."""
+def _product(a, b, acc, tile_dt, precision):
+    """`a @ b (+ acc)` accumulated in f32. 16-bit tiles: the tensor cores. f32 tiles:
+    `precision` "tf32x3" (each operand split in two tf32 parts, three tensor-core
+    products; about 2^-21 relative per product, within the f32 dot tolerance), used only
+    when every key and value is finite, else "ieee" (FMA). The queries and the
+    probabilities need no test: an inf query makes NumPy's row NaN anyway (all its scores
+    are inf or NaN), and probabilities are in [0, 1] or NaN."""
     more = f", {acc}" if acc else ""
     if tile_dt != F32:
-        w.line(f"{target} = tl.dot({a}, {b}{more}, out_dtype=tl.float32)")
-        return
-    w.line(f"if tl.max(tl.abs({b})) < {literal(np.inf, F32)}:")
-    w.line(f"    {target} = tl.dot({a}, {b}{more}, input_precision=\"tf32x3\", "
-           "out_dtype=tl.float32)")
-    w.line("else:   # an inf or NaN in the block: exact IEEE products")
-    w.line(f"    {target} = tl.dot({a}, {b}{more}, input_precision=\"ieee\", "
-           "out_dtype=tl.float32)")
+        return f"tl.dot({a}, {b}{more}, out_dtype=tl.float32)"
+    return f'tl.dot({a}, {b}{more}, input_precision="{precision}", out_dtype=tl.float32)'
 
 
 def _split_product(w, prob, v_tile, alpha):
@@ -249,51 +243,87 @@ def render(chain):
     w.line(f"acc = tl.zeros([BM, {block_v}], tl.float32)  # running exp(x - m) @ v")
     if split:
         w.line(f"acc_lo = tl.zeros([BM, {block_v}], tl.float32)  # the low halves' part")
-    w.line(f"for n0 in range(0, {N}, BN):")
-    w.indent += 1
-    for el in (el_s, el_x, el_o):
-        el.push()
-    w.line("rn = (n0 + tl.arange(0, BN)).to(tl.int64)[None, :]")
-    w.line("rn_col = (n0 + tl.arange(0, BN)).to(tl.int64)[:, None]")
-    keys = w.let(_bound("rn", N, "BN"), "keys")
-    el_s.mask = w.let(f"{_bound('rd_col', D, block_d)} & {keys}", "mask")
-    k_tile = operand_tile(w, el_s, k, (rb, bdims), (rfree, ["rn"]), (rc, "rd_col"),
-                          tile1)
-    w.line("# the scores' tile, their epilogue, the softmax's input")
-    dot = w.fresh("s")
-    _product(w, dot, q_tile, k_tile, None, tile1)
-    el_s.raw = False
-    product = narrow(dot, dot1.dtype)   # the scores kernel's rounding of its product
-    el_s.fixed[dot1] = product if product == dot else w.let(product, "s")
-    tile = Index(dot1.shape, list(bdims) + ["rm", "rn"])
-    el_s.mask = el_x.mask = w.let(f"{rows} & {keys}", "mask")
-    el_x.fixed[s_param] = el_s.value(scores, tile)
-    xv = el_x.value(x, Index(x.shape, tile.dims))
-    xv = w.let(f"tl.where({keys}, {xv}, {neg_inf})", "x", comment="keys past the end weigh 0")
-    w.line("# the online softmax: NaN anywhere in a row makes its max NaN, as np.max")
-    peak = w.let(f"tl.reduce({xv}, 1, _max_nan_combine, keep_dims=True)", "red")
-    m_new = w.let(f"tl.maximum(m, {peak}, propagate_nan=tl.PropagateNan.ALL)", "m_new")
-    shift = w.let(f"tl.where({m_new} == {neg_inf}, 0.0, {m_new})", "shift",
-                  comment="no finite score yet: -inf - -inf would be NaN")
-    alpha = w.let(f"libdevice.exp(m - {shift})", "alpha")
-    prob = w.let(f"libdevice.exp({xv} - {shift})", "p")
-    w.line(f"l = l * {alpha} + tl.sum({prob}, axis=1, keep_dims=True)")
-    el_o.raw = True
-    el_o.mask = w.let(f"{_bound('rn_col', N, 'BN')} & {_bound('rv', DV, block_v)}", "mask")
-    if split:
+
+    def key_block_loads(tile_k, tile_v):
+        """The loop head (key indices) and this key block's k and v tiles."""
+        w.line("rn = (n0 + tl.arange(0, BN)).to(tl.int64)[None, :]")
+        w.line("rn_col = (n0 + tl.arange(0, BN)).to(tl.int64)[:, None]")
+        keys = w.let(_bound("rn", N, "BN"), "keys")
+        el_s.raw = el_o.raw = True
+        el_s.mask = w.let(f"{_bound('rd_col', D, block_d)} & {keys}", "mask")
+        k_tile = operand_tile(w, el_s, k, (rb, bdims), (rfree, ["rn"]), (rc, "rd_col"),
+                              tile_k)
+        el_o.mask = w.let(f"{_bound('rn_col', N, 'BN')} & {_bound('rv', DV, block_v)}",
+                          "mask")
         v_tile = operand_tile(w, el_o, v, (vb, bdims), (vfree, ["rv"]), (vc, "rn_col"),
-                              _source_dtype(v))
-        _split_product(w, prob, v_tile, alpha)
+                              tile_v)
+        return keys, k_tile, v_tile
+
+    def stream_keys(precision):
+        """The loop over key blocks, its f32 products in `precision` (tf32x3 or ieee)."""
+        w.line(f"for n0 in range(0, {N}, BN):")
+        w.indent += 1
+        for el in (el_s, el_x, el_o):
+            el.push()
+        keys, k_tile, v_tile = key_block_loads(tile1, _source_dtype(v) if split else tile2)
+        w.line("# the scores' tile, their epilogue, the softmax's input")
+        dot = w.let(_product(q_tile, k_tile, None, tile1, precision), "s")
+        el_s.raw = el_o.raw = False
+        product = narrow(dot, dot1.dtype)   # the scores kernel's rounding of its product
+        el_s.fixed[dot1] = product if product == dot else w.let(product, "s")
+        tile = Index(dot1.shape, list(bdims) + ["rm", "rn"])
+        el_s.mask = el_x.mask = w.let(f"{rows} & {keys}", "mask")
+        el_x.fixed[s_param] = el_s.value(scores, tile)
+        xv = el_x.value(x, Index(x.shape, tile.dims))
+        xv = w.let(f"tl.where({keys}, {xv}, {neg_inf})", "x",
+                   comment="keys past the end weigh 0")
+        w.line("# the online softmax: NaN anywhere in a row makes its max NaN, as np.max")
+        peak = w.let(f"tl.reduce({xv}, 1, _max_nan_combine, keep_dims=True)", "red")
+        m_new = w.let(f"tl.maximum(m, {peak}, propagate_nan=tl.PropagateNan.ALL)", "m_new")
+        shift = w.let(f"tl.where({m_new} == {neg_inf}, 0.0, {m_new})", "shift",
+                      comment="no finite score yet: -inf - -inf would be NaN")
+        alpha = w.let(f"libdevice.exp(m - {shift})", "alpha")
+        prob = w.let(f"libdevice.exp({xv} - {shift})", "p")
+        w.line(f"l = l * {alpha} + tl.sum({prob}, axis=1, keep_dims=True)")
+        if split:
+            _split_product(w, prob, v_tile, alpha)
+        else:
+            if tile2 != F32:   # 16-bit probabilities: the tensor cores, as the output's dot
+                prob = w.let(f"{prob}.to({memory_type(tile2)})", "tile")
+            w.line(f"acc = {_product(prob, v_tile, f'acc * {alpha}', tile2, precision)}")
+        w.line(f"m = {m_new}")
+        for el in (el_s, el_x, el_o):
+            el.pop()
+        w.indent -= 1
+
+    checked = [t for t, dt in (("k", tile1), ("v", None if split else tile2)) if dt == F32]
+    if not checked:
+        stream_keys(None)
     else:
-        v_tile = operand_tile(w, el_o, v, (vb, bdims), (vfree, ["rv"]), (vc, "rn_col"),
-                              tile2)
-        if tile2 != F32:   # 16-bit probabilities: the tensor cores, as the output's dot
-            prob = w.let(f"{prob}.to({memory_type(tile2)})", "tile")
-        _product(w, "acc", prob, v_tile, w.let(f"acc * {alpha}", "acc"), tile2)
-    w.line(f"m = {m_new}")
-    for el in (el_s, el_x, el_o):
-        el.pop()
-    w.indent -= 1
+        # tf32x3 splits each f32 operand in two tf32 parts, and an inf's low part is
+        # inf - inf = NaN: one pass over the keys and values first, which picks the loop
+        w.line(f"# any inf or NaN among {' and '.join(checked)}? (tf32x3 would make it NaN)")
+        w.line("bad = tl.zeros([], tl.int32)")
+        w.line(f"for n0 in range(0, {N}, BN):")
+        w.indent += 1
+        for el in (el_s, el_o):
+            el.push()
+        _, k_tile, v_tile = key_block_loads(tile1, tile2)
+        for name, value in (("k", k_tile), ("v", v_tile)):
+            if name in checked:
+                w.line(f"bad += tl.sum(tl.where(tl.abs({value}) < {literal(np.inf, F32)}, "
+                       "0, 1))")
+        for el in (el_s, el_o):
+            el.pop()
+        w.indent -= 1
+        w.line("if bad == 0:   # all finite: the f32 products as tf32x3 on the tensor cores")
+        w.indent += 1
+        stream_keys("tf32x3")
+        w.indent -= 1
+        w.line("else:   # exact IEEE products on the FMA path, inf as NumPy has it")
+        w.indent += 1
+        stream_keys("ieee")
+        w.indent -= 1
     w.line("# the softmax's division, after the product, then the output's epilogue")
     el_o.raw = False
     if split:   # a low part that is NaN from 0 * inf (a bf16-exact p, an inf value) drops
