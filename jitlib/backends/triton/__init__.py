@@ -3,6 +3,7 @@
     source.py      dtypes, literals, the line writer
     elemental.py   each op's value at a tile of indices (the rule tables)
     kernels.py     the loop / reduction / dot kernel around the emitted values
+    attention.py   a dot -> row softmax -> dot chain of kernels as one (flash attention)
     configs.py     block sizes and warps per signature; the autotuner's hook and cache
     compiler.py    sources on disk, loaded as modules; ahead-of-time compiles (sm_90)
     executable.py  runs the kernels in order on a device; what is not generated runs
