@@ -27,11 +27,14 @@ before (within the dot tolerance of the tests).
 The products run on the tensor cores: 16-bit tiles as they are; f32 tiles as tf32x3
 (three tf32 products, ~2^-21 relative: `_product`) after one pass over the batch's keys
 and values finds no inf or NaN, else the same loop with IEEE FMA products (the test sits
-outside the loop: inside it, Triton stopped pipelining the loads); f32 probabilities times bf16 values (NumPy's bf16 @ bf16 is
-f32) as two bf16 products of p's halves (`_split_product`). On the H200 (32x512x512, head
-dim 64) the three kernels took 91 us in f32 and 63 us in bf16; fused, the bf16 form took
-17.5 us, the f32 form 117 us with IEEE products and 47.5 us with tf32x3 (a sweep what-if
-without the inf test; the form here, with its pass over k and v, was not timed yet).
+outside the loop: inside it, Triton stopped pipelining the loads); f32 probabilities
+times bf16 values (NumPy's bf16 @ bf16 is f32) as two bf16 products of p's halves
+(`_split_product`).
+
+On the H200 (32x512x512, head dim 64) the three kernels took 91 us in f32 and 63 us in
+bf16; fused, the bf16 form took 17.5 us, the f32 form 117 us with IEEE products and 47.5
+us with tf32x3 (a sweep what-if without the inf test; the form here, with its pass over k
+and v, was not timed yet).
 """
 import dataclasses
 
