@@ -640,7 +640,7 @@ def _tanh_f32(f, x):
     The vectorized loop runs both forms for every lane, so each step here is counted:
     - the two polynomials, x + x*z*P(z) and h + h*h*Q(h), run as one Horner chain whose
       variable and coefficients each lane selects: the same operations per lane, so the
-      same bits, with 7 fewer multiplies and fmas, which only two of Zen's four vector
+      same bits, with 6 fewer multiplies and fmas, which only two of Zen's four vector
       pipes execute (the selects run on all four);
     - the polynomial also serves tiny x (x*z underflows and the fma returns x; the
       closing copysign restores -0.0, which the fma turns into +0.0) and NaN (`ult`
