@@ -167,6 +167,14 @@ def test_attention_kernel_compiles_for_sm90(dt):
     assert ("acc_lo" in kernel.source) == (dt == "bf16"), kernel.source
 
 
+def test_lowered_kernels_text_shows_the_fused_kernel():
+    import jitlib
+    text = jitlib.jit(attend, backend="gpu").lower(*qkv((2,), 24, 40, 16, 16)).as_text(
+        "kernels")
+    assert text.count("computed inside fused_dot_general_2") == 2, text
+    assert "def flash_fused_dot_general_0(" in text, text
+
+
 def test_attention_source_reads_as_the_algorithm():
     source = _kernel(attend, qkv((2,), 64, 64, 32, 32)).source
     for text in ("running row max", "tl.PropagateNan.ALL", "acc * alpha",
