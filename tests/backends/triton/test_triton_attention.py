@@ -11,6 +11,7 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from triton_cases import traced
 from jitlib.backends import _cuda_gpu_visible
@@ -201,3 +202,22 @@ def test_attention_on_the_gpu(dt):
     assert_allclose_tree(got, evaluate(module, [q, k, v]), rtol=tol, atol=tol,
                          err_msg=exe.kernel_sources())
     assert_allclose_tree(got, JaxBackend().compile(module)(q, k, v), rtol=tol, atol=tol)
+
+
+@settings(max_examples=12, deadline=None)
+@given(st.data())
+def test_random_attention_with_nonfinite_values(data):
+    """Random extents (tails everywhere, head dims under tl.dot's 16) and a few inf, -inf
+    and NaN among q, k and v: the same NaN and inf positions as jitlib's interpreter."""
+    dims = [data.draw(st.integers(2, hi)) for hi in (40, 50, 20, 20)]
+    batch = data.draw(st.sampled_from([(), (2,)]))
+    args = qkv(batch, *dims, seed=data.draw(st.integers(0, 99)))
+    for a in args:
+        for _ in range(data.draw(st.integers(0, 2))):
+            spot = tuple(data.draw(st.integers(0, n - 1)) for n in a.shape)
+            a[spot] = data.draw(st.sampled_from([np.inf, -np.inf, np.nan]))
+    module = traced(attend, args)
+    exe = TritonBackend(HostDevice()).compile(module)
+    assert [k.kind for k in exe.kernels.values()] == ["attention"]
+    assert_allclose_tree(exe(*args), evaluate(module, args), rtol=TOL["f32"],
+                         atol=TOL["f32"], err_msg=exe.kernel_sources())
