@@ -19,6 +19,7 @@ from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
 from jitlib.trace.context import Trace, abstract_leaf, current_trace, result_instr
+from jitlib.trace.int_ranges import ExactInt, NeedsIntValues
 # the NumPy function tables, imported now rather than on a process's first traced
 # call, where they cost more than loading a cached program (a few ms)
 from jitlib.trace import functions as _functions  # noqa: F401
@@ -120,6 +121,9 @@ class Jitted:
         self._buckets = bucket_layer(self, buckets)
         self._hits = self._misses = 0
         self._lock = threading.Lock()
+        # Python int arguments key the cache by range until a trace needs their values
+        # (trace/int_ranges.py); from then on, by value
+        self._int_values = False
 
     # -- the call path
 
@@ -127,12 +131,15 @@ class Jitted:
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
         if self._buckets is not None:
-            return self._buckets(args, kwargs)
+            return self._with_int_values(lambda: self._buckets(args, kwargs))
         fast_key = self._fast_key(args, kwargs)
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None:
             self._hits += 1
             return tree.unflatten(entry.out_tree, list(_run(entry.executable, args)))
+        return self._with_int_values(lambda: self._call_traced(args, kwargs, fast_key))
+
+    def _call_traced(self, args, kwargs, fast_key):
         bound = self._bind(args, kwargs)
         key, dynamic, flat = self._key(bound)
         entry = self._entry(key, lambda: self._compile(key, bound, dynamic))
@@ -143,6 +150,20 @@ class Jitted:
                   for x, shape_dtype in zip(flat, key.leaves)]
         outs = _run(entry.executable, arrays)
         return tree.unflatten(entry.out_tree, list(outs))
+
+    def _with_int_values(self, call):
+        """`call()`; if its trace needs the values of Python int arguments, the function
+        keys them by value from now on and `call()` runs again (trace/int_ranges.py)."""
+        try:
+            return call()
+        except NeedsIntValues as e:
+            if self._int_values:
+                raise
+            log.info("jitlib: %s: Python int arguments are keyed by value from now on: %s",
+                     self.__name__, e.message)
+            self._int_values = True
+        # outside the except block: the second trace's errors must not chain to the first
+        return call()
 
     def _entry(self, key, compile):
         """The compiled entry for `key`; a miss runs `compile()` once, under the lock
@@ -172,10 +193,12 @@ class Jitted:
 
     def lower(self, *args, **kwargs):
         """Trace for these arguments (no compile) and return a `Lowered`."""
-        bound = self._bind(args, kwargs)
-        key, dynamic, _ = self._key(bound)
-        module, out_tree = self._trace(bound, dynamic, key)
-        return Lowered(module, out_tree, key.backend)
+        def lower():
+            bound = self._bind(args, kwargs)
+            key, dynamic, _ = self._key(bound)
+            module, out_tree = self._trace(bound, dynamic, key)
+            return Lowered(module, out_tree, key.backend)
+        return self._with_int_values(lower)
 
     def cache_info(self):
         return CacheInfo(self._hits, self._misses, len(self._cache))
@@ -233,6 +256,9 @@ class Jitted:
             for i, x in enumerate(flat):
                 abstract_leaf(x, f"argument {leaf_names[i]!r} of {self.__name__}")
             raise
+        if self._int_values:
+            leaves = tuple((shape, dtype, ExactInt(int(x)) if type(weak) is tuple else weak)
+                           for (shape, dtype, weak), x in zip(leaves, flat))
         backend = self.backend or config.default_backend()
         key = _Signature(tuple(names), in_tree, leaves, tuple(static), backend)
         return key, dynamic, flat
@@ -244,7 +270,10 @@ class Jitted:
         names = _leaf_names(key.names, key.in_tree)
         tracers = [trace.new_parameter(shape, dtype, name, weak=weak)
                    for (shape, dtype, weak), name in zip(key.leaves, names)]
-        traced_args = tree.unflatten(key.in_tree, tracers)
+        # an int keyed by value is the Python int itself (its parameter stays, unused)
+        traced_args = tree.unflatten(key.in_tree, [
+            weak.value if type(weak) is ExactInt else t
+            for t, (_, _, weak) in zip(tracers, key.leaves)])
         call_args = dict(bound.arguments)
         call_args.update(zip(key.names, traced_args))
         with trace.active():

@@ -28,6 +28,9 @@ class Difference(NamedTuple):
         if self.kind == "dtype":
             return f"argument {self.arg!r}: dtype {self.old} -> {self.new}"
         if self.kind == "weak":
+            if type(self.new).__name__ == "ExactInt":
+                return (f"argument {self.arg!r}: a Python int {self.old!r} -> {self.new!r} "
+                        "(keyed by value: arithmetic on it needs the value)")
             if type(self.old) is tuple and type(self.new) is tuple:
                 return (f"argument {self.arg!r}: a Python int in {_range(self.old)} -> "
                         f"{_range(self.new)} (the range decides which integer types hold it)")

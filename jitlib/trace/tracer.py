@@ -18,6 +18,7 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Instr
+from jitlib.trace import int_ranges
 
 
 class View:
@@ -383,33 +384,44 @@ def known_int_bounds(x):
 
 def fits(bounds, dtype):
     """Whether every int in `bounds` (lo, hi) is a value of integer `dtype`."""
-    info = np.iinfo(dtype)
-    lo, hi = bounds
-    return lo is not None and hi is not None and info.min <= lo and hi <= info.max
+    return int_ranges.placement(bounds, dtype) == "inside"
 
 
 def as_instr(x, dtype=None):
     """The IR value of a tracer or a concrete value, optionally converted to `dtype`.
 
-    A Python int argument converted to an integer type that cannot hold it raises, as
-    NumPy 2 does (the argument's range, not its value, is what the trace knows)."""
+    A Python int (an argument, or arithmetic on arguments) converted to an integer type
+    that cannot hold it raises, as NumPy 2 does; where its range does not tell, the
+    trace asks for the values (int_ranges.NeedsIntValues)."""
     if isinstance(x, Tracer):
         instr = x.instr
         if dtype is None:
             return instr
-        bounds = known_int_bounds(x)
-        if bounds is not None and dtypes.is_integer(dtype) and not fits(bounds, dtype):
-            raise errors.IntegerOverflowError(
-                f"a Python int argument (between {bounds[0]} and {bounds[1]} at this call) "
-                f"is out of bounds for {np.dtype(dtype).name}, which NumPy refuses too",
-                hint=f"convert the array to a wider type first, or pass a value that fits "
-                     f"{np.dtype(dtype).name}")
+        if x._weak and dtypes.is_integer(x.dtype) and dtypes.is_integer(dtype):
+            bounds = known_int_bounds(x)
+            if bounds is None and np.dtype(dtype) == dtypes.INDEX:
+                return build.convert(instr, dtype)   # int64 already: no op has wrapped it
+            where = int_ranges.placement(bounds, dtype) if bounds is not None else None
+            if where is None:
+                raise int_ranges.needs_values(
+                    f"converting a Python int to {np.dtype(dtype).name}")
+            if where != "inside":
+                raise errors.IntegerOverflowError(
+                    f"a Python int (between {bounds[0]} and {bounds[1]} at this call) is "
+                    f"out of bounds for {np.dtype(dtype).name}, which NumPy refuses too",
+                    hint=f"convert the array to a wider type first, or pass a value that "
+                         f"fits {np.dtype(dtype).name}")
         return build.convert(instr, dtype)
     if isinstance(x, Instr):
         return build.convert(x, dtype) if dtype is not None else x
     if dtype is not None and is_weak(x):
         # NumPy 2 refuses Python ints that do not fit the target integer type.
-        return build.constant(np.asarray(x, dtype=dtype))
+        try:
+            return build.constant(np.asarray(x, dtype=dtype))
+        except OverflowError as e:
+            raise errors.IntegerOverflowError(
+                str(e), hint=f"convert the array to a wider type first, or use a value "
+                             f"that fits {np.dtype(dtype).name}") from None
     arr = concrete(x)
     if dtype is not None:
         arr = arr.astype(dtype)

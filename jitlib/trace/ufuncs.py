@@ -13,6 +13,7 @@ from jitlib import errors
 from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
+from jitlib.trace import int_ranges
 from jitlib.trace import tracer as T
 
 BUILDERS = {}
@@ -422,9 +423,19 @@ def _loop(ufunc, inputs, dtype):
     if dtype is not None:
         extra["signature"] = (None,) * ufunc.nin + (np.dtype(dtype),) * ufunc.nout
     try:
-        return ufunc.resolve_dtypes(keys + (None,) * ufunc.nout, **extra)
+        loop = ufunc.resolve_dtypes(keys + (None,) * ufunc.nout, **extra)
+        if _OBJECT in loop:
+            # Python scalars only (a comparison of two ints resolves to the object
+            # loop): they are traced as NumPy's default types, which is their loop
+            keys = tuple(_DEFAULT_TYPES.get(k, k) for k in keys)
+            loop = ufunc.resolve_dtypes(keys + (None,) * ufunc.nout, **extra)
+        return loop
     except TypeError as e:  # NumPy's UFuncTypeError / no-loop errors are TypeErrors
         raise errors.JitlibTypeError(f"np.{ufunc.__name__}: {e}") from None
+
+
+_OBJECT = np.dtype(object)
+_DEFAULT_TYPES = {int: np.dtype(np.int64), float: np.dtype(np.float64)}
 
 
 def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
@@ -456,6 +467,10 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
         results = (results,)
     results = [B.convert(r, dt) for r, dt in zip(results, loop[ufunc.nin:])]
     weak = operator and all(T.is_weak(x) for x in inputs)
+    if weak and len(results) == 1 and dtypes.is_integer(results[0].dtype):
+        # Python int arithmetic: the range of the exact result, where it is followed
+        weak = int_ranges.result_range(ufunc, [T.known_int_bounds(x) for x in inputs]) \
+            or True
     wrapped = [T.Tracer(r, weak=weak) for r in results]
     if out is not None or where is not True:
         wrapped = _write_out(ufunc, wrapped, out, where)
@@ -473,12 +488,13 @@ def _compare_past_range(ufunc, inputs, loop):
         return None
     for i, value in enumerate(inputs):
         bounds = T.known_int_bounds(value)
-        if bounds is None or T.fits(bounds, loop[0]):
-            continue
-        info, at = np.iinfo(loop[0]), bounds[0] if bounds[0] is not None else bounds[1]
+        where = int_ranges.placement(bounds, loop[0]) if bounds is not None else None
+        if where not in ("below", "above"):
+            continue   # inside: an ordinary comparison; unknown: as_instr asks for values
+        info = np.iinfo(loop[0])
         op = ufunc if i == 1 else _FLIPPED[ufunc]   # as `array op value`
         # every element (and every int of the range) lies on one side: compare one pair
-        return bool(op(info.min if at > info.max else info.max, at))
+        return bool(op(info.min, bounds[0]) if where == "above" else op(info.max, bounds[1]))
     return None
 
 
