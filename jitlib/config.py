@@ -34,3 +34,17 @@ def compile_worker() -> str:
     if value not in ("auto", "always", "never"):
         raise ValueError(f"JITLIB_COMPILE_WORKER={value!r}: use auto, always or never")
     return value
+
+
+def gpu_f32_dot() -> str:
+    """JITLIB_GPU_F32_DOT: how the gpu backend's matmul kernels multiply f32 tiles.
+    "tf32x3" (the default): on the tensor cores, each f32 operand split into a high and a
+    low TF32 part and three products summed in f32 (about 2^-21 relative per product);
+    a program whose operand blocks hold inf, NaN or magnitudes near the f32 limit takes
+    the IEEE products instead. An f32 x bf16 product splits the f32 operand into two
+    bf16 halves (two products, about 2^-17 relative). "ieee": exact f32 products on the
+    FMA units, everywhere. Read when a kernel is generated (docs/gpu_numerics.md)."""
+    value = os.environ.get("JITLIB_GPU_F32_DOT", "tf32x3").strip().lower() or "tf32x3"
+    if value not in ("tf32x3", "ieee"):
+        raise ValueError(f"JITLIB_GPU_F32_DOT={value!r}: use tf32x3 or ieee")
+    return value

@@ -29,7 +29,8 @@ The products run on the tensor cores: 16-bit tiles as they are; f32 tiles as tf3
 and values finds no inf or NaN, else the same loop with IEEE FMA products (the test sits
 outside the loop: inside it, Triton stopped pipelining the loads); f32 probabilities
 times bf16 values (NumPy's bf16 @ bf16 is f32) as two bf16 products of p's halves
-(`_split_product`).
+(`_split_product`). JITLIB_GPU_F32_DOT=ieee (jitlib/config.py) keeps every f32 product
+on the FMA path.
 
 On the H200 (32x512x512, head dim 64) the three kernels took 91 us in f32 and 63 us in
 bf16; fused, the bf16 form took 17.5 us, the f32 form 117 us with IEEE products and 47.5
@@ -40,6 +41,7 @@ import dataclasses
 
 import numpy as np
 
+from jitlib import config
 from jitlib.backends.triton import configs
 from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.kernels import (
@@ -207,7 +209,8 @@ def render(chain):
     tile1 = _tile_dtype(q, k, dt1)
     tile2 = _tile_dtype(p, v, np.dtype(p.dtype))
     # f32 probabilities times bf16 values (NumPy's bf16 attention): see _split_product
-    split = tile2 == F32 and dtypes.name(_source_dtype(v)) == "bf16"
+    exact = config.gpu_f32_dot() == "ieee"   # JITLIB_GPU_F32_DOT: no split f32 products
+    split = tile2 == F32 and dtypes.name(_source_dtype(v)) == "bf16" and not exact
 
     # one pointer per distinct outer operand, whichever bodies read it
     operands, pointers = [], {}
@@ -302,6 +305,8 @@ def render(chain):
     checked = [t for t, dt in (("k", tile1), ("v", None if split else tile2)) if dt == F32]
     if not checked:
         stream_keys(None)
+    elif exact:
+        stream_keys("ieee")
     else:
         # tf32x3 splits each f32 operand in two tf32 parts, and an inf's low part is
         # inf - inf = NaN: one pass over the keys and values first, which picks the loop

@@ -53,7 +53,7 @@ def _dot_fit(n):
     return max(16, next_pow2(n))
 
 
-def dot_config(m, n, k, itemsize, widened=False):
+def dot_config(m, n, k, itemsize, widened=False, mode=None):
     """Tiles for `tl.dot`, from the H200 sweep of 2026-12-02 (tools/gpu_tune_sweep.py;
     benchmarks/results/gpu-2026-12-02-notes.md), no larger than the problem and at
     least 16 (tl.dot's minimum):
@@ -66,8 +66,12 @@ def dot_config(m, n, k, itemsize, widened=False):
     - `widened` (an operand converted to f32 inside the K loop: the f32 x bf16 product
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
       most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
-    - f64: 64x64x16, 4 warps."""
-    if itemsize == 2:
+    - f64: 64x64x16, 4 warps;
+    - f32 on the tensor cores (`mode` "tf32x3" or "bf16x2", f32_products.py): 128x128x32,
+      8 warps, 3 stages, not yet swept (the sweep of the next device call decides)."""
+    if mode in ("tf32x3", "bf16x2"):
+        bm, bn, bk, warps = 128, 128, 32, 8
+    elif itemsize == 2:
         bm, bn, bk, warps = 128, 128, 64, 8
     elif itemsize == 4 and widened:
         bm, bn, bk, warps = 128, 64, 16, 8
@@ -117,7 +121,7 @@ def candidates(kernel):
     return unique
 
 
-def _dot_candidates(B, M, N, K, itemsize, widened=False):
+def _dot_candidates(B, M, N, K, itemsize, widened=False, mode=None):
     """Tiles by shape class, the ones that won somewhere in the H200 sweep first (the
     tuner's time budget may end the list early): skinny N (a tile as narrow as N, long
     in M and K), 16-bit tensor-core tiles, f32 FMA tiles (narrow K steps when an operand
@@ -126,6 +130,9 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False):
         bn = _dot_fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
                   (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
+    elif mode in ("tf32x3", "bf16x2"):
+        shapes = [(128, 64, 32, 4, 3), (128, 128, 32, 8, 4), (64, 128, 32, 4, 3),
+                  (128, 256, 32, 8, 3), (128, 128, 64, 8, 3)]
     elif itemsize == 2:
         shapes = [(128, 64, 64, 4, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
                   (64, 64, 64, 4, 3)]

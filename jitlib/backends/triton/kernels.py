@@ -13,12 +13,13 @@ constexprs; shapes are static, so every extent and stride is a literal in the so
              are not generated yet (they would spill): the kernel falls back.
   dot        `tl.dot` tiles [BM, BK] x [BK, BN] accumulating in f32 (f64 for f64), the
              operands read through their views as index arithmetic, the epilogue applied
-             to the accumulator tile before the one store. f32 uses
-             input_precision="ieee": TF32 tensor cores round inputs to 10 mantissa bits,
-             which would not match NumPy; f16/bf16 use the tensor cores with f32
-             accumulation and round the product once, as the interpreter does. An
-             f32 dot of operands widened from one 16-bit type reads the 16-bit
-             sources and runs on the tensor cores too (exact products, f32 sums).
+             to the accumulator tile before the one store. f32 tiles run on the
+             tensor cores as split products (tf32x3; f32 x bf16 as two bf16 products)
+             or on the FMA path (input_precision="ieee"): f32_products.py;
+             f16/bf16 use the tensor cores with f32 accumulation and round the
+             product once, as the interpreter does. An f32 dot of operands widened
+             from one 16-bit type reads the 16-bit sources and runs on the tensor
+             cores too (exact products, f32 sums).
   opaque     not generated (scans, scatter): the executable runs it on the interpreter.
 """
 import dataclasses
@@ -27,7 +28,7 @@ import re
 
 import numpy as np
 
-from jitlib.backends.triton import configs
+from jitlib.backends.triton import configs, f32_products
 from jitlib.backends.triton.elemental import Elemental, Index, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
@@ -395,22 +396,64 @@ def render_dot(name, body, summary=""):
     bdims = _decompose(w, "b", [lhs.shape[i] for i in lb])
     mdims = _decompose(w, "rm", [lhs.shape[i] for i in lfree])
     ndims = _decompose(w, "rn", [rhs.shape[i] for i in rfree])
+    src_l, src_r = _source_dtype(lhs), _source_dtype(rhs)
+    f32_mode = f32_products.mode(src_l, src_r, tile_dt)
+    # bf16x2 reads its bf16 operand as bf16 (the tensor cores' type), its f32 one as f32
+    tile_l = src_l if f32_mode == "bf16x2" else tile_dt
+    tile_r = src_r if f32_mode == "bf16x2" else tile_dt
+
+    def k_loop(update, comment):
+        """The loop over contraction blocks; `update(a_tile, b_tile)` emits its body."""
+        w.line(f"for k0 in range(0, {K}, BK):  # {comment}")
+        w.indent += 1
+        w.line("rk_col = (k0 + tl.arange(0, BK)).to(tl.int64)[:, None]")
+        w.line("rk_row = (k0 + tl.arange(0, BK)).to(tl.int64)[None, :]")
+        el.push()
+        el.raw = True
+        el.mask = w.let(f"{_bound('rm', M, 'BM')} & {_bound('rk_row', K, 'BK')}", "mask")
+        a_tile = operand_tile(w, el, lhs, (lb, bdims), (lfree, mdims), (lc, "rk_row"), tile_l)
+        el.mask = w.let(f"{_bound('rk_col', K, 'BK')} & {_bound('rn', N, 'BN')}", "mask")
+        b_tile = operand_tile(w, el, rhs, (rb, bdims), (rfree, ndims), (rc, "rk_col"), tile_r)
+        update(a_tile, b_tile)
+        el.pop()
+        el.raw = False
+        w.indent -= 1
+
+    def product(precision):
+        more = f', input_precision="{precision}"' if precision else ""
+        return lambda a, b: w.line(f"acc = tl.dot({a}, {b}, acc{more}, out_dtype={acc_t})")
+
     w.line(f"acc = tl.zeros([BM, BN], {acc_t})")
-    w.line(f"for k0 in range(0, {K}, BK):")
-    w.indent += 1
-    w.line("rk_col = (k0 + tl.arange(0, BK)).to(tl.int64)[:, None]")
-    w.line("rk_row = (k0 + tl.arange(0, BK)).to(tl.int64)[None, :]")
-    el.push()
-    el.raw = True
-    el.mask = w.let(f"{_bound('rm', M, 'BM')} & {_bound('rk_row', K, 'BK')}", "mask")
-    a_tile = operand_tile(w, el, lhs, (lb, bdims), (lfree, mdims), (lc, "rk_row"), tile_dt)
-    el.mask = w.let(f"{_bound('rk_col', K, 'BK')} & {_bound('rn', N, 'BN')}", "mask")
-    b_tile = operand_tile(w, el, rhs, (rb, bdims), (rfree, ndims), (rc, "rk_col"), tile_dt)
-    precision = ', input_precision="ieee"' if dtypes.name(tile_dt) in ("f32", "f64") else ""
-    w.line(f"acc = tl.dot({a_tile}, {b_tile}, acc{precision}, out_dtype={acc_t})")
-    el.pop()
-    el.raw = False
-    w.indent -= 1
+    if f32_mode == "tf32x3":
+        w.line("# tf32x3 cannot split inf, NaN or |x| >= 2^127: one pass over this program's "
+               "blocks of both operands picks the loop")
+        w.line("bad = tl.zeros([], tl.int32)")
+        k_loop(lambda a, b: w.line(f"bad += {f32_products.unsplittable_count(a)} + "
+                                   f"{f32_products.unsplittable_count(b)}"), "the pass")
+        w.line("if bad == 0:   # the f32 products as tf32x3 on the tensor cores")
+        w.indent += 1
+        k_loop(product("tf32x3"), "tf32x3 products")
+        w.indent -= 1
+        w.line("else:   # exact IEEE products on the FMA path, inf as NumPy has it")
+        w.indent += 1
+        k_loop(product("ieee"), "IEEE products")
+        w.indent -= 1
+    elif f32_mode == "bf16x2":
+        w.line("acc_lo = tl.zeros([BM, BN], tl.float32)  # the low halves' products")
+        split_lhs = dtypes.name(src_l) == "f32"
+
+        def two_products(a, b):
+            hi, lo = f32_products.split_bf16(w, a if split_lhs else b)
+            pairs = ((hi, b), (lo, b)) if split_lhs else ((a, hi), (a, lo))
+            w.line(f"acc = tl.dot({pairs[0][0]}, {pairs[0][1]}, acc, out_dtype=tl.float32)")
+            w.line(f"acc_lo = tl.dot({pairs[1][0]}, {pairs[1][1]}, acc_lo, "
+                   "out_dtype=tl.float32)")
+        k_loop(two_products, "f32 operand as two bf16 halves on the tensor cores")
+        w.line(f"acc = {f32_products.merge_low('acc', 'acc_lo')}")
+    else:
+        ieee = dtypes.name(tile_dt) in ("f32", "f64")
+        k_loop(product("ieee" if ieee else None),
+               "IEEE products" if ieee else "16-bit tensor-core products")
     w.line("# the epilogue, on the accumulator tile before the one store")
     product = w.let("acc" if dt == F64 or dtypes.name(dt) == "f32" else narrow("acc", dt),
                     "prod")
@@ -427,11 +470,12 @@ def render_dot(name, body, summary=""):
     return TritonKernel(
         name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.dot_config(M, N, K, tile_dt.itemsize, widened),
+        configs.dot_config(M, N, K, tile_dt.itemsize, widened, f32_mode),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),
-        {"B": B, "M": M, "N": N, "K": K, "itemsize": tile_dt.itemsize, "widened": widened})
+        {"B": B, "M": M, "N": N, "K": K, "itemsize": tile_dt.itemsize, "widened": widened,
+         "mode": f32_mode})
 
 
 def render(fusion):

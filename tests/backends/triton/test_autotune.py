@@ -47,7 +47,7 @@ def test_skinny_dots_get_tiles_as_narrow_as_n():
 def test_batched_small_products_get_tiles_no_larger_than_a_matrix():
     kernel = dot_kernel(512, 64, 512, "bf16", batch=(32,))
     assert kernel.problem == {"B": 32, "M": 512, "N": 512, "K": 64, "itemsize": 2,
-                              "widened": False}
+                              "widened": False, "mode": None}
     for c in configs.candidates(kernel):
         assert c.constexprs["BK"] <= 64 and c.constexprs["BM"] <= 512
 
@@ -93,11 +93,13 @@ def test_the_fastest_candidate_wins_and_is_recorded(tmp_path, monkeypatch):
     assert configs.choose(kernel, compiler.cache_dir(), "other-gpu") == kernel.config
 
 
-def test_a_dot_widening_one_operand_starts_from_the_narrow_tile():
-    # f32 @ bf16 (the second matmul of a bf16 MLP under NumPy's promotion): with a K
+def test_a_dot_widening_one_operand_starts_from_the_narrow_tile(monkeypatch):
+    # f32 @ bf16 (the second matmul of a bf16 MLP under NumPy's promotion) on the FMA
+    # path (JITLIB_GPU_F32_DOT=ieee; by default it runs as two bf16 products): with a K
     # step of 32 most tiles ran 10-60 ms on the H200 for 1024x4096x1024, 128x64x16 with
     # 8 warps 0.28 ms; a plain f32 dot starts from 128x64x32.
     from jitlib.fusion import optimize
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "ieee")
     h = B.parameter(0, (256, 512), np.float32, "h")
     w = B.parameter(1, (512, 256), dtypes.bfloat16, "w")
     dot = B.dot_general(h, B.convert(w, np.float32), [1], [0])

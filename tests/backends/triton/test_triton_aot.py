@@ -79,10 +79,14 @@ def test_16_bit_dots_use_tensor_cores(dt):
     assert "mma" in ptx, ptx[:2000]
 
 
-def test_f32_dot_asks_for_ieee_precision_not_tf32():
+def test_f32_dots_ask_for_tf32x3_behind_a_finiteness_pass_never_plain_tf32():
+    # plain TF32 rounds inputs to 10 mantissa bits, which would not match NumPy; tf32x3
+    # runs only where the pass found every operand element splittable, else IEEE
     args = anchors.ARGS[anchors.mlp](np.random.default_rng(0))
     dots = [k for _, k in rendered(traced(anchors.mlp, args)) if k.kind == "dot"]
-    assert dots and all('input_precision="ieee"' in k.source for k in dots)
+    assert dots and all('input_precision="tf32x3"' in k.source and "if bad == 0:" in k.source
+                        and 'input_precision="ieee"' in k.source for k in dots)
+    assert not any('input_precision="tf32"' in k.source for k in dots)
 
 
 def test_long_rows_fall_back_with_a_reason():
@@ -129,7 +133,15 @@ def test_dots_of_widened_16_bit_operands_run_on_tensor_cores(dt):
     assert "wgmma" in ptx and f".{dt}" in ptx, kernel.source
 
 
-def test_a_widened_operand_beside_an_f32_one_is_widened_in_the_tile():
+def test_a_bf16_operand_beside_an_f32_one_stays_bf16_and_the_f32_one_splits():
+    (fusion,) = fusions(_widened_dot("bf16", lhs_widened=False))
+    kernel = kernels.render(fusion)
+    assert "acc_lo" in kernel.source and "ieee" not in kernel.source, kernel.source
+    assert "wgmma" in compile_sm90(kernel)
+
+
+def test_a_widened_operand_beside_an_f32_one_is_widened_under_the_ieee_knob(monkeypatch):
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "ieee")
     (fusion,) = fusions(_widened_dot("bf16", lhs_widened=False))
     kernel = kernels.render(fusion)
     assert ".to(tl.float32)" in kernel.source and 'input_precision="ieee"' in kernel.source

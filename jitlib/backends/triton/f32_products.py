@@ -1,0 +1,73 @@
+"""f32 matrix products on the tensor cores at f32-like accuracy (the dot kernels' part).
+
+The FMA units multiply f32 tiles at ~67 TFLOP/s on the H200; the tensor cores do TF32 at
+~4x that but round inputs to 10 mantissa bits, which NumPy's answers would not survive.
+Splitting an operand into a high part and a low part that the tensor cores take exactly
+buys the accuracy back for a few products (JITLIB_GPU_F32_DOT, jitlib/config.py):
+
+  tf32x3   f32 x f32: Triton's input_precision="tf32x3" (a = a_hi + a_lo in TF32,
+           a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, about 2^-21 relative per product). An inf
+           splits into inf + NaN, and a magnitude near the f32 limit rounds up to inf
+           when split, so one pass over the program's operand blocks comes first and a
+           program that finds any such element runs IEEE products instead (a test per
+           block inside the K loop stopped Triton pipelining the loads; attention.py).
+  bf16x2   f32 x bf16 (NumPy's bf16 @ bf16 is f32, so a bf16 MLP's second product is
+           f32 @ bf16): the f32 operand as two bf16 halves, two bf16 products, each exact
+           in f32 (about 2^-17 relative). No pass needed: see `split_bf16`.
+  ieee     exact f32 products on the FMA units.
+"""
+import numpy as np
+
+from jitlib import config
+from jitlib.backends.triton.source import F32, literal
+from jitlib.hlo import dtypes
+
+# |x| below this splits into finite TF32 parts (rounding to 10 mantissa bits overflows
+# only from (2 - 2^-11) * 2^127 up); the guard sends anything else to the IEEE loop
+TF32_SPLIT_LIMIT = float(2.0 ** 127)
+# |x| from here up rounds to inf in bf16 (past the largest finite, (2 - 2^-7) * 2^127)
+BF16_ROUND_LIMIT = float((2.0 - 2.0 ** -8) * 2.0 ** 127)
+
+
+def mode(lhs_source, rhs_source, tile_dt):
+    """How a dot kernel multiplies, from the operands' memory types and its tile type:
+    "tf32x3", "bf16x2" or "ieee" for f32 tiles, None for 16-bit and f64 tiles."""
+    if np.dtype(tile_dt) != F32:
+        return None
+    if config.gpu_f32_dot() == "ieee":
+        return "ieee"
+    names = sorted([dtypes.name(lhs_source), dtypes.name(rhs_source)])
+    if names == ["f32", "f32"]:
+        return "tf32x3"
+    if names == ["bf16", "f32"]:
+        return "bf16x2"
+    return "ieee"    # f32 x f16: f16 halves would overflow at 65504
+
+
+def unsplittable_count(value):
+    """Source counting the elements of an f32 tile that tf32x3 cannot split: inf, NaN and
+    magnitudes from TF32_SPLIT_LIMIT up (masked lanes load 0 and count nothing)."""
+    return (f"tl.sum(tl.where(tl.abs({value}) < {literal(TF32_SPLIT_LIMIT, F32)}, 0, 1))")
+
+
+def split_bf16(w, value):
+    """(hi, lo): bf16 tiles with hi + lo = `value` (f32) to about 2^-17 relative; hi is
+    `value` rounded to nearest bf16 (asked for explicitly: Triton's interpreter would
+    truncate), lo the rounded rest. A magnitude that would round up past bf16's largest
+    finite value is truncated to it instead (the rest is then < 2^-7 of it, and lo still
+    carries it to 2^-17), so only inf and NaN make a non-finite hi. An inf's lo is NaN,
+    and so is a low product of 0 with an inf of the other operand: `merge_low` drops a
+    non-finite low sum, whose element the high sum already makes inf or NaN."""
+    limit = literal(BF16_ROUND_LIMIT, F32)   # (NaN compares false: it stays NaN)
+    rtne = 'fp_downcast_rounding="rtne"'
+    cut = w.let(f"({value}.to(tl.int32, bitcast=True) & -65536).to(tl.float32, "
+                "bitcast=True)", "cut")
+    hi = w.let(f"tl.where(tl.abs({value}) >= {limit}, {cut}, {value})"
+               f".to(tl.bfloat16, {rtne})", "hi")
+    lo = w.let(f"({value} - {hi}.to(tl.float32)).to(tl.bfloat16, {rtne})", "lo")
+    return hi, lo
+
+
+def merge_low(acc, acc_lo):
+    """Source adding the low products' sum to the high one, where it is finite."""
+    return f"{acc} + tl.where(tl.abs({acc_lo}) < {literal(np.inf, F32)}, {acc_lo}, 0.0)"

@@ -1,0 +1,221 @@
+"""f32 dots on the tensor cores (f32_products.py): tf32x3 for f32 x f32 behind a pass that
+sends inf, NaN and huge operands to IEEE products; f32 x bf16 as two bf16 products.
+
+Paths: Triton's interpreter (host buffers) runs the kernels' control flow and masking; it
+multiplies f32 tiles exactly whatever the precision asked, so the tf32x3 rounding itself
+is judged on the GPU (`-m gpu` below). It stores bf16 as uint16 and multiplies those
+integers, so `bf16_dots` teaches its dot to read bf16: the split into bf16 halves then
+rounds as on the GPU. The sm_90 compile checks which instructions each mode becomes."""
+import numpy as np
+import pytest
+
+from test_triton_aot import compile_sm90
+from triton_cases import fusions
+from jitlib.backends import _cuda_gpu_visible
+from jitlib.backends.jax import JaxBackend
+from jitlib.backends.triton import TritonBackend, compiler, configs, kernels
+from jitlib.backends.triton.host import HostDevice
+from jitlib.hlo import build as B, dtypes
+from jitlib.hlo.interpreter import evaluate
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+from jitlib.testing import assert_allclose_tree
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+F32, BF16 = np.dtype(np.float32), dtypes.from_name("bf16")
+# test_triton_gpu's f32 dot tolerance: rtol 1e-4, atol 1e-4 * sqrt(K) (sums of K normal
+# products cancel to near 0, where any reordering of the f32 sums differs by ~1e-6 * K)
+RTOL = 1e-4
+
+
+@pytest.fixture
+def bf16_dots(monkeypatch):
+    """Triton 3.6's interpreter multiplies bf16 tiles as their uint16 bit patterns, and
+    truncates f32 to bf16 whatever rounding is asked: teach it the GPU's arithmetic
+    (products of bf16 values, exact in f32; f32 -> bf16 to nearest even)."""
+    from triton.runtime import interpreter as I
+    import triton.language as tl
+    dot, convert = I.InterpreterBuilder.create_dot, I._convert_float
+
+    def widen(h):
+        if h.dtype.scalar != tl.bfloat16:
+            return h
+        bits = h.data.astype(np.uint32) << 16
+        return I.TensorHandle(bits.view(np.float32), tl.float32)
+
+    def to_nearest(data, src, dst, rounding):
+        if src != tl.float32 or dst != tl.bfloat16:
+            return convert(data, src, dst, rounding)
+        bits = np.ascontiguousarray(data, np.float32).view(np.uint32).astype(np.uint64)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(np.uint16)
+        nan = np.isnan(np.asarray(data, np.float32))
+        return np.where(nan, np.uint16(0x7FC0), rounded)
+
+    monkeypatch.setattr(I.InterpreterBuilder, "create_dot",
+                        lambda self, a, b, d, *rest: dot(self, widen(a), widen(b), d, *rest))
+    monkeypatch.setattr(I, "_convert_float", to_nearest)
+
+
+@pytest.fixture
+def small_tiles(monkeypatch):
+    """16x16x16 tiles: several programs and K steps, partial tiles at the ends."""
+    monkeypatch.setattr(configs, "dot_config",
+                        lambda *a, **k: configs.Config({"BM": 16, "BN": 16, "BK": 16}))
+
+
+def relu_dot(lhs_dt, rhs_dt, batch=(), m=50, k=70, n=30):
+    """max(x @ w + bias, 0) with x: lhs_dt, w: rhs_dt (a bf16 one widened to f32 first,
+    as the tracer does), the bias a [n] row: a dot kernel with an epilogue."""
+    x = B.parameter(0, batch + (m, k), lhs_dt, "x")
+    w = B.parameter(1, batch + (k, n), rhs_dt, "w")
+    bias = B.parameter(2, (n,), F32, "bias")
+    xf, wf = (v if v.dtype == F32 else B.convert(v, F32) for v in (x, w))
+    nb = len(batch)
+    dot = B.dot_general(xf, wf, lhs_contract=(nb + 1,), rhs_contract=(nb,),
+                        lhs_batch=tuple(range(nb)), rhs_batch=tuple(range(nb)))
+    biased = B.binary(Op.ADD, dot, B.broadcast_in_dim(bias, dot.shape, (dot.ndim - 1,)))
+    out = B.binary(Op.MAX, biased, B.broadcast_to(B.constant(0.0, F32), dot.shape))
+    return Module("relu_dot", [x, w, bias], [out])
+
+
+def sample(module, seed=0, special=None):
+    """Inputs of `module`; `special` (operand position, {flat index: value}) plants values."""
+    rng = np.random.default_rng(seed)
+    args = [rng.standard_normal(p.shape).astype(p.dtype) for p in module.params]
+    if special:
+        pos, values = special
+        flat = args[pos].reshape(-1)
+        for i, v in values.items():
+            flat[i] = v
+    return args
+
+
+def the_kernel(module):
+    (fusion,) = fusions(module)
+    return kernels.render(fusion)
+
+
+def check(backend, module, args):
+    atol = RTOL * module.params[0].shape[-1] ** 0.5
+    exe = backend.compile(module)
+    assert len(exe.kernels) == 1 and not exe.fallbacks, exe.kernel_sources()
+    got = exe(*args)
+    want = evaluate(module, args)
+    assert_allclose_tree(got, want, rtol=RTOL, atol=atol,
+                         err_msg=f"{exe.device.name} vs interpreter\n{exe.kernel_sources()}")
+    assert_allclose_tree(got, JaxBackend().compile(module)(*args), rtol=RTOL, atol=atol,
+                         err_msg=f"{exe.device.name} vs jax")
+    one = lambda r: np.asarray(r[0] if isinstance(r, (list, tuple)) else r, np.float64)
+    got, want = one(got), one(want)
+    finite = np.isfinite(want)
+    if finite.any():
+        # and within the split products' error bound, sum |x| |w| times 2^-17 (bf16x2;
+        # tf32x3 is ~2^-21) plus K f32 roundings of the sums: plain TF32 (2^-11) or
+        # bf16 (2^-8) products would not be
+        x, w = (np.abs(a.astype(np.float64)) for a in args[:2])
+        scale = np.matmul(x, w) + np.abs(args[2].astype(np.float64))
+        with np.errstate(invalid="ignore"):   # inf - inf where NumPy has inf too
+            err = np.abs(got - want)[finite]
+        bound = 2.0 ** -17 + module.params[0].shape[-1] * 2.0 ** -24
+        assert (err <= bound * scale[finite]).all(), (err / scale[finite]).max()
+    return exe, got
+
+
+SPECIALS = {
+    "finite": None,
+    "inf_lhs": (0, {3: np.inf, 75: -np.inf}),
+    "nan_lhs": (0, {140: np.nan}),
+    "inf_rhs": (1, {0: np.inf, 31: -np.inf}),
+    "nan_rhs": (1, {200: np.nan}),
+    # one per row (rows 0 and 4): whether a row's sum overflows then follows no order.
+    # (A sum within ~2^-8 of the f32 limit may overflow in the split products' high
+    # part where NumPy's stays finite: docs/gpu_numerics.md; these inputs land none there.)
+    "huge_lhs": (0, {5: 2.0e38, 300: -3.4e38}),
+}
+
+
+@pytest.mark.parametrize("batch", [(), (3,)])
+@pytest.mark.parametrize("case", list(SPECIALS))
+@pytest.mark.parametrize("rhs", ["f32", "bf16"])
+def test_f32_dots_match_the_interpreter_under_triton_interpreter(
+        small_tiles, bf16_dots, rhs, case, batch):
+    module = relu_dot(F32, dtypes.from_name(rhs), batch)
+    special = SPECIALS[case]
+    exe, got = check(TritonBackend(HostDevice()), module, sample(module, special=special))
+    assert exe.device.interpreted
+    source = exe.kernel_sources()
+    assert ('input_precision="tf32x3"' in source) == (rhs == "f32"), source
+    assert ("acc_lo" in source) == (rhs == "bf16"), source
+    if special and "huge" not in case:   # the planted value reached the output
+        assert not np.isfinite(got).all(), got
+
+
+def test_huge_bf16_split_keeps_the_value(small_tiles, bf16_dots):
+    # 3.4e38 rounds up to inf in bf16; the split truncates it to bf16's largest finite
+    # value instead and the low half carries the rest: x @ w stays finite, as in NumPy
+    module = relu_dot(F32, BF16, m=16, k=16, n=16)
+    args = sample(module)
+    args[0][:] = np.float32(3.4e38)
+    args[1][:] = BF16.type(2.0 ** -120)
+    args[2][:] = 0.0
+    _, got = check(TritonBackend(HostDevice()), module, args)
+    assert np.isfinite(got).all() and got.min() > 4000, got
+
+
+def test_ieee_knob_keeps_exact_products(monkeypatch):
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "ieee")
+    for rhs in (F32, BF16):
+        source = the_kernel(relu_dot(F32, rhs)).source
+        assert "tf32x3" not in source and "acc_lo" not in source, source
+        assert 'input_precision="ieee"' in source, source
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32")
+    with pytest.raises(ValueError, match="tf32x3 or ieee"):
+        the_kernel(relu_dot(F32, F32))
+
+
+@pytest.mark.parametrize("dt", ["f32", "bf16"])
+def test_ieee_knob_keeps_fused_attention_exact(monkeypatch, dt):
+    from test_triton_attention import _kernel, attend, qkv
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "ieee")
+    source = _kernel(attend, qkv((2,), 40, 50, 16, 16, dt=dt)).source
+    assert "tf32x3" not in source and "acc_lo" not in source, source
+
+
+def test_f32_x_f16_stays_ieee():
+    # f16 halves would overflow at 65504: no split for f16 operands beside f32 ones
+    source = the_kernel(relu_dot(F32, dtypes.from_name("f16"))).source
+    assert 'input_precision="ieee"' in source and "tf32x3" not in source, source
+
+
+def _async_copies(compiled):
+    return compiled.asm["ttgir"].count("async_copy_global_to_local")
+
+
+def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined():
+    kernel = the_kernel(relu_dot(F32, F32, (2,), m=256, k=512, n=256))
+    ptx = compile_sm90(kernel)
+    assert "tf32" in ptx and "wgmma" in ptx, kernel.source   # the tf32x3 loop
+    assert "fma.rn.f32" in ptx, kernel.source                 # the IEEE loop
+    compiled = compiler.compile_for(kernel)
+    assert _async_copies(compiled) >= 4, compiled.asm["ttgir"][-3000:]
+
+
+def test_f32_x_bf16_kernel_runs_bf16_wgmma_for_sm90():
+    for lhs, rhs in ((F32, BF16), (BF16, F32)):
+        kernel = the_kernel(relu_dot(lhs, rhs, m=256, k=512, n=256))
+        ptx = compile_sm90(kernel)
+        assert "wgmma" in ptx and ".bf16" in ptx, kernel.source
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _cuda_gpu_visible(), reason="needs a CUDA GPU")
+@pytest.mark.parametrize("shape", [((), 50, 70, 30), ((3,), 17, 33, 9), ((), 256, 1024, 384)])
+@pytest.mark.parametrize("case", list(SPECIALS))
+@pytest.mark.parametrize("rhs", ["f32", "bf16"])
+def test_f32_dots_on_the_gpu(rhs, case, shape):
+    from jitlib.backends.triton import default_device
+    batch, m, k, n = shape
+    module = relu_dot(F32, dtypes.from_name(rhs), batch, m, k, n)
+    exe, got = check(TritonBackend(default_device()), module,
+                     sample(module, special=SPECIALS[case]))
+    assert not exe.device.interpreted
