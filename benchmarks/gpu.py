@@ -19,7 +19,8 @@ Inputs rotate over enough copies that the working set is at least 256 MiB, so L2
 of them between calls. GB/s is `workloads.min_bytes / kernel time`, as % of the
 device-to-device copy bandwidth measured in the same run (torch `copy_`, read + write
 counted). TFLOP/s counts 2*M*N*K per matmul, as % of torch.matmul (cuBLAS) at the same
-shapes and dtype (fp32 without TF32, as torch defaults; TF32 is measured too). `tiny`
+shapes and dtype (fp32 without TF32, as torch defaults; TF32 is measured too; a bf16 row's
+products each at the types NumPy gives them: bf16 x bf16, then f32 x f32). `tiny`
 gives dispatch: call + sync median (p10/p90) and queued µs/call.
 
 A failing row or tool records its error and the run goes on. Results:
@@ -87,6 +88,17 @@ def matmul_shapes(name, arrays):
         w1, w2, x, _ = arrays
         return [(1, x.shape[0], x.shape[1], w1.shape[1]), (1, x.shape[0], w1.shape[1], w2.shape[1])]
     return []
+
+
+def product_dtypes(name, dtype):
+    """The (lhs, rhs) types each matmul of the workload multiplies under NumPy's promotion:
+    bf16 @ bf16 is f32, so the second product of a bf16 mlp or attention is f32 @ bf16,
+    which NumPy computes as f32 @ f32 (the bf16 operand widened)."""
+    if dtype != "bfloat16":
+        return None
+    if name in ("mlp", "attention"):
+        return ["bfloat16", "float32"]
+    return None
 
 
 def flops(shapes):
@@ -247,12 +259,14 @@ def copy_bandwidth(torch, timer, sizes_mib, reps):
 
 
 def cublas_us(torch, timer, shapes, dtype, reps, tf32=False):
-    """µs of torch.matmul for each (batch, m, k, n), summed: the cuBLAS reference."""
+    """µs of torch.matmul for each (batch, m, k, n), summed: the cuBLAS reference. `dtype`
+    is one torch dtype for every product, or a list of one per product."""
     old = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = tf32
+    per = dtype if isinstance(dtype, list) else [dtype] * len(shapes)
     try:
         total = 0.0
-        for b, m, k, n in shapes:
+        for (b, m, k, n), dtype in zip(shapes, per):
             x = torch.randn((b, m, k), device="cuda").to(dtype)
             y = torch.randn((b, k, n), device="cuda").to(dtype)
             torch.matmul(x, y)
@@ -323,8 +337,17 @@ def run_row(row, name, dtype, tools, settings, torch, timer, ceilings):
     shapes = matmul_shapes(name, arrays)
     if shapes and name != "mse_loss" and torch is not None:
         tdt = torch.bfloat16 if dtype == "bfloat16" else torch.float32
+        types = product_dtypes(name, dtype)
         try:
-            result["cublas_us"] = cublas_us(torch, timer, shapes, tdt, settings["reps"])
+            if types:   # each product at its own types; all-bf16 kept as extra information
+                result["cublas_types"] = types
+                result["cublas_us"] = cublas_us(torch, timer, shapes,
+                                                [getattr(torch, t) for t in types],
+                                                settings["reps"])
+                result["cublas_bf16_us"] = cublas_us(torch, timer, shapes, tdt,
+                                                     settings["reps"])
+            else:
+                result["cublas_us"] = cublas_us(torch, timer, shapes, tdt, settings["reps"])
             if dtype == "float32":
                 result["cublas_tf32_us"] = cublas_us(torch, timer, shapes, tdt,
                                                      settings["reps"], tf32=True)
@@ -422,7 +445,10 @@ def render(result):
         lines += ["", "cuBLAS reference (torch.matmul at the same shapes): " + ", ".join(
             f"{n} {r['flops'] / r['cublas_us'] / 1e6:.0f} TFLOP/s"
             + (f" (TF32 {r['flops'] / r['cublas_tf32_us'] / 1e6:.0f})"
-               if r.get("cublas_tf32_us") else "") for n, r in mm) + "."]
+               if r.get("cublas_tf32_us") else "")
+            + (f" (products at {' then '.join(r['cublas_types'])}; all-bf16 "
+               f"{r['flops'] / r['cublas_bf16_us'] / 1e6:.0f})"
+               if r.get("cublas_bf16_us") else "") for n, r in mm) + "."]
     tiny = result["rows"].get("tiny")
     if tiny:
         lines += ["", "Dispatch (`tiny`: x + 1.0 on 4 floats)", "",
@@ -521,6 +547,10 @@ def main(argv=None):
             result["rows"][row_name] = dict(workload=name, dtype=dtype, tools={},
                                             error=f"{type(e).__name__}: {e}")
             print(traceback.format_exc(), flush=True)
+    if any(r.get("cublas_types") for r in result["rows"].values()):
+        notes.append("bf16 rows: % cuBLAS compares with torch.matmul at each product's own "
+                     "types under NumPy's promotion (bf16 x bf16, then f32 x f32 with the "
+                     "bf16 operand widened, TF32 off); the all-bf16 cuBLAS figure is beside it")
     if jax is not None:
         notes.append("jax.jit runs fp32 matmuls with TF32 by default on GPU: compare its fp32 "
                      "mlp/attention with the TF32 cuBLAS figure")

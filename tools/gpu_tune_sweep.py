@@ -32,6 +32,10 @@ DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "att
 # source variants timed beside the generated kernel: (name, kind, old text, new text)
 WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
            ("all_ieee", "attention", 'input_precision="tf32x3"', 'input_precision="ieee"'),
+           # the pass over the operands that guards tf32x3 (f32_products.py), skipped: a
+           # constant-true test lets Triton drop the pass and the IEEE loop
+           ("no_pass", "dot", "if bad == 0:", "if True:"),
+           ("no_pass", "attention", "if bad == 0:", "if True:"),
            ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
            ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
 
@@ -113,7 +117,11 @@ def sweep_configs(kernel):
                                       warps, stages))
     elif kernel.kind == "dot":
         fit = lambda n: max(16, next_pow2(n))   # noqa: E731
-        if p["itemsize"] == 2:
+        if p.get("mode") in ("tf32x3", "bf16x2"):   # f32 tiles on the tensor cores
+            tiles = [(128, 128, 32), (128, 256, 32), (256, 128, 32), (128, 128, 64),
+                     (64, 256, 32), (128, 64, 32), (64, 128, 32), (128, 128, 16)]
+            plans = [(4, 3), (8, 3), (8, 4), (4, 4)]
+        elif p["itemsize"] == 2:
             tiles = [(128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 128),
                      (64, 128, 64), (128, 64, 64), (64, 256, 64), (64, 64, 64)]
             plans = [(4, 3), (4, 4), (8, 3), (8, 4), (8, 5)]
@@ -265,8 +273,8 @@ def main(argv=None):
         for i, k in enumerate(row_kernels(row)):
             for w in [None] + what_ifs(k):
                 cs = sweep_configs(k)
-                if k.kind != "attention" and args.dot_grid == "candidates":
-                    cs = candidates(k)
+                if w is not None or (k.kind != "attention" and args.dot_grid == "candidates"):
+                    cs = candidates(k)   # a what-if is a measurement: its candidates do
                 for c in cs:
                     tasks.append((row, i, w, c))
     compiled = {}
