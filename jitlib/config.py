@@ -37,14 +37,16 @@ def compile_worker() -> str:
 
 
 def gpu_f32_dot() -> str:
-    """JITLIB_GPU_F32_DOT: how the gpu backend's matmul kernels multiply f32 tiles.
-    "tf32x3" (the default): on the tensor cores, each f32 operand split into a high and a
-    low TF32 part and three products summed in f32 (about 2^-21 relative per product);
-    a program whose operand blocks hold inf, NaN or magnitudes near the f32 limit takes
-    the IEEE products instead. An f32 x bf16 product splits the f32 operand into two
-    bf16 halves (two products, about 2^-17 relative). "ieee": exact f32 products on the
-    FMA units, everywhere. Read when a kernel is generated (docs/gpu_numerics.md)."""
-    value = os.environ.get("JITLIB_GPU_F32_DOT", "tf32x3").strip().lower() or "tf32x3"
-    if value not in ("tf32x3", "ieee"):
-        raise ValueError(f"JITLIB_GPU_F32_DOT={value!r}: use tf32x3 or ieee")
+    """JITLIB_GPU_F32_DOT: how the gpu backend multiplies f32 tiles (docs/gpu_numerics.md).
+    "tf32x3": on the tensor cores, an f32 x f32 product as three TF32 products of high and
+    low parts (~2^-21 relative; a program whose operand blocks hold inf, NaN or
+    magnitudes from 2^127 up takes IEEE products), an f32 x bf16 one as two bf16
+    products of the f32 operand's halves (~2^-17). "ieee": exact f32 products on the
+    FMA units everywhere. "auto" (the default): what the H200 measured fastest per
+    kernel kind: plain f32 x f32 dots IEEE (tf32x3 with its pass over the operands ran
+    the 1024x1024x4096 MLP slower), f32 x bf16 dots and fused attention as tf32x3 says.
+    Read when a kernel is generated."""
+    value = os.environ.get("JITLIB_GPU_F32_DOT", "auto").strip().lower() or "auto"
+    if value not in ("auto", "tf32x3", "ieee"):
+        raise ValueError(f"JITLIB_GPU_F32_DOT={value!r}: use tf32x3, ieee or auto")
     return value

@@ -67,10 +67,12 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None):
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
       most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
     - f64: 64x64x16, 4 warps;
-    - f32 on the tensor cores (`mode` "tf32x3" or "bf16x2", f32_products.py): 128x128x32,
-      8 warps, 3 stages, not yet swept (the sweep of the next device call decides)."""
+    - f32 on the tensor cores (f32_products.py), from the H200 sweep of 23:49: tf32x3
+      128x64x32, 4 warps, 4 stages (234.5 us for 1024x1024x4096, 341 for 1024x4096x1024,
+      within 1% and 6% of the best; 128x128x32/8 warps ran 324 and 638); bf16x2
+      64x128x32, 4 warps, 4 stages (46.2 us for 1024x4096x1024; 72.8 at 128x128x32)."""
     if mode in ("tf32x3", "bf16x2"):
-        bm, bn, bk, warps = 128, 128, 32, 8
+        bm, bn, bk, warps = (128, 64, 32, 4) if mode == "tf32x3" else (64, 128, 32, 4)
     elif itemsize == 2:
         bm, bn, bk, warps = 128, 128, 64, 8
     elif itemsize == 4 and widened:
@@ -84,8 +86,8 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None):
     bm, bn, bk = min(bm, _dot_fit(m)), min(bn, _dot_fit(n)), min(bk, _dot_fit(k))
     if bm * bn < 64 * 64:    # a small product's tile: 4 warps have enough to do
         warps = 4
-    return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=warps,
-                  num_stages=3 if itemsize <= 4 else 2)
+    stages = 4 if mode in ("tf32x3", "bf16x2") else 3 if itemsize <= 4 else 2
+    return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=warps, num_stages=stages)
 
 
 def attention_config(m, n, itemsize):
@@ -130,9 +132,12 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False, mode=None):
         bn = _dot_fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
                   (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
-    elif mode in ("tf32x3", "bf16x2"):
-        shapes = [(128, 64, 32, 4, 3), (128, 128, 32, 8, 4), (64, 128, 32, 4, 3),
-                  (128, 256, 32, 8, 3), (128, 128, 64, 8, 3)]
+    elif mode == "tf32x3":   # the H200 sweep's best five for the mlp's two products
+        shapes = [(128, 64, 32, 4, 4), (128, 64, 32, 8, 3), (128, 64, 32, 4, 3),
+                  (128, 128, 64, 8, 3), (256, 128, 32, 8, 3)]
+    elif mode == "bf16x2":
+        shapes = [(64, 128, 32, 4, 4), (128, 64, 32, 8, 4), (64, 128, 32, 8, 4),
+                  (64, 128, 32, 4, 3), (128, 64, 32, 4, 4)]
     elif itemsize == 2:
         shapes = [(128, 64, 64, 4, 3), (64, 128, 64, 4, 4), (128, 256, 64, 8, 3),
                   (64, 64, 64, 4, 3)]

@@ -79,9 +79,10 @@ def test_16_bit_dots_use_tensor_cores(dt):
     assert "mma" in ptx, ptx[:2000]
 
 
-def test_f32_dots_ask_for_tf32x3_behind_a_finiteness_pass_never_plain_tf32():
+def test_f32_dots_ask_for_tf32x3_behind_a_finiteness_pass_never_plain_tf32(monkeypatch):
     # plain TF32 rounds inputs to 10 mantissa bits, which would not match NumPy; tf32x3
     # runs only where the pass found every operand element splittable, else IEEE
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32x3")
     args = anchors.ARGS[anchors.mlp](np.random.default_rng(0))
     dots = [k for _, k in rendered(traced(anchors.mlp, args)) if k.kind == "dot"]
     assert dots and all('input_precision="tf32x3"' in k.source and "if bad == 0:" in k.source

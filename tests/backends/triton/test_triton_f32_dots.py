@@ -1,5 +1,6 @@
 """f32 dots on the tensor cores (f32_products.py): tf32x3 for f32 x f32 behind a pass that
-sends inf, NaN and huge operands to IEEE products; f32 x bf16 as two bf16 products.
+sends inf, NaN and huge operands to IEEE products (JITLIB_GPU_F32_DOT=tf32x3; the default
+"auto" keeps these IEEE); f32 x bf16 as two bf16 products (tf32x3 and auto).
 
 Paths: Triton's interpreter (host buffers) runs the kernels' control flow and masking; it
 multiplies f32 tiles exactly whatever the precision asked, so the tf32x3 rounding itself
@@ -134,18 +135,25 @@ SPECIALS = {
 }
 
 
+def expect_modes(source, rhs, knob):
+    tf32x3 = rhs == "f32" and knob == "tf32x3"
+    assert ('input_precision="tf32x3"' in source) == tf32x3, source
+    assert ("if bad == 0:" in source) == tf32x3, source
+    assert ("acc_lo" in source) == (rhs == "bf16"), source
+
+
+@pytest.mark.parametrize("knob", ["tf32x3", "auto"])
 @pytest.mark.parametrize("batch", [(), (3,)])
 @pytest.mark.parametrize("case", list(SPECIALS))
 @pytest.mark.parametrize("rhs", ["f32", "bf16"])
 def test_f32_dots_match_the_interpreter_under_triton_interpreter(
-        small_tiles, bf16_dots, rhs, case, batch):
+        small_tiles, bf16_dots, monkeypatch, rhs, case, batch, knob):
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
     module = relu_dot(F32, dtypes.from_name(rhs), batch)
     special = SPECIALS[case]
     exe, got = check(TritonBackend(HostDevice()), module, sample(module, special=special))
     assert exe.device.interpreted
-    source = exe.kernel_sources()
-    assert ('input_precision="tf32x3"' in source) == (rhs == "f32"), source
-    assert ("acc_lo" in source) == (rhs == "bf16"), source
+    expect_modes(exe.kernel_sources(), rhs, knob)
     if special and "huge" not in case:   # the planted value reached the output
         assert not np.isfinite(got).all(), got
 
@@ -169,7 +177,7 @@ def test_ieee_knob_keeps_exact_products(monkeypatch):
         assert "tf32x3" not in source and "acc_lo" not in source, source
         assert 'input_precision="ieee"' in source, source
     monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32")
-    with pytest.raises(ValueError, match="tf32x3 or ieee"):
+    with pytest.raises(ValueError, match="tf32x3, ieee or auto"):
         the_kernel(relu_dot(F32, F32))
 
 
@@ -191,7 +199,15 @@ def _async_copies(compiled):
     return compiled.asm["ttgir"].count("async_copy_global_to_local")
 
 
-def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined():
+def test_default_keeps_f32_x_f32_ieee_and_splits_f32_x_bf16(monkeypatch):
+    # measured on the H200 (docs/gpu_numerics.md): tf32x3 with its pass was slower
+    monkeypatch.delenv("JITLIB_GPU_F32_DOT", raising=False)
+    for rhs in ("f32", "bf16"):
+        expect_modes(the_kernel(relu_dot(F32, dtypes.from_name(rhs))).source, rhs, "auto")
+
+
+def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined(monkeypatch):
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32x3")
     kernel = the_kernel(relu_dot(F32, F32, (2,), m=256, k=512, n=256))
     ptx = compile_sm90(kernel)
     assert "tf32" in ptx and "wgmma" in ptx, kernel.source   # the tf32x3 loop
@@ -212,10 +228,13 @@ def test_f32_x_bf16_kernel_runs_bf16_wgmma_for_sm90():
 @pytest.mark.parametrize("shape", [((), 50, 70, 30), ((3,), 17, 33, 9), ((), 256, 1024, 384)])
 @pytest.mark.parametrize("case", list(SPECIALS))
 @pytest.mark.parametrize("rhs", ["f32", "bf16"])
-def test_f32_dots_on_the_gpu(rhs, case, shape):
+@pytest.mark.parametrize("knob", ["tf32x3", "auto"])
+def test_f32_dots_on_the_gpu(monkeypatch, knob, rhs, case, shape):
     from jitlib.backends.triton import default_device
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
     batch, m, k, n = shape
     module = relu_dot(F32, dtypes.from_name(rhs), batch, m, k, n)
     exe, got = check(TritonBackend(default_device()), module,
                      sample(module, special=SPECIALS[case]))
-    assert not exe.device.interpreted
+    assert not getattr(exe.device, "interpreted", False)
+    expect_modes(exe.kernel_sources(), rhs, knob)
