@@ -569,7 +569,9 @@ def write(result, out):
     print(f"wrote {path} and {path.with_suffix('.md')}")
     if os.environ.get("OUT"):
         for p in (path, path.with_suffix(".md")):
-            shutil.copy(p, os.path.join(os.environ["OUT"], p.name))
+            dest = os.path.join(os.environ["OUT"], p.name)
+            if not (os.path.exists(dest) and os.path.samefile(p, dest)):   # --out in $OUT
+                shutil.copy(p, dest)
 
 
 if __name__ == "__main__":
