@@ -46,11 +46,20 @@ import numpy as np
 from benchmarks import workloads as W
 
 MEMORY_BOUND = ("ew_chain", "gelu_tanh", "softmax_rows", "layernorm", "logsumexp_rows")
-# Pause between the triad and the call timed after it: numba's OpenMP threads spin-wait
+# Gap between the triad and the call timed after it: numba's OpenMP threads spin-wait
 # for a while after a parallel loop and take a core from the call (gelu's best of 20
-# right after the triad 5.87 ms, 3.77 ms after a 1 ms pause, on a busy machine).
+# right after the triad 5.87 ms, 3.77 ms after a 1 ms pause, on a busy machine). The gap
+# is a busy wait, not a sleep: a vCPU of this VM that idles for 10 ms wakes slowly
+# (logsumexp's median after a 10 ms sleep 2.96 ms, after 10 ms of spinning 2.39, back to
+# back 2.10 - the last one partly served from the 32 MiB L3, which the triad flushes).
 TRIAD_GAP_S = 0.01
 COMPUTE = ("mlp", "attention", "mse_loss")
+
+
+def _busy_wait(seconds):
+    end = time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        pass
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -74,7 +83,7 @@ def time_calls(f, args, budget, min_reps, max_reps, beside=None):
             t0 = time.perf_counter()
             beside()
             beside_times.append(time.perf_counter() - t0)
-            time.sleep(TRIAD_GAP_S)
+            _busy_wait(TRIAD_GAP_S)
         t0 = time.perf_counter()
         _block(f(*args))
         times.append(time.perf_counter() - t0)
