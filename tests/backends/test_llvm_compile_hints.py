@@ -68,3 +68,57 @@ def test_hinted_kernels_agree_with_the_interpreter():
     want = jitlib.jit(_softmax, backend="interpreter")(x)
     np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+
+
+# -- outer loops stay rolled
+
+def _bias_relu(x, b):
+    return np.maximum(x + b, 0.0)
+
+
+def _kernel_ir2(fn, *args):
+    module = optimize(jitlib.make_ir(fn)(*args))
+    (fusion,) = [i for i in module.instructions if i.op is Op.FUSION]
+    return kernels.render(fusion).ir
+
+
+def _latch_properties(ir):
+    """Per loop latch of `ir`, the property texts of its `!llvm.loop` node ('' if none)."""
+    nodes = dict(re.findall(r"^(!\d+) = (.*)$", ir, re.M))
+    found = {}
+    for line in re.findall(r"br i1 \S+, label %\w+, label %\w+.*", ir):
+        m = re.search(r"label %(\w+), label %\w+(?:, !llvm.loop (!\d+))?", line)
+        latch, node = m.group(1), m.group(2)
+        props = set(re.findall(r"!\d+", nodes[node])) - {node} if node else set()
+        found[latch] = " ".join(nodes[p] for p in sorted(props))
+    return found
+
+
+def test_an_outer_loop_of_few_rows_asks_not_to_be_unrolled_and_the_row_still_vectorizes():
+    x, b = np.ones((16, 256), np.float32), np.ones(256, np.float32)
+    ir = _kernel_ir2(_bias_relu, x, b)
+    latches = _latch_properties(ir)
+    assert len(latches) == 2, ir
+    rolled = [p for p in latches.values() if "llvm.loop.unroll.disable" in p]
+    assert len(rolled) == 1, ir   # the row loop; the inner one is LLVM's to vectorize
+    asm = get_compiler().assembly(ir)
+    # unrolled, the 16 rows were 16 copies of the vectorized row: 1,293 lines
+    assert asm.count("\n") < 400, asm[:3000]
+    assert re.search(r"\bvaddps\s+[^\n]*%[yz]mm|\baddps\s", asm), asm[:3000]
+
+
+def test_a_single_loop_gets_no_rolled_hint():
+    x = np.ones(4096, np.float32)
+    ir = _kernel_ir2(lambda x: np.maximum(x + 1.0, 0.0), x)
+    assert not any("llvm.loop.unroll.disable" in p for p in _latch_properties(ir).values())
+
+
+def test_rolled_kernels_agree_with_the_interpreter():
+    rng = np.random.default_rng(3)
+    for rows in (2, 3, 16, 17):
+        x = rng.standard_normal((rows, 256)).astype(np.float32)
+        b = rng.standard_normal(256).astype(np.float32)
+        x[0, 5] = np.nan
+        got = jitlib.jit(_bias_relu, backend="cpu")(x, b)
+        want = jitlib.jit(_bias_relu, backend="interpreter")(x, b)
+        np.testing.assert_array_equal(got, want)

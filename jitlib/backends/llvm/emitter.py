@@ -102,6 +102,7 @@ class FunctionText:
         self.block = "entry"
         self._count = 0
         self.math_calls = 0           # mathlib functions called (each inlined: large)
+        self.loops = 0                # counted loops emitted (kernels._counted_loop)
 
     def tmp(self, hint="v"):
         self._count += 1
@@ -156,6 +157,11 @@ class FunctionText:
         return self._loop_hint('!{!"llvm.loop.vectorize.width", i32 1}',
                                '!{!"llvm.loop.interleave.count", i32 1}',
                                '!{!"llvm.loop.unroll.disable"}')
+
+    def rolled_hint(self):
+        """A fresh `!llvm.loop` node asking LLVM not to unroll one loop (an outer loop:
+        its copies repeat the whole inner loop)."""
+        return self._loop_hint('!{!"llvm.loop.unroll.disable"}')
 
     def math_loop_hint(self):
         """A fresh `!llvm.loop` node for a loop that calls mathlib functions: never
