@@ -29,13 +29,27 @@ import numpy as np
 DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "attention bf16",
                 "mlp", "mlp bf16")
 
+def _recheck_line():
+    from jitlib.backends.triton.f32_products import recheck
+    return f"if {recheck('acc')}:"
+
+
 # source variants timed beside the generated kernel: (name, kind, old text, new text)
 WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
+           # exp as ex2.approx of x * log2(e) (what tl.exp is for f32) in fused attention
+           ("fast_exp", "attention", "libdevice.exp(", "tl.exp("),
            ("all_ieee", "attention", 'input_precision="tf32x3"', 'input_precision="ieee"'),
-           # the pass over the operands that guards tf32x3 (f32_products.py), skipped: a
+           # the pass over k and v that guards tf32x3 in attention, skipped: a
            # constant-true test lets Triton drop the pass and the IEEE loop
-           ("no_pass", "dot", "if bad == 0:", "if True:"),
            ("no_pass", "attention", "if bad == 0:", "if True:"),
+           # the dot kernels' test of the tf32x3 accumulator (f32_products.recheck), never
+           # true: its cost is the tile reduction and the branch
+           ("no_recheck", "dot", _recheck_line(), "if tl.program_id(0) < 0:"),
+           # p @ v of bf16 attention without the low halves' product (not within the
+           # tolerance: it says what the second product costs)
+           ("no_p_lo", "attention", "acc_lo = tl.dot(", "acc_lo = acc_lo if True else tl.dot("),
+           # IEEE division as the approximate div.full.f32: what the exact quotient costs
+           ("fast_div", "reduction", "tl.div_rn(", "tl.fdiv("),
            ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
            ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
 
@@ -117,9 +131,17 @@ def sweep_configs(kernel):
                                       warps, stages))
     elif kernel.kind == "dot":
         fit = lambda n: max(16, next_pow2(n))   # noqa: E731
-        if p.get("mode") in ("tf32x3", "bf16x2"):   # f32 tiles on the tensor cores
+        if p.get("mode") == "either":   # f32 x f32 under "auto": both loops, each a grid
+            for flag, mode in ((1, "tf32x3"), (0, None)):
+                grid = sweep_configs(dataclasses.replace(
+                    kernel, problem={**p, "mode": mode}, config=_without_flag(kernel.config)))
+                out += [Config({**c.constexprs, "TF32X3": flag}, c.num_warps, c.num_stages)
+                        for c in grid]
+            tiles, plans = [], []
+        elif p.get("mode") in ("tf32x3", "bf16x2"):   # f32 tiles on the tensor cores
             tiles = [(128, 128, 32), (128, 256, 32), (256, 128, 32), (128, 128, 64),
-                     (64, 256, 32), (128, 64, 32), (64, 128, 32), (128, 128, 16)]
+                     (64, 256, 32), (128, 64, 32), (64, 128, 32), (128, 128, 16),
+                     (64, 64, 32)]
             plans = [(4, 3), (8, 3), (8, 4), (4, 4)]
         elif p["itemsize"] == 2:
             tiles = [(128, 256, 64), (256, 128, 64), (128, 128, 64), (128, 128, 128),
@@ -140,6 +162,12 @@ def sweep_configs(kernel):
             seen.add(c.key())
             unique.append(c)
     return unique
+
+
+def _without_flag(config):
+    from jitlib.backends.triton.configs import Config
+    rest = {k: v for k, v in config.constexprs.items() if k != "TF32X3"}
+    return Config(rest, config.num_warps, config.num_stages)
 
 
 def compile_key(config):
@@ -361,9 +389,11 @@ def print_kernel(title, entry, flush=True):
             print(line(tag, min(pool, key=lambda r: r["us"])), flush=flush)
     for r in sorted(plain, key=lambda r: r["us"])[:6]:
         print(line("top", r), flush=flush)
-    for w in sorted({r["what_if"] for r in ok if r["what_if"]}):
-        best = min((r for r in ok if r["what_if"] == w), key=lambda r: r["us"])
-        print(line("what-if", best), flush=flush)
+    # what-ifs are measurements: shown even where they change the result (no_p_lo)
+    for w in sorted({r["what_if"] for r in ok + bad if r["what_if"]}):
+        best = min((r for r in ok + bad if r["what_if"] == w), key=lambda r: r["us"])
+        print(line("what-if", best) + f" err {best['err'] or 0:.1e}", flush=flush)
+    bad = [r for r in bad if not r["what_if"]]
     for r in bad[:3]:
         print(f"  WRONG err {r['err']:.1e}: {r['config']}", flush=flush)
     for r in errors[:3]:

@@ -48,12 +48,22 @@ def reduction_config(rows, row_len):
     return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
 
 
+# tf32x3 programs (128x64 tiles) below which an f32 x f32 dot stays on the FMA path by
+# default: about two waves of the H200's 132 SMs. Its mlp's 1024x1024 output (128
+# programs) ran slower in tf32x3 than IEEE, its 1024x4096 one (512) faster
+TF32X3_MIN_PROGRAMS = 256
+
+
+def _cdiv(a, b):
+    return -(-a // b)
+
+
 def _dot_fit(n):
     """A tile side for an extent of `n`: a power of two, at least tl.dot's 16."""
     return max(16, next_pow2(n))
 
 
-def dot_config(m, n, k, itemsize, widened=False, mode=None):
+def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
     """Tiles for `tl.dot`, from the H200 sweep of 2026-12-02 (tools/gpu_tune_sweep.py;
     benchmarks/results/gpu-2026-12-02-notes.md), no larger than the problem and at
     least 16 (tl.dot's minimum):
@@ -70,7 +80,14 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None):
     - f32 on the tensor cores (f32_products.py), from the H200 sweep of 23:49: tf32x3
       128x64x32, 4 warps, 4 stages (234.5 us for 1024x1024x4096, 341 for 1024x4096x1024,
       within 1% and 6% of the best; 128x128x32/8 warps ran 324 and 638); bf16x2
-      64x128x32, 4 warps, 4 stages (46.2 us for 1024x4096x1024; 72.8 at 128x128x32)."""
+      64x128x32, 4 warps, 4 stages (46.2 us for 1024x4096x1024; 72.8 at 128x128x32);
+    - `mode` "either" (f32 x f32 under JITLIB_GPU_F32_DOT=auto): the constexpr TF32X3
+      picks tf32x3 where its tiles make at least TF32X3_MIN_PROGRAMS programs, else the
+      FMA path (the tuner times both: `candidates`)."""
+    if mode == "either":
+        use = batch * _cdiv(m, 128) * _cdiv(n, 64) >= TF32X3_MIN_PROGRAMS
+        c = dot_config(m, n, k, itemsize, widened, "tf32x3" if use else None)
+        return Config({**c.constexprs, "TF32X3": int(use)}, c.num_warps, c.num_stages)
     if mode in ("tf32x3", "bf16x2"):
         bm, bn, bk, warps = (128, 64, 32, 4) if mode == "tf32x3" else (64, 128, 32, 4)
     elif itemsize == 2:
@@ -127,7 +144,13 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False, mode=None):
     """Tiles by shape class, the ones that won somewhere in the H200 sweep first (the
     tuner's time budget may end the list early): skinny N (a tile as narrow as N, long
     in M and K), 16-bit tensor-core tiles, f32 FMA tiles (narrow K steps when an operand
-    is widened in the loop), f64."""
+    is widened in the loop), f64. Mode "either" takes the tf32x3 and the FMA lists in
+    turn, each config with its TF32X3 constexpr."""
+    if mode == "either":
+        both = zip(_dot_candidates(B, M, N, K, itemsize, widened, "tf32x3"),
+                   _dot_candidates(B, M, N, K, itemsize, widened, None))
+        return [Config({**c.constexprs, "TF32X3": flag}, c.num_warps, c.num_stages)
+                for pair in both for c, flag in zip(pair, (1, 0))]
     if N <= 32:
         bn = _dot_fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),

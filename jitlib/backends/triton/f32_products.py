@@ -6,17 +6,18 @@ Splitting an operand into a high part and a low part that the tensor cores take 
 buys the accuracy back for a few products (JITLIB_GPU_F32_DOT, jitlib/config.py):
 
   tf32x3   f32 x f32: Triton's input_precision="tf32x3" (a = a_hi + a_lo in TF32,
-           a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, about 2^-21 relative per product). An inf
-           splits into inf + NaN, and a magnitude near the f32 limit rounds up to inf
-           when split, so one pass over the program's operand blocks comes first and a
-           program that finds any such element runs IEEE products instead (a test per
-           block inside the K loop stopped Triton pipelining the loads; attention.py).
+           a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, about 2^-21 relative per product), then a
+           test of the finished accumulator tile: a tile with any inf or NaN sum is
+           computed again with IEEE products (`recheck`, which says why that is sound).
+           No pass over the operands first: one cost more than tf32x3 saved (2026-12-02).
   bf16x2   f32 x bf16 (NumPy's bf16 @ bf16 is f32, so a bf16 MLP's second product is
            f32 @ bf16): the f32 operand as two bf16 halves, two bf16 products, each exact
-           in f32 (about 2^-17 relative). No pass needed: see `split_bf16`.
+           in f32 (about 2^-17 relative). No test needed: see `split_bf16`.
   ieee     exact f32 products on the FMA units.
 
-The default ("auto") takes bf16x2 for f32 x bf16 and IEEE for f32 x f32: see `mode`.
+The default ("auto") takes bf16x2 for f32 x bf16; for f32 x f32 its kernels hold both the
+tf32x3 and the IEEE loop behind a constexpr (TF32X3) that the launch config sets, so the
+autotuner times both and keeps the faster per shape: see `mode`.
 """
 import numpy as np
 
@@ -24,16 +25,14 @@ from jitlib import config
 from jitlib.backends.triton.source import F32, literal
 from jitlib.hlo import dtypes
 
-# |x| below this splits into finite TF32 parts (rounding to 10 mantissa bits overflows
-# only from (2 - 2^-11) * 2^127 up); the guard sends anything else to the IEEE loop
-TF32_SPLIT_LIMIT = float(2.0 ** 127)
 # |x| from here up rounds to inf in bf16 (past the largest finite, (2 - 2^-7) * 2^127)
 BF16_ROUND_LIMIT = float((2.0 - 2.0 ** -8) * 2.0 ** 127)
 
 
 def mode(lhs_source, rhs_source, tile_dt):
     """How a dot kernel multiplies, from the operands' memory types and its tile type:
-    "tf32x3", "bf16x2" or "ieee" for f32 tiles, None for 16-bit and f64 tiles."""
+    "tf32x3", "either" (f32 x f32 under "auto": tf32x3 or IEEE as the config's TF32X3
+    says), "bf16x2" or "ieee" for f32 tiles, None for 16-bit and f64 tiles."""
     if np.dtype(tile_dt) != F32:
         return None
     knob = config.gpu_f32_dot()
@@ -41,19 +40,35 @@ def mode(lhs_source, rhs_source, tile_dt):
         return "ieee"
     names = sorted([dtypes.name(lhs_source), dtypes.name(rhs_source)])
     if names == ["f32", "f32"]:
-        # "auto": IEEE. On the H200 the pass over the operands cost more than tf32x3
-        # saved: mlp's 1024x1024 @ 1024x4096, 1024x4096 @ 4096x1024 ran 236 + 321 us
-        # (best tiles; 164 + 238 without the pass) against 214 + 201 us in IEEE
-        return "tf32x3" if knob == "tf32x3" else "ieee"
+        # "auto": neither wins everywhere on the H200. tf32x3 ran mlp's 1024x1024 @
+        # 1024x4096 in 164 us against 214 (IEEE) but its 1024x4096 @ 4096x1024, whose
+        # 1024x1024 output is only 64-128 programs, in 238 against 201
+        return "tf32x3" if knob == "tf32x3" else "either"
     if names == ["bf16", "f32"]:
         return "bf16x2"
     return "ieee"    # f32 x f16: f16 halves would overflow at 65504
 
 
-def unsplittable_count(value):
-    """Source counting the elements of an f32 tile that tf32x3 cannot split: inf, NaN and
-    magnitudes from TF32_SPLIT_LIMIT up (masked lanes load 0 and count nothing)."""
-    return (f"tl.sum(tl.where(tl.abs({value}) < {literal(TF32_SPLIT_LIMIT, F32)}, 0, 1))")
+def recheck(acc):
+    """Source of the test after a tile's tf32x3 products: true when the tile must be
+    computed again with IEEE products. Sound because the split goes wrong only in ways
+    that leave a non-finite sum in the tile:
+
+    - an inf or NaN operand element a[i, k] makes every IEEE result of row i inf or NaN
+      (inf * b is inf, or NaN where b is 0), and under tf32x3 its high part is inf or
+      NaN too, so those sums are non-finite (Triton's split also makes the low part
+      inf - inf = NaN); likewise a column of b;
+    - a finite |x| >= (2 - 2^-11) * 2^127 rounds (cvt.rna) to an inf high part: its
+      products are inf or NaN, so the tile is recomputed, exactly;
+    - a product or partial sum that overflows stays inf or becomes NaN (inf - inf): no
+      later addition makes it finite again.
+    At the small end, a low part below 2^-126 may lose bits, an absolute error under
+    2^-126 * |b| per product: below the f32 roundings of any sum that is not itself
+    near underflow. What stays different: a sum within ~2^-11 of the f32 limit can be
+    finite here and inf in NumPy, or the other way round, as reordering the f32 sums
+    can do (docs/gpu_numerics.md). Masked lanes load 0 and sum to 0."""
+    # NaN compares false, so it counts as non-finite
+    return f"tl.sum(tl.where(tl.abs({acc}) < {literal(np.inf, F32)}, 0, 1)) != 0"
 
 
 def split_bf16(w, value):

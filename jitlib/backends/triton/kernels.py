@@ -14,8 +14,9 @@ constexprs; shapes are static, so every extent and stride is a literal in the so
   dot        `tl.dot` tiles [BM, BK] x [BK, BN] accumulating in f32 (f64 for f64), the
              operands read through their views as index arithmetic, the epilogue applied
              to the accumulator tile before the one store. f32 tiles run on the
-             tensor cores as split products (tf32x3; f32 x bf16 as two bf16 products)
-             or on the FMA path (input_precision="ieee"): f32_products.py;
+             tensor cores as split products (tf32x3, each tile checked after; f32 x bf16
+             as two bf16 products) or on the FMA path (input_precision="ieee"), or hold
+             both behind the config's TF32X3 constexpr for the tuner: f32_products.py;
              f16/bf16 use the tensor cores with f32 accumulation and round the
              product once, as the interpreter does. An f32 dot of operands widened
              from one 16-bit type reads the 16-bit sources and runs on the tensor
@@ -424,20 +425,27 @@ def render_dot(name, body, summary=""):
         return lambda a, b: w.line(f"acc = tl.dot({a}, {b}, acc{more}, out_dtype={acc_t})")
 
     w.line(f"acc = tl.zeros([BM, BN], {acc_t})")
-    if f32_mode == "tf32x3":
-        w.line("# tf32x3 cannot split inf, NaN or |x| >= 2^127: one pass over this program's "
-               "blocks of both operands picks the loop")
-        w.line("bad = tl.zeros([], tl.int32)")
-        k_loop(lambda a, b: w.line(f"bad += {f32_products.unsplittable_count(a)} + "
-                                   f"{f32_products.unsplittable_count(b)}"), "the pass")
-        w.line("if bad == 0:   # the f32 products as tf32x3 on the tensor cores")
-        w.indent += 1
-        k_loop(product("tf32x3"), "tf32x3 products")
-        w.indent -= 1
-        w.line("else:   # exact IEEE products on the FMA path, inf as NumPy has it")
-        w.indent += 1
-        k_loop(product("ieee"), "IEEE products")
-        w.indent -= 1
+    if f32_mode in ("tf32x3", "either"):
+        def tf32x3_then_recheck():
+            k_loop(product("tf32x3"), "tf32x3 products on the tensor cores")
+            w.line("# an inf, NaN or overflowed sum: the split may have made it (inf's low "
+                   "part is NaN), so this tile runs again with exact IEEE products")
+            w.line(f"if {f32_products.recheck('acc')}:")
+            w.indent += 1
+            w.line(f"acc = tl.zeros([BM, BN], {acc_t})")
+            k_loop(product("ieee"), "IEEE products, inf and NaN as NumPy has them")
+            w.indent -= 1
+        if f32_mode == "tf32x3":
+            tf32x3_then_recheck()
+        else:
+            w.line("if TF32X3:   # the launch config's choice (JITLIB_GPU_F32_DOT=auto)")
+            w.indent += 1
+            tf32x3_then_recheck()
+            w.indent -= 1
+            w.line("else:")
+            w.indent += 1
+            k_loop(product("ieee"), "IEEE products on the FMA units")
+            w.indent -= 1
     elif f32_mode == "bf16x2":
         w.line("acc_lo = tl.zeros([BM, BN], tl.float32)  # the low halves' products")
         split_lhs = dtypes.name(src_l) == "f32"
@@ -467,10 +475,12 @@ def render_dot(name, body, summary=""):
                f"mask={el.mask})")
     params = _pointer_params(len(body.params), len(body.results)) + [
         "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr"]
+    if f32_mode == "either":
+        params.append("TF32X3: tl.constexpr")
     return TritonKernel(
         name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.dot_config(M, N, K, tile_dt.itemsize, widened, f32_mode),
+        configs.dot_config(M, N, K, tile_dt.itemsize, widened, f32_mode, B),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),

@@ -22,8 +22,8 @@ from jitlib.hlo.ops import Op
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
-def compile_sm90(kernel):
-    compiled = compiler.compile_for(kernel)
+def compile_sm90(kernel, config=None):
+    compiled = compiler.compile_for(kernel, config=config)
     assert compiled.asm["cubin"], f"no cubin for\n{kernel.source}"
     assert ".target sm_90" in compiled.asm["ptx"], compiled.asm["ptx"][:400]
     return compiled.asm["ptx"]
@@ -79,13 +79,15 @@ def test_16_bit_dots_use_tensor_cores(dt):
     assert "mma" in ptx, ptx[:2000]
 
 
-def test_f32_dots_ask_for_tf32x3_behind_a_finiteness_pass_never_plain_tf32(monkeypatch):
-    # plain TF32 rounds inputs to 10 mantissa bits, which would not match NumPy; tf32x3
-    # runs only where the pass found every operand element splittable, else IEEE
-    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32x3")
+@pytest.mark.parametrize("knob", ["tf32x3", "auto"])
+def test_f32_dots_ask_for_tf32x3_with_a_recheck_never_plain_tf32(monkeypatch, knob):
+    # plain TF32 rounds inputs to 10 mantissa bits, which would not match NumPy; a tile
+    # whose tf32x3 sums are not all finite runs again with IEEE products
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
     args = anchors.ARGS[anchors.mlp](np.random.default_rng(0))
     dots = [k for _, k in rendered(traced(anchors.mlp, args)) if k.kind == "dot"]
-    assert dots and all('input_precision="tf32x3"' in k.source and "if bad == 0:" in k.source
+    recheck = "if tl.sum(tl.where(tl.abs(acc) < "
+    assert dots and all('input_precision="tf32x3"' in k.source and recheck in k.source
                         and 'input_precision="ieee"' in k.source for k in dots)
     assert not any('input_precision="tf32"' in k.source for k in dots)
 

@@ -1,12 +1,15 @@
-"""f32 dots on the tensor cores (f32_products.py): tf32x3 for f32 x f32 behind a pass that
-sends inf, NaN and huge operands to IEEE products (JITLIB_GPU_F32_DOT=tf32x3; the default
-"auto" keeps these IEEE); f32 x bf16 as two bf16 products (tf32x3 and auto).
+"""f32 dots on the tensor cores (f32_products.py): tf32x3 for f32 x f32, each tile computed
+again with IEEE products when its sums are not all finite (JITLIB_GPU_F32_DOT=tf32x3; the
+default "auto" holds both loops and the config's TF32X3 picks); f32 x bf16 as two bf16
+products (tf32x3 and auto).
 
-Paths: Triton's interpreter (host buffers) runs the kernels' control flow and masking; it
-multiplies f32 tiles exactly whatever the precision asked, so the tf32x3 rounding itself
-is judged on the GPU (`-m gpu` below). It stores bf16 as uint16 and multiplies those
-integers, so `bf16_dots` teaches its dot to read bf16: the split into bf16 halves then
-rounds as on the GPU. The sm_90 compile checks which instructions each mode becomes."""
+Paths: Triton's interpreter (host buffers) runs the kernels' control flow and masking. It
+multiplies f32 tiles exactly whatever the precision asked, so `tf32x3_split` teaches it
+Triton's tf32x3 decomposition (round-to-nearest-away TF32 high parts, the rest, three
+products): inf then becomes NaN as on the GPU, and the recheck is what puts NumPy's inf
+back. It stores bf16 as uint16 and multiplies those integers, so `bf16_dots` teaches its
+dot to read bf16: the split into bf16 halves then rounds as on the GPU. The sm_90
+compile checks which instructions each mode becomes; `-m gpu` runs the real thing."""
 import numpy as np
 import pytest
 
@@ -14,7 +17,7 @@ from test_triton_aot import compile_sm90
 from triton_cases import fusions
 from jitlib.backends import _cuda_gpu_visible
 from jitlib.backends.jax import JaxBackend
-from jitlib.backends.triton import TritonBackend, compiler, configs, kernels
+from jitlib.backends.triton import TritonBackend, compiler, configs, f32_products, kernels
 from jitlib.backends.triton.host import HostDevice
 from jitlib.hlo import build as B, dtypes
 from jitlib.hlo.interpreter import evaluate
@@ -57,11 +60,56 @@ def bf16_dots(monkeypatch):
     monkeypatch.setattr(I, "_convert_float", to_nearest)
 
 
+def _tf32(bits, away):
+    """f32 bit patterns (uint32) cut to TF32's 10 mantissa bits: rounded to nearest, ties
+    away (cvt.rna; a carry past the largest exponent gives inf, as it should), or
+    truncated (what the tensor cores read of an f32 register). inf and NaN stay."""
+    special = (bits & 0x7F800000) == 0x7F800000
+    cut = ((bits + 0x1000) if away else bits) & 0xFFFFE000
+    return np.where(special, bits, cut).astype(np.uint32)
+
+
+@pytest.fixture
+def tf32x3_split(monkeypatch):
+    """Triton's interpreter computes tl.dot(..., input_precision="tf32x3") exactly; make it
+    do what Triton 3.6's F32DotTC pass does on the GPU: big = cvt.rna.tf32(x), small =
+    x - big, then small_a @ big_b + big_a @ small_b + big_a @ big_b accumulated in f32
+    (an inf's small part is inf - inf = NaN)."""
+    from triton._C.libtriton import ir
+    from triton.runtime import interpreter as I
+    dot = I.InterpreterBuilder.create_dot
+    calls = []
+
+    def split(x):
+        bits = np.ascontiguousarray(x, np.float32).view(np.uint32)
+        big = _tf32(bits, True).view(np.float32)
+        with np.errstate(invalid="ignore", over="ignore"):
+            small = (x - big).astype(np.float32)
+        return big, _tf32(small.view(np.uint32), False).view(np.float32)
+
+    def tf32x3(self, a, b, d, precision, *rest):
+        if precision != ir.INPUT_PRECISION.TF32x3 or a.data.dtype != np.float32:
+            return dot(self, a, b, d, precision, *rest)
+        calls.append(a.data.shape)
+        (a_big, a_small), (b_big, b_small) = split(a.data), split(b.data)
+        with np.errstate(invalid="ignore", over="ignore"):
+            acc = d.data
+            for x, y in ((a_small, b_big), (a_big, b_small), (a_big, b_big)):
+                acc = (np.matmul(x, y, dtype=np.float32) + acc).astype(np.float32)
+        return I.TensorHandle(acc, d.dtype.scalar)
+
+    monkeypatch.setattr(I.InterpreterBuilder, "create_dot", tf32x3)
+    return calls
+
+
 @pytest.fixture
 def small_tiles(monkeypatch):
-    """16x16x16 tiles: several programs and K steps, partial tiles at the ends."""
-    monkeypatch.setattr(configs, "dot_config",
-                        lambda *a, **k: configs.Config({"BM": 16, "BN": 16, "BK": 16}))
+    """16x16x16 tiles: several programs and K steps, partial tiles at the ends; "auto"
+    kernels of f32 x f32 take their tf32x3 loop (TF32X3=1)."""
+    def tiles(m, n, k, itemsize, widened=False, mode=None, batch=1):
+        flag = {"TF32X3": 1} if mode == "either" else {}
+        return configs.Config({"BM": 16, "BN": 16, "BK": 16, **flag})
+    monkeypatch.setattr(configs, "dot_config", tiles)
 
 
 def relu_dot(lhs_dt, rhs_dt, batch=(), m=50, k=70, n=30):
@@ -135,10 +183,14 @@ SPECIALS = {
 }
 
 
+RECHECK = "if tl.sum(tl.where(tl.abs(acc) < "
+
+
 def expect_modes(source, rhs, knob):
-    tf32x3 = rhs == "f32" and knob == "tf32x3"
+    tf32x3 = rhs == "f32" and knob in ("tf32x3", "auto")
     assert ('input_precision="tf32x3"' in source) == tf32x3, source
-    assert ("if bad == 0:" in source) == tf32x3, source
+    assert (RECHECK in source) == tf32x3, source
+    assert ("if TF32X3:" in source) == (tf32x3 and knob == "auto"), source
     assert ("acc_lo" in source) == (rhs == "bf16"), source
 
 
@@ -147,7 +199,7 @@ def expect_modes(source, rhs, knob):
 @pytest.mark.parametrize("case", list(SPECIALS))
 @pytest.mark.parametrize("rhs", ["f32", "bf16"])
 def test_f32_dots_match_the_interpreter_under_triton_interpreter(
-        small_tiles, bf16_dots, monkeypatch, rhs, case, batch, knob):
+        small_tiles, bf16_dots, tf32x3_split, monkeypatch, rhs, case, batch, knob):
     monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
     module = relu_dot(F32, dtypes.from_name(rhs), batch)
     special = SPECIALS[case]
@@ -156,6 +208,36 @@ def test_f32_dots_match_the_interpreter_under_triton_interpreter(
     expect_modes(exe.kernel_sources(), rhs, knob)
     if special and "huge" not in case:   # the planted value reached the output
         assert not np.isfinite(got).all(), got
+    assert bool(tf32x3_split) == (rhs == "f32"), "the tf32x3 loop did not run"
+
+
+def test_the_recheck_is_what_puts_numpys_inf_back(small_tiles, tf32x3_split, monkeypatch):
+    # without it, the split's NaN (inf's low part) reaches rows NumPy makes +-inf
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32x3")
+    module = relu_dot(F32, F32)
+    args = sample(module, special=SPECIALS["inf_lhs"])
+    want = np.asarray(evaluate(module, args)[0])
+    exe = TritonBackend(HostDevice()).compile(module)
+    np.testing.assert_array_equal(np.isnan(exe(*args)[0]), np.isnan(want))
+    monkeypatch.setattr(f32_products, "recheck", lambda acc: "False")
+    unchecked = np.asarray(TritonBackend(HostDevice()).compile(module)(*args)[0])
+    assert np.isnan(unchecked).sum() > np.isnan(want).sum(), unchecked
+
+
+@pytest.mark.parametrize("knob", ["tf32x3", "auto"])
+def test_tf32x3_keeps_values_whose_high_part_rounds_to_inf(small_tiles, tf32x3_split,
+                                                           monkeypatch, knob):
+    # FLT_MAX rounds (cvt.rna) to an inf high part: the tile's sums are inf or NaN, so
+    # it runs again with IEEE products, and x @ w is finite, as in NumPy
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
+    module = relu_dot(F32, F32, m=20, k=16, n=20)
+    args = sample(module)
+    args[0][:] = np.finfo(np.float32).max
+    args[0][3, 5] = 1.0           # one small entry: a row that is not all FLT_MAX
+    args[1][:] = np.float32(2.0 ** -120)
+    args[2][:] = 0.0
+    _, got = check(TritonBackend(HostDevice()), module, args)
+    assert np.isfinite(got).all() and got.min() > 1e3, got
 
 
 def test_huge_bf16_split_keeps_the_value(small_tiles, bf16_dots):
@@ -199,21 +281,35 @@ def _async_copies(compiled):
     return compiled.asm["ttgir"].count("async_copy_global_to_local")
 
 
-def test_default_keeps_f32_x_f32_ieee_and_splits_f32_x_bf16(monkeypatch):
-    # measured on the H200 (docs/gpu_numerics.md): tf32x3 with its pass was slower
+def test_default_holds_both_f32_x_f32_loops_and_splits_f32_x_bf16(monkeypatch):
     monkeypatch.delenv("JITLIB_GPU_F32_DOT", raising=False)
     for rhs in ("f32", "bf16"):
         expect_modes(the_kernel(relu_dot(F32, dtypes.from_name(rhs))).source, rhs, "auto")
+    # the heuristic: tf32x3 where its tiles fill the H200 twice over, IEEE below; the
+    # tuner's candidates hold both
+    few = the_kernel(relu_dot(F32, F32, m=1024, k=4096, n=1024))
+    many = the_kernel(relu_dot(F32, F32, m=1024, k=1024, n=4096))
+    assert (few.config.constexprs["TF32X3"], many.config.constexprs["TF32X3"]) == (0, 1)
+    for kernel in (few, many):
+        flags = [c.constexprs["TF32X3"] for c in configs.candidates(kernel)]
+        assert flags[:3] in ([0, 1, 0], [1, 0, 1]) and set(flags) == {0, 1}, flags
 
 
-def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined(monkeypatch):
-    monkeypatch.setenv("JITLIB_GPU_F32_DOT", "tf32x3")
+@pytest.mark.parametrize("knob", ["tf32x3", "auto"])
+def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined(monkeypatch, knob):
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
     kernel = the_kernel(relu_dot(F32, F32, (2,), m=256, k=512, n=256))
-    ptx = compile_sm90(kernel)
+    tf32x3 = kernel.config
+    if knob == "auto":   # this small product's heuristic is IEEE: ask for tf32x3
+        tf32x3 = configs.Config({**tf32x3.constexprs, "TF32X3": 1}, 4, 4)
+    ptx = compile_sm90(kernel, tf32x3)
     assert "tf32" in ptx and "wgmma" in ptx, kernel.source   # the tf32x3 loop
-    assert "fma.rn.f32" in ptx, kernel.source                 # the IEEE loop
-    compiled = compiler.compile_for(kernel)
+    assert "fma.rn.f32" in ptx, kernel.source                 # the recheck's IEEE loop
+    compiled = compiler.compile_for(kernel, config=tf32x3)
     assert _async_copies(compiled) >= 4, compiled.asm["ttgir"][-3000:]
+    if knob == "auto":   # TF32X3=0 leaves only the FMA loop
+        ieee = configs.Config({**tf32x3.constexprs, "TF32X3": 0}, 8, 3)
+        assert "tf32" not in compile_sm90(kernel, ieee), kernel.source
 
 
 def test_f32_x_bf16_kernel_runs_bf16_wgmma_for_sm90():
