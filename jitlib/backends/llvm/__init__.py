@@ -1,6 +1,7 @@
 """The LLVM CPU backend: fused kernels compiled to machine code through llvmlite.
 
     emitter.py     each op's value at one index, as LLVM IR text (the rule tables)
+    wide_math.py   sin/cos/tan past mathlib's accurate range: libm, once per vector
     kernels.py     the loop nest of each kernel kind around the emitted values
     compiler.py    IR text -> optimised machine code for the host CPU, cached by text
     executable.py  runs the kernels in order; what is not compiled runs on the interpreter

@@ -103,6 +103,7 @@ class FunctionText:
         self._count = 0
         self.math_calls = 0           # mathlib functions called (each inlined: large)
         self.loops = 0                # counted loops emitted (kernels._counted_loop)
+        self.used = []                # internal symbols kept for the vectorizer (wide_math)
 
     def tmp(self, hint="v"):
         self._count += 1
@@ -190,6 +191,10 @@ class FunctionText:
         out = [f'define void @"{self.name}"({params}) nounwind {{', "entry:"]
         out += self.allocas + self.lines + ["}", ""]
         out += list(self.decls.values()) + self.metadata
+        if self.used:
+            refs = ", ".join(f"ptr @{name}" for name in self.used)
+            out.append(f"@llvm.compiler.used = appending global [{len(self.used)} x ptr] "
+                       f'[{refs}], section "llvm.metadata"')
         return "\n".join(out) + "\n"
 
 
@@ -419,12 +424,12 @@ def store(fn, v, ptr, lin, dt):
 
 # The functions taken from jitlib/backends/llvm/mathlib.py: straight-line IR, inlined and
 # vectorized with the loop, where a libm call keeps LLVM from vectorizing it. The trig
-# functions stay on libm: mathlib's argument reduction loses accuracy past 2**24 (f32)
-# and 2**52 (f64), see docs/cpu_math_accuracy.md. erf has no IR op yet: an ERF op would
-# lower to math_call(fn, "erf", ...) like the others.
+# functions' reduction is accurate only up to a bound (docs/cpu_math_accuracy.md):
+# wide_math.py gives lanes past it to libm, one test per vector. erf has no IR op yet:
+# an ERF op would lower to math_call(fn, "erf", ...) like the others.
 MATHLIB = frozenset({"exp", "expm1", "log", "log1p", "tanh", "logistic", "pow", "atan2",
-                     "erf"})
-_INTRINSIC = {"exp", "log", "sin", "cos", "tan", "tanh", "pow", "sqrt"}
+                     "erf", "sin", "cos", "tan"})
+_INTRINSIC = {"exp", "log", "tanh", "pow", "sqrt"}
 _LIBM = {"expm1", "log1p", "atan2"}
 
 
@@ -432,7 +437,11 @@ def math_call(fn, name, ty, *args):
     """`name`(args) on compute type `ty` ("float" or "double"): LLVM intrinsics and libm,
     or for names in MATHLIB the inlined `@jl_<name>_<f32|f64>` of mathlib.py."""
     if name in MATHLIB:
-        return _mathlib_call(fn, name, ty, args)
+        value = _mathlib_call(fn, name, ty, args)
+        from jitlib.backends.llvm import wide_math
+        if name in wide_math.FUNCTIONS:
+            value = wide_math.call(fn, name, ty, args[0], value)
+        return value
     if name in _INTRINSIC:
         return fn.intrinsic(name, ty, *args)
     if name not in _LIBM:
