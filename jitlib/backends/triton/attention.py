@@ -21,8 +21,8 @@ NaN (the running max propagates NaN); a +inf score makes its row NaN (inf - inf)
 whose scores are all -inf is NaN (0 / 0), and -inf scores otherwise weigh nothing, even in
 blocks before the row's first finite score (there the max is -inf, and 0 is subtracted
 instead, since -inf - -inf would be NaN). What differs is the order of roundings: exp(x -
-m) against the running max rescaled later, the division after the product instead of
-before (within the dot tolerance of the tests).
+m) against the running max rescaled later, exp as ex2 of (x - m) * log2(e), the division
+after the product instead of before (within the dot tolerance of the tests).
 
 The products run on the tensor cores: 16-bit tiles as they are; f32 tiles as tf32x3
 (three tf32 products, ~2^-21 relative: `_product`) after one pass over the batch's keys
@@ -34,8 +34,9 @@ on the FMA path.
 
 On the H200 (32x512x512, head dim 64) the three kernels took 91 us in f32 and 63 us in
 bf16; fused, the bf16 form took 17.5 us, the f32 form 117 us with IEEE products and 47.5
-us with tf32x3 (a sweep what-if without the inf test); the form here, with its pass over k
-and v, took 54.5 us in the benchmark of 23:48 (bf16 16.3 us).
+us with tf32x3 (a sweep what-if without the inf test); with its pass over k and v, 54.5
+us in the benchmark of 23:48 (bf16 16.3 us). exp as ex2 took the bf16 form from 17.0 to
+15.0 us in the sweep of 2026-12-03 05:31 (benchmarks/results/gpu-2026-12-03-notes.md).
 """
 import dataclasses
 
@@ -244,6 +245,7 @@ def render(chain):
     el_s.mask = w.let(f"{rows} & {_bound('rd_row', D, block_d)}", "mask")
     q_tile = operand_tile(w, el_s, q, (lb, bdims), (lfree, ["rm"]), (lc, "rd_row"), tile1)
     neg_inf = w.let(literal(-np.inf, F32), "neg_inf")
+    log2e = w.let(literal(1.0 / np.log(2.0), F32), "log2e")
     w.line(f"m = tl.zeros([BM, 1], tl.float32) + {neg_inf}  # running row max")
     w.line("l = tl.zeros([BM, 1], tl.float32)  # running sum of exp(x - m)")
     w.line(f"acc = tl.zeros([BM, {block_v}], tl.float32)  # running exp(x - m) @ v")
@@ -288,8 +290,15 @@ def render(chain):
         m_new = w.let(f"tl.maximum(m, {peak}, propagate_nan=tl.PropagateNan.ALL)", "m_new")
         shift = w.let(f"tl.where({m_new} == {neg_inf}, 0.0, {m_new})", "shift",
                       comment="no finite score yet: -inf - -inf would be NaN")
-        alpha = w.let(f"libdevice.exp(m - {shift})", "alpha")
-        prob = w.let(f"libdevice.exp({xv} - {shift})", "p")
+        # exp(d) as 2^(d * log2(e)) on the SFU's ex2.approx (~2 ulp; weights under 2^-126
+        # flush to 0, below any f32 sum they join): libdevice's exp
+        # spends a range reduction on accuracy this does not need, since d = x - max
+        # is exact near 0 and the product rounds once (~1e-6 relative where p matters).
+        # bf16 32x512x512 on the H200: 17.0 -> 15.0 us. The softmax scale is not folded
+        # into log2(e): s * (scale * log2(e)) - max would round before the subtraction,
+        # an error growing with |scores| (2.6e-4 relative at scores ~3000)
+        alpha = w.let(f"tl.math.exp2((m - {shift}) * {log2e})", "alpha")
+        prob = w.let(f"tl.math.exp2(({xv} - {shift}) * {log2e})", "p")
         w.line(f"l = l * {alpha} + tl.sum({prob}, axis=1, keep_dims=True)")
         if split:
             _split_product(w, prob, v_tile, alpha)

@@ -164,6 +164,9 @@ def test_attention_kernel_compiles_for_sm90(dt):
         assert ".target sm_90" in ptx
         # the tensor cores: 16-bit tiles, or f32 ones as tf32x3 (wgmma on sm_90)
         assert "mma" in ptx, kernel.source
+        assert "ex2.approx" in ptx, kernel.source
+    # exp of the online softmax as ex2 of (x - m) * log2(e), not libdevice's longer expf
+    assert "tl.math.exp2(" in kernel.source and "libdevice.exp(" not in kernel.source
     # bf16 @ bf16 is f32 in NumPy, so p is f32: split in two bf16 halves for the cores
     assert ("acc_lo" in kernel.source) == (dt == "bf16"), kernel.source
 
