@@ -39,13 +39,13 @@ def compile_worker() -> str:
 def gpu_f32_dot() -> str:
     """JITLIB_GPU_F32_DOT: how the gpu backend multiplies f32 tiles (docs/gpu_numerics.md).
     "tf32x3": on the tensor cores, an f32 x f32 product as three TF32 products of high and
-    low parts (~2^-21 relative; a program whose operand blocks hold inf, NaN or
-    magnitudes from 2^127 up takes IEEE products), an f32 x bf16 one as two bf16
-    products of the f32 operand's halves (~2^-17). "ieee": exact f32 products on the
-    FMA units everywhere. "auto" (the default): what the H200 measured fastest per
-    kernel kind: plain f32 x f32 dots IEEE (tf32x3 with its pass over the operands ran
-    the 1024x1024x4096 MLP slower), f32 x bf16 dots and fused attention as tf32x3 says.
-    Read when a kernel is generated."""
+    low parts (~2^-21 relative; a dot tile whose sums come out inf or NaN is computed
+    again with IEEE products, so inf and NaN land where NumPy puts them), an f32 x bf16
+    one as two bf16 products of the f32 operand's halves (~2^-17). "ieee": exact f32
+    products on the FMA units everywhere. "auto" (the default): f32 x bf16 dots and
+    fused attention as "tf32x3"; an f32 x f32 dot kernel holds both the tf32x3 and the
+    IEEE loop and the autotuner keeps the faster on this GPU (without tuning: tf32x3
+    for outputs of at least 256 128x64 tiles). Read when a kernel is generated."""
     value = os.environ.get("JITLIB_GPU_F32_DOT", "auto").strip().lower() or "auto"
     if value not in ("auto", "tf32x3", "ieee"):
         raise ValueError(f"JITLIB_GPU_F32_DOT={value!r}: use tf32x3, ieee or auto")

@@ -19,6 +19,7 @@ import concurrent.futures as cf
 import dataclasses
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,12 +30,36 @@ import numpy as np
 DEFAULT_ROWS = ("logsumexp_rows", "layernorm", "softmax_rows", "attention", "attention bf16",
                 "mlp", "mlp bf16")
 
+def _early_row_loads(source):
+    """A reduction kernel with its row-independent loads (layernorm's g and b, indexed
+    by `r` alone) moved up to just after `r` is defined, before the reductions."""
+    lines = source.split("\n")
+    early = [l for l in lines if re.match(r"\s+ld\d+ = tl\.load\(in\d+ \+ r, ", l)]
+    rest = [l for l in lines if l not in early]
+    at = next(i for i, l in enumerate(rest) if re.match(r"\s+r = tl\.arange", l)) + 1
+    return "\n".join(rest[:at] + early + rest[at:])
+
+
+def _streaming(source):
+    """The row tile's loads marked evict_first and its stores .cs (streamed: read or
+    written once), the row-independent loads (indexed by `r` alone) left as they are."""
+    out = []
+    for l in source.split("\n"):
+        if "tl.load(" in l and " + r, " not in l:
+            l = l[:l.rindex(")")] + ', eviction_policy="evict_first")' + l[l.rindex(")") + 1:]
+        elif "tl.store(" in l:
+            l = l[:l.rindex(")")] + ', cache_modifier=".cs")' + l[l.rindex(")") + 1:]
+        out.append(l)
+    return "\n".join(out)
+
+
 def _recheck_line():
     from jitlib.backends.triton.f32_products import recheck
     return f"if {recheck('acc')}:"
 
 
-# source variants timed beside the generated kernel: (name, kind, old text, new text)
+# source variants timed beside the generated kernel: (name, kind, old text, new text or
+# a function editing the source; `old` must be in the source for the variant to apply)
 WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
            # exp as ex2.approx of x * log2(e) (what tl.exp is for f32) in fused attention
            ("fast_exp", "attention", "libdevice.exp(", "tl.exp("),
@@ -50,6 +75,9 @@ WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
            ("no_p_lo", "attention", "acc_lo = tl.dot(", "acc_lo = acc_lo if True else tl.dot("),
            # IEEE division as the approximate div.full.f32: what the exact quotient costs
            ("fast_div", "reduction", "tl.div_rn(", "tl.fdiv("),
+           # layernorm's g and b loaded before the reductions; the row streamed past L2
+           ("early_row_loads", "reduction", "tl.load(in1 + r, ", _early_row_loads),
+           ("streaming", "reduction", "tl.store(", _streaming),
            ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
            ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
 
@@ -100,8 +128,9 @@ def variant(kernel, what_if):
     """`kernel` with one what-if edit of its source (None: the kernel itself)."""
     if what_if is None:
         return kernel
-    _, _, old, new = next(w for w in WHAT_IF if w[0] == what_if)
-    return dataclasses.replace(kernel, source=kernel.source.replace(old, new))
+    _, _, old, new = next(w for w in WHAT_IF if w[0] == what_if and w[1] == kernel.kind)
+    source = new(kernel.source) if callable(new) else kernel.source.replace(old, new)
+    return dataclasses.replace(kernel, source=source)
 
 
 def what_ifs(kernel):
