@@ -89,9 +89,9 @@ def test_small_calls_never_reach_the_pool(monkeypatch):
     ran_on = set()   # threads that asked the pool to split a call
 
     class Spy(parallel.Pool):
-        def run(self, fn, args):
+        def run(self, fn, args, *claiming):
             ran_on.add(threading.get_ident())
-            super().run(fn, args)
+            super().run(fn, args, *claiming)
 
     monkeypatch.setattr(parallel, "_pool", Spy(2))
     x = B.parameter(0, (4,), F32)
@@ -189,3 +189,94 @@ def test_kernels_under_the_threshold_have_static_loop_bounds(shape, whole):
         args = [RNG.standard_normal(shape).astype(F32)]
         assert_allclose_tree(LLVMBackend().compile(module)(*args), evaluate(module, args),
                              rtol=1e-5, atol=1e-5, err_msg=str(module))
+
+
+# -- claimed chunks (claiming.py)
+
+def _counting_kernel_claim(chunks):
+    """A claiming entry over a kernel that counts, per chunk, how often it ran."""
+    import ctypes
+    from jitlib.backends.llvm import claiming
+    from jitlib.backends.llvm.compiler import get_compiler
+    ir = ('define void @"count"(ptr %counts, i64 %part, i64 %parts) nounwind {\n'
+          "entry:\n"
+          "  %at = getelementptr i64, ptr %counts, i64 %part\n"
+          "  %old = atomicrmw add ptr %at, i64 1 monotonic\n"
+          "  ret void\n}\n") + claiming.claim_function("count", 1)
+    code = get_compiler().load(ir, "count")
+    claim = ctypes.CFUNCTYPE(ctypes.c_int64, ctypes.c_void_p, ctypes.c_void_p,
+                             ctypes.c_int64)(code.claim)
+    return code, claim
+
+
+@pytest.mark.parametrize("threads, chunks", [(1, 5), (2, 7), (3, 64), (4, 3)])
+def test_every_chunk_runs_once_whichever_thread_claims_it(threads, chunks):
+    from jitlib.backends.llvm import claiming
+    code, claim = _counting_kernel_claim(chunks)
+    counts = np.zeros(chunks, np.int64)
+    work = claiming.work_area(chunks, threads)
+    answers = [None] * threads
+
+    def run(t):
+        answers[t] = claim(counts.ctypes.data, work.ctypes.data, t)
+    pool = [threading.Thread(target=run, args=(t,)) for t in range(1, threads)]
+    for thread in pool:
+        thread.start()
+    run(0)
+    for thread in pool:
+        thread.join()
+    assert counts.tolist() == [1] * chunks
+    assert answers[0] == 1 and all(a == 0 for a in answers[1:])   # only the caller waits
+    assert work[1] == chunks
+
+
+def test_a_late_worker_leaves_its_chunks_to_the_caller():
+    # the worker joins after the caller has claimed every chunk, its own range's too
+    from jitlib.backends.llvm import claiming
+    code, claim = _counting_kernel_claim(8)
+    counts = np.zeros(8, np.int64)
+    work = claiming.work_area(8, 2)
+    assert claim(counts.ctypes.data, work.ctypes.data, 0) == 1
+    assert claim(counts.ctypes.data, work.ctypes.data, 1) == 0
+    assert counts.tolist() == [1] * 8
+
+
+def _split_runner(module):
+    from jitlib.backends.llvm.executable import NativeRunner
+    (fusion,) = [i for i in optimize(module).instructions if i.op is Op.FUSION]
+    kernel = kernels.render(fusion)
+    assert kernel.splittable and '.claim"' in kernel.ir, kernel.ir[-2000:]
+    return NativeRunner(kernel)
+
+
+def _rows_module():
+    x = B.parameter(0, (37, 129), F32)
+    return Module("rows", [x], [B.reduce(Op.REDUCE_SUM, x, (1,)),
+                                B.reduce(Op.REDUCE_MAX, x, (1,))])
+
+
+@pytest.mark.parametrize("make", [lambda: _modules()[0], _rows_module], ids=["flat", "rows"])
+def test_a_slow_worker_changes_no_bit_and_is_collected_before_its_next_job(
+        make, monkeypatch):
+    import time
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    module = make()
+    args = [RNG.standard_normal(p.shape).astype(F32) for p in module.params]
+    runner = _split_runner(module)
+    assert runner._chunks >= 2
+    want = [r.copy() for r in runner(args)]
+    assert_allclose_tree(want, evaluate(module, args), rtol=1e-5, atol=1e-5)
+    claim, late = runner._claim, []
+
+    def slow(*claim_args):
+        if claim_args[-1] != 0:   # the worker: starts after the caller is done
+            time.sleep(0.05)
+            late.append(claim_args[-1])
+        return claim(*claim_args)
+    runner._claim = slow
+    for _ in range(3):   # each call first collects the previous call's late report
+        got = runner(args)
+        for g, w in zip(got, want):
+            _same_bits(g, w, f"{module.name} with a slow worker")
+    assert late == [1, 1]   # two reports collected; the third is still on its way

@@ -17,7 +17,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import blas_threads, kernels, parallel, program
+from jitlib.backends.llvm import blas_threads, claiming, kernels, parallel, program
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -52,6 +52,11 @@ class NativeRunner:
         # small: not worth a thread's wake-up, and short enough to run holding the GIL
         self.small = moved < parallel.MIN_PARALLEL_BYTES
         self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
+        self._claim, self._chunks = None, 0   # the threads claim chunks (claiming.py)
+        if self._pool is not None and self._code.claim:
+            self._claim = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args,
+                                           ctypes.c_void_p, ctypes.c_int64)(self._code.claim)
+            self._chunks = claiming.chunk_count(moved, kernel.split_extent, self._pool.threads)
 
     def __call__(self, arrays, outs=None):
         """The outputs, written into `outs` where it gives an array (C-contiguous, of the
@@ -64,7 +69,7 @@ class NativeRunner:
         if self._pool is None:
             self._fn(*pointers, 0, 1)
         else:
-            self._pool.run(self._fn, pointers)
+            self._pool.run(self._fn, pointers, self._claim, self._chunks, self._code)
         return buffers[len(arrays):]
 
 

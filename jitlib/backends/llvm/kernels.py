@@ -45,7 +45,7 @@ import re
 
 import numpy as np
 
-from jitlib.backends.llvm import parallel, streaming
+from jitlib.backends.llvm import claiming, parallel, streaming
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
     load, memory_type, minmax, narrow, store)
@@ -75,6 +75,7 @@ class NativeKernel:
     inputs: list
     outputs: list
     splittable: bool = True     # whether calls with parts > 1 are allowed
+    split_extent: int = 0       # trip count of the loop that (part, parts) splits
 
 
 @dataclasses.dataclass
@@ -105,6 +106,7 @@ def share(fn, n, body, vectorize=False):
         return
     if n == 0:
         return
+    fn.split_extent = max(fn.split_extent, n)
     lo, hi = share_bounds(fn, n)
     # a share may be empty (more parts than iterations): test before the first trip
     _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
@@ -203,7 +205,17 @@ def _function(name, n_in, n_out, whole):
     params += [("i64", "%part", ""), ("i64", "%parts", "")]
     fn = FunctionText(name, params)
     fn.whole = whole
+    fn.split_extent = 0
     return fn
+
+
+def _native(fn, ir, inputs, outputs, splittable):
+    """The NativeKernel of function `fn` rendered as `ir`; a kernel that may be split
+    between threads also gets its claiming entry (claiming.py)."""
+    if splittable:
+        ir += claiming.claim_function(fn.name, len(inputs) + len(outputs))
+    return NativeKernel(fn.name, ir, list(inputs), list(outputs), splittable,
+                        fn.split_extent if splittable else 0)
 
 
 # -- loop kernels
@@ -301,7 +313,7 @@ def render_loop(name, inputs, outputs):
     if streamed:
         streaming.fence(fn)
     fn.emit("ret void")
-    return NativeKernel(fn.name, fn.render(), list(inputs), list(outputs), not whole)
+    return _native(fn, fn.render(), inputs, outputs, not whole)
 
 
 # -- reduction kernels
@@ -687,8 +699,8 @@ class _ReductionEmitter:
 def render_reduction(name, body):
     """A reduction kernel over the body's params and results."""
     emitter = _ReductionEmitter(name, body)
-    return NativeKernel(emitter.fn.name, emitter.render(), list(body.params),
-                        list(body.results), emitter.splittable)
+    return _native(emitter.fn, emitter.render(), body.params, body.results,
+                   emitter.splittable)
 
 
 # -- dot kernels

@@ -1,10 +1,14 @@
 """Both cores for one kernel: a small persistent pool of Python threads.
 
 Every compiled kernel takes `(part, parts)` and does only its share of the outermost loop
-(kernels.py). A large call runs part 0 on the calling thread and parts 1.. on the pool's
-workers at the same time: ctypes releases the GIL for the length of a native call, so the
-threads really run in parallel. Small calls never come here: waking a worker costs tens
-of microseconds.
+(kernels.py); a splittable one also has a claiming entry (claiming.py) that runs chunks
+of it until none is left. A large call runs on the calling thread and the pool's
+workers at the same time, each thread claiming chunks: ctypes releases the GIL for the
+length of a native call, so the threads really run in parallel, and a worker that wakes
+late does less of the work instead of holding the call up. The caller returns once
+every chunk is finished; the workers report afterwards, and their reports are collected
+before their next job. Small calls never come here: waking a worker costs tens of
+microseconds.
 
 JITLIB_NUM_THREADS sets the number of parts (default: os.cpu_count()); 1 turns it off.
 """
@@ -12,6 +16,8 @@ import os
 import queue
 import threading
 import weakref
+
+from jitlib.backends.llvm import claiming
 
 # Below this many bytes read and written a kernel runs on the calling thread alone: at
 # memory speed 1 MiB takes ~50 us, about what handing work to another thread costs.
@@ -28,17 +34,34 @@ def num_threads():
 
 
 class _Worker:
-    """A daemon thread that runs `fn(*args)` for each job, answering on `done`."""
+    """A daemon thread that runs `fn(*args)` for each job, answering on `done`; `pending`
+    counts the answers not yet collected (the pool's caller keeps it)."""
 
     def __init__(self, index):
         self.jobs = queue.SimpleQueue()
         self.done = queue.SimpleQueue()
+        self.pending = 0
         thread = threading.Thread(target=self._serve, name=f"jitlib-cpu-{index}", daemon=True)
         thread.start()
 
+    def submit(self, fn, args, keep=None):
+        """Queue fn(*args); `keep` (what its native code reads) lives as long as the job."""
+        self.pending += 1
+        self.jobs.put((fn, args, keep))
+
+    def collect(self):
+        """Wait for every answer not yet collected; the errors among them."""
+        errors = []
+        while self.pending:
+            error = self.done.get()
+            self.pending -= 1
+            if error is not None:
+                errors.append(error)
+        return errors
+
     def _serve(self):
         while True:
-            fn, args = self.jobs.get()
+            fn, args, _ = self.jobs.get()
             try:
                 fn(*args)
                 self.done.put(None)
@@ -64,25 +87,39 @@ class Pool:
         while len(self._workers) < self.threads - 1:
             self._workers.append(_Worker(len(self._workers) + 1))
 
-    def run(self, fn, args):
-        """fn(*args, part, parts) for every part; returns when all are done."""
+    def run(self, fn, args, claim=None, chunks=0, code=None):
+        """The whole kernel `fn` over `args`: each thread claiming chunks of `chunks`
+        through `claim`, the kernel's claiming entry; without one, fn(*args, part,
+        parts) for every part. Returns when every element is written. `code`, the
+        handle that keeps the kernel mapped, stays with a worker's job: the worker may
+        still be in the claiming entry (finding nothing left) after this returns."""
         if self.threads == 1 or not self._lock.acquire(blocking=False):
             fn(*args, 0, 1)    # another thread is mid-split: do the whole call here
             return
         try:
             self._ensure_workers()
-            parts = self.threads
-            for part, worker in enumerate(self._workers, start=1):
-                worker.jobs.put((fn, (*args, part, parts)))
+            self._collect()    # the workers' last jobs are over: they may take new ones
+            work = None
+            if claim is None:
+                jobs = [(fn, (*args, part, self.threads)) for part in range(self.threads)]
+            else:
+                work = claiming.work_area(chunks, self.threads)
+                jobs = [(claim, (*args, work.ctypes.data, t)) for t in range(self.threads)]
+            for worker, (job_fn, job_args) in zip(self._workers, jobs[1:]):
+                worker.submit(job_fn, job_args, keep=(work, code))
+            finished = 0
             try:
-                fn(*args, 0, parts)
-            finally:   # the workers write into the caller's buffers: always wait
-                errors = [worker.done.get() for worker in self._workers]
+                finished = jobs[0][0](*jobs[0][1])   # a claiming entry: 1 once all are done
+            finally:   # the workers write into the caller's buffers: wait unless all done
+                if finished != 1:
+                    self._collect()
         finally:
             self._lock.release()
-        for error in errors:
-            if error is not None:
-                raise error
+
+    def _collect(self):
+        errors = [e for worker in self._workers for e in worker.collect()]
+        if errors:
+            raise errors[0]
 
 
 _pool = None
