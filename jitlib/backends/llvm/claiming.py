@@ -6,14 +6,16 @@ share, and on this VM the slowest is the worker's: it starts 60-190 us after the
 the worker reports, takes a median 57 us more to be woken in turn. On a logsumexp call
 of 2.05 ms that was 143 us (7%).
 
-So each splittable kernel module also defines
+So the threads of a split call each run a claiming entry, one per number of pointer
+arguments, compiled once per process (`entry`):
 
-    i64 @"NAME.claim"(ptr %in0, ..., ptr %out0, ..., ptr %work, i64 %thread)
+    i64 @jl_claim_N(ptr %kernel, ptr %p0, ..., ptr %work, i64 %thread)
 
-which calls the kernel, `@NAME(..., chunk, chunks)`, on chunk after chunk until none is
-left. `work` (`work_area`) holds the number of chunks, a count of finished ones, the
-number of threads, and per thread a range of chunks packed as lo | hi << 32, each on
-its own cache line. Thread t takes chunks from the front of its own range, so its rows
+which calls the kernel, `kernel(p0, ..., chunk, chunks)`, on chunk after chunk until
+none is left. (Defined in each kernel's own module instead, it cost ~11 ms more LLVM
+work per kernel: logsumexp's 25.6 -> 37.5 ms.) `work` (`work_area`) holds the number
+of chunks, a count of finished ones, the number of threads, and per thread a range of
+chunks packed as lo | hi << 32, each on its own cache line. Thread t takes chunks from the front of its own range, so its rows
 stay contiguous (a row kernel's prefetch of the next row reaches its next chunk), then
 from the back of the other threads' ranges: a thread that starts late just does fewer
 chunks. Which elements a chunk covers depends on the chunk only, and each is computed
@@ -24,6 +26,8 @@ Thread 0, the caller, then waits for every chunk to be finished, spinning on `pa
 returns 1 once they all are: the caller goes on without waiting for the workers to
 report, which they do later (parallel.Pool collects it before their next job).
 """
+import ctypes
+import functools
 import platform
 
 import numpy as np
@@ -58,14 +62,26 @@ def work_area(chunks, threads):
     return work
 
 
+@functools.lru_cache(maxsize=None)
+def entry(n_pointers):
+    """The claiming entry for kernels of `n_pointers` pointer arguments, callable as
+    entry(kernel address, *pointers, work address, thread); compiled on first use and
+    kept for the process's life."""
+    from jitlib.backends.llvm.compiler import get_compiler
+    name = f"jl_claim_{n_pointers}"
+    address = get_compiler().compile(claim_function(name, n_pointers), name)
+    return ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * (n_pointers + 2),
+                            ctypes.c_int64)(address)
+
+
 def claim_function(name, n_pointers):
-    """IR text of `@"<name>.claim"`, the entry that runs chunks of kernel `@"<name>"`
-    (which takes `n_pointers` pointers, then part and parts)."""
+    """IR text of `@<name>`, the entry that runs chunks of the kernel it is given (one
+    that takes `n_pointers` pointers, then part and parts)."""
     ptrs = ", ".join(f"ptr %p{i}" for i in range(n_pointers))
     pause = "call void @llvm.x86.sse2.pause()" if _X86 else ""
     declare = "declare void @llvm.x86.sse2.pause()\n" if _X86 else ""
     return f"""
-define i64 @"{name}.claim"({ptrs}, ptr %work, i64 %thread) nounwind {{
+define i64 @"{name}"(ptr %kernel, {ptrs}, ptr %work, i64 %thread) nounwind {{
 entry:
   %chunks = load i64, ptr %work
   %finished.at = getelementptr i64, ptr %work, i64 {_FINISHED}
@@ -103,7 +119,7 @@ take:                                   ; own range from the front, others' from
   br i1 %ok, label %run, label %claim
 
 run:
-  call void @"{name}"({ptrs}, i64 %chunk, i64 %chunks) noinline
+  call void %kernel({ptrs}, i64 %chunk, i64 %chunks)
   %count.next = add i64 %count, 1
   br label %claim
 

@@ -88,7 +88,7 @@ class Compiler:
             if code is not None:
                 return code
             native = self._unused.pop(digest, None) or self._build(ir_text, name, digest)
-            code = KernelCode(native.address, native.claim)
+            code = KernelCode(native.address)
             weakref.finalize(code, self._release, digest, native).atexit = False
             self._live[digest] = code
             return code
@@ -96,8 +96,7 @@ class Compiler:
     def _build(self, ir_text, name, digest):
         # symbols carry the text's hash: the disk cache's key covers the symbol too
         symbol = f"{name}.{digest[:16]}"
-        renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"').replace(
-            f'@"{name}.claim"', f'@"{symbol}.claim"')   # claiming.py's entry, if any
+        renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
         empty = llvm.parse_assembly("")
         engine = llvm.create_mcjit_compiler(empty, self._loader_machine())
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
@@ -118,11 +117,8 @@ class Compiler:
         if not address:
             engine.close()
             raise RuntimeError(f"MCJIT did not define {symbol}")
-        claim = 0
-        if f'@"{symbol}.claim"' in renamed:
-            claim = engine.get_function_address(f"{symbol}.claim")
         self.compiled += 1
-        return _Native(engine, address, claim)
+        return _Native(engine, address)
 
     def _release(self, digest, native):
         """The last handle on `digest` died: keep its engine a while, then close it."""
@@ -144,20 +140,19 @@ RETAIN_UNUSED = 64
 
 
 class _Native:
-    """One kernel text's machine code: the engine that maps it, its entry address, and
-    the address of its claiming entry (claiming.py; 0 where it has none)."""
-    __slots__ = ("engine", "address", "claim")
+    """One kernel text's machine code: the engine that maps it, and its entry address."""
+    __slots__ = ("engine", "address")
 
-    def __init__(self, engine, address, claim=0):
-        self.engine, self.address, self.claim = engine, address, claim
+    def __init__(self, engine, address):
+        self.engine, self.address = engine, address
 
 
 class KernelCode:
-    """A handle on compiled code: hold it as long as `address` (or `claim`) is called."""
-    __slots__ = ("address", "claim", "__weakref__")
+    """A handle on compiled code: hold it as long as `address` is called."""
+    __slots__ = ("address", "__weakref__")
 
-    def __init__(self, address, claim=0):
-        self.address, self.claim = address, claim
+    def __init__(self, address):
+        self.address = address
 
 
 _compiler = None

@@ -10,6 +10,7 @@ arrays or in last call's ones the caller dropped, large kernels shared between t
 (parallel.py); ctypes releases the GIL while a compiled kernel runs.
 """
 import ctypes
+import functools
 import logging
 import threading
 
@@ -53,9 +54,8 @@ class NativeRunner:
         self.small = moved < parallel.MIN_PARALLEL_BYTES
         self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
         self._claim, self._chunks = None, 0   # the threads claim chunks (claiming.py)
-        if self._pool is not None and self._code.claim:
-            self._claim = ctypes.CFUNCTYPE(ctypes.c_int64, *[ctypes.c_void_p] * n_args,
-                                           ctypes.c_void_p, ctypes.c_int64)(self._code.claim)
+        if self._pool is not None:
+            self._claim = functools.partial(claiming.entry(n_args), self.address)
             self._chunks = claiming.chunk_count(moved, kernel.split_extent, self._pool.threads)
 
     def __call__(self, arrays, outs=None):

@@ -45,7 +45,7 @@ import re
 
 import numpy as np
 
-from jitlib.backends.llvm import claiming, parallel, streaming
+from jitlib.backends.llvm import parallel, streaming
 from jitlib.backends.llvm.emitter import (
     NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
     load, memory_type, minmax, narrow, store)
@@ -210,10 +210,7 @@ def _function(name, n_in, n_out, whole):
 
 
 def _native(fn, ir, inputs, outputs, splittable):
-    """The NativeKernel of function `fn` rendered as `ir`; a kernel that may be split
-    between threads also gets its claiming entry (claiming.py)."""
-    if splittable:
-        ir += claiming.claim_function(fn.name, len(inputs) + len(outputs))
+    """The NativeKernel of function `fn` rendered as `ir`."""
     return NativeKernel(fn.name, ir, list(inputs), list(outputs), splittable,
                         fn.split_extent if splittable else 0)
 

@@ -1,8 +1,8 @@
 """Both cores for one kernel: a small persistent pool of Python threads.
 
 Every compiled kernel takes `(part, parts)` and does only its share of the outermost loop
-(kernels.py); a splittable one also has a claiming entry (claiming.py) that runs chunks
-of it until none is left. A large call runs on the calling thread and the pool's
+(kernels.py); claiming.py's entry runs a splittable one chunk after chunk until none is
+left. A large call runs on the calling thread and the pool's
 workers at the same time, each thread claiming chunks: ctypes releases the GIL for the
 length of a native call, so the threads really run in parallel, and a worker that wakes
 late does less of the work instead of holding the call up. The caller returns once
