@@ -74,6 +74,17 @@ def test_row_kernels_prefetch_the_next_row_only_when_shared_out():
     assert "@llvm.prefetch" not in kernel.ir, kernel.ir
 
 
+@pytest.mark.parametrize("row_bytes, locality", [
+    (kernels.PREFETCH_L1_MAX_ROW_BYTES, 3), (kernels.PREFETCH_L1_MAX_ROW_BYTES + 64, 2)])
+def test_short_rows_are_prefetched_into_l1_longer_ones_into_l2(row_bytes, locality):
+    # prefetcht0 for a row that fits beside the one being computed in L1, else prefetcht1
+    x = np.ones((parallel.MIN_PARALLEL_BYTES // row_bytes + 1, row_bytes // 4), np.float32)
+    (kernel,) = _kernels(jitlib.make_ir(_logsumexp)(x))
+    hints = set(re.findall(r"@llvm\.prefetch\.p0\(ptr %\w+, i32 0, i32 (\d), i32 1\)",
+                           kernel.ir))
+    assert hints == {str(locality)}, kernel.ir[:3000]
+
+
 def test_no_prefetch_for_rows_too_long_to_stay_in_cache():
     cols = kernels.PREFETCH_MAX_ROW_BYTES // 4 + 16
     module = jitlib.make_ir(lambda x: np.sum(x, axis=-1))(np.ones((32, cols), np.float32))
