@@ -278,3 +278,19 @@ def test_a_slow_worker_changes_no_bit_and_is_collected_before_its_next_job(
         for g, w in zip(got, want):
             _same_bits(g, w, f"{module.name} with a slow worker")
     assert late == [1, 1]   # two reports collected; the third is still on its way
+
+
+@pytest.mark.parametrize("fn, shape, extent", [
+    (anchors.gelu_tanh, (1 << 23,), 1 << 23),        # streamed stores: a flat share
+    (anchors.gelu_tanh, (1 << 18,), 1 << 18),        # plain stores
+    (anchors.softmax_rows, (2048, 4096), 2048),      # rows, streamed
+    (anchors.softmax_rows, (512, 300), 512)])
+def test_split_kernels_know_the_trip_count_they_share_out(fn, shape, extent):
+    # the chunk count is capped by it: a kernel reporting 0 would run in one chunk,
+    # on one thread
+    from jitlib.backends.llvm import claiming
+    (fusion,) = [i for i in optimize(jitlib.make_ir(fn)(np.ones(shape, F32))).instructions
+                 if i.op is Op.FUSION]
+    kernel = kernels.render(fusion)
+    assert kernel.splittable and kernel.split_extent == extent
+    assert claiming.chunk_count(4 * int(np.prod(shape)), kernel.split_extent, 2) >= 2

@@ -111,7 +111,6 @@ def share(fn, n, body, vectorize=False):
         return
     if n == 0:
         return
-    fn.split_extent = max(fn.split_extent, n)
     lo, hi = share_bounds(fn, n)
     # a share may be empty (more parts than iterations): test before the first trip
     _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
@@ -119,6 +118,7 @@ def share(fn, n, body, vectorize=False):
 
 def share_bounds(fn, n):
     """This call's share [lo, hi) of range(n), as i64 values."""
+    fn.split_extent = max(fn.split_extent, n)
     lo = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 %part, {n}', 'lo')}, %parts", "lo")
     end = fn.op(f"add nuw nsw i64 %part, 1", "hi")
     hi = fn.op(f"udiv i64 {fn.op(f'mul nuw nsw i64 {end}, {n}', 'hi')}, %parts", "hi")
