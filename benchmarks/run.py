@@ -386,9 +386,10 @@ def main(argv=None):
         notes.append(f"jax_enable_x64 = {bool(jax.config.jax_enable_x64)} at end of run; "
                      "jitlib.backends.jax imported: "
                      f"{'jitlib.backends.jax' in sys.modules}")
-    from jitlib.backends.llvm import parallel
+    from jitlib.backends.llvm import blas_library, parallel
     notes.append(f"jitlib cpu backend: {parallel.num_threads()} threads for kernels over 1 MiB; "
                  "jax/XLA, numexpr, numba (2 threads) and NumPy's BLAS may use both cores too")
+    notes.append(f"jitlib's float products: {blas_library.describe()}")
 
     md = render(rows, triad, geo, machine_info(), notes, args.scale)
     print()

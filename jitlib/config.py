@@ -50,3 +50,14 @@ def gpu_f32_dot() -> str:
     if value not in ("auto", "tf32x3", "ieee"):
         raise ValueError(f"JITLIB_GPU_F32_DOT={value!r}: use tf32x3, ieee or auto")
     return value
+
+
+def cpu_blas() -> str:
+    """JITLIB_BLAS: which BLAS the cpu backend's float32/float64 products call. "auto"
+    (default): NumPy's OpenBLAS, or, where it runs AVX2 kernels on an AVX-512 host, a
+    private copy of it with AVX-512 kernels (jitlib/backends/llvm/blas_library.py);
+    "numpy": always NumPy's own (np.matmul: the interpreter's bits)."""
+    value = os.environ.get("JITLIB_BLAS", "auto").strip().lower() or "auto"
+    if value not in ("auto", "numpy"):
+        raise ValueError(f"JITLIB_BLAS={value!r}: use auto or numpy")
+    return value

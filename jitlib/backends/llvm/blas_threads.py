@@ -17,25 +17,35 @@ import numpy as np
 SMALL_PRODUCT = 1 << 23
 
 
-def _find_setter():
-    """OpenBLAS's per-thread setter, from the copy this process has loaded."""
+def _openblas_paths():
+    """The OpenBLAS files this process has mapped (NumPy's first: loaded at import)."""
     try:
         with open("/proc/self/maps") as f:
             paths = {line.split()[-1] for line in f if "openblas" in line.lower()}
     except OSError:
-        return None
-    for path in sorted(p for p in paths if os.path.isabs(p)):
+        return []
+    return sorted(p for p in paths if os.path.isabs(p))
+
+
+def _find_setter():
+    """(path, OpenBLAS's per-thread setter) of the copy NumPy loaded, or (None, None)."""
+    for path in _openblas_paths():
         try:
             setter = ctypes.CDLL(path).openblas_set_num_threads_local
         except (OSError, AttributeError):
             continue
         setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
-        return setter
-    return None
+        return path, setter
+    return None, None
 
 
 np.dot(np.ones((2, 2)), np.ones((2, 2)))   # NumPy loads its BLAS on first use
-_set_threads = _find_setter()
+_path, _set_threads = _find_setter()
+
+
+def library_path():
+    """The file of NumPy's OpenBLAS, or None where it was not found."""
+    return _path
 
 
 def matmul(left, right, out, multiply_adds):

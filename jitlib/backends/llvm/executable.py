@@ -18,7 +18,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import blas_threads, claiming, kernels, parallel, program
+from jitlib.backends.llvm import blas_library, claiming, kernels, parallel, program
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -96,6 +96,8 @@ class DotRunner:
         self._results = kernel.results
         self._scratch = Scratch()
         self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
+        if kernel.dot.dtype in (np.float32, np.float64):
+            blas_library.prepare()   # loads on another thread while the compile goes on
 
     def __call__(self, arrays, outs=None):
         outs = outs or [None] * len(self._results)
@@ -125,7 +127,8 @@ class DotRunner:
 
 def matmul(dot, lhs, rhs, out=None):
     """dot_general(lhs, rhs) as the interpreter's rule computes it, into `out` if given.
-    Float32/float64 go to np.matmul(..., out=) on the rule's [batch, m, k] @ [batch, k, n]
+    Float32/float64 go to the BLAS (blas_library.py: NumPy's OpenBLAS, or a copy of it
+    with the kernels this CPU can run) on the rule's [batch, m, k] @ [batch, k, n]
     operands, made contiguous; other types take the rule itself."""
     if dot.dtype not in (np.float32, np.float64):
         result = eval_rules[Op.DOT_GENERAL](dot, lhs, rhs)
@@ -146,7 +149,7 @@ def matmul(dot, lhs, rhs, out=None):
     # contiguous ones (measured): copying an operand costs a fraction of the product
     left = np.ascontiguousarray(np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k]))
     right = np.ascontiguousarray(np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n]))
-    blas_threads.matmul(left, right, out.reshape(batch + [m, n]),
+    blas_library.matmul(left, right, out.reshape(batch + [m, n]),
                         int(np.prod(batch, dtype=np.int64)) * m * n * k)
     return out
 
