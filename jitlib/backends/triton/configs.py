@@ -54,6 +54,11 @@ def reduction_config(rows, row_len):
 TF32X3_MIN_PROGRAMS = 256
 
 
+# programs below which an FMA dot's heuristic shortens its row tiles: half the H200's
+# 132 SMs (mlp's 1024x1024 output, 128 tiles of 128x64, ran best as it is)
+FEW_PROGRAMS = 66
+
+
 def _cdiv(a, b):
     return -(-a // b)
 
@@ -72,7 +77,10 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
     - f32 on the FMA path (input_precision="ieee"): 128x64x32, 8 warps. The wider
       128x128 tile ran the 1024x1024x4096 product in 406 us against 214; a short K
       (<= 64: attention's q @ k^T) is the exception, where 128x128x16 with 4 warps ran
-      53 us against 69-90 for the others;
+      53 us against 69-90 for the others. A product whose grid would not reach
+      FEW_PROGRAMS takes rows 64 or 32 at a time instead (mse_loss on 2026-12-03:
+      512x784 @ 784x512 48.9 us at 128x64x32/8w, 20.5 at 32x64x32/4w; its 512x512 @
+      512x10 18.5 at 128x16x32, 8.9 at 32x16x32);
     - `widened` (an operand converted to f32 inside the K loop: the f32 x bf16 product
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
       most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
@@ -101,6 +109,10 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
     else:
         bm, bn, bk, warps = 64, 64, 16, 4
     bm, bn, bk = min(bm, _dot_fit(m)), min(bn, _dot_fit(n)), min(bk, _dot_fit(k))
+    if itemsize == 4 and not widened and mode in (None, "ieee") and k > 64:
+        # an FMA product too small to fill half the SMs: shorter row tiles, more programs
+        while bm > 32 and batch * _cdiv(m, bm) * _cdiv(n, bn) < FEW_PROGRAMS:
+            bm //= 2
     if bm * bn < 64 * 64:    # a small product's tile: 4 warps have enough to do
         warps = 4
     stages = 4 if mode in ("tf32x3", "bf16x2") else 3 if itemsize <= 4 else 2

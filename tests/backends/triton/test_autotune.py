@@ -114,3 +114,18 @@ def test_a_dot_widening_one_operand_starts_from_the_narrow_tile(monkeypatch):
                                            [1], [0])]))
     (fusion,) = [i for i in plain.instructions if i.op is Op.FUSION]
     assert kernels.render(fusion).config.constexprs["BK"] == 32
+
+
+@pytest.mark.parametrize("knob", ["ieee", "auto"])
+def test_small_fma_dots_take_short_row_tiles_to_fill_the_gpu(monkeypatch, knob):
+    # mse_loss's products on the H200: 512x784 @ 784x512 ran 48.9 us at 128x64x32 (32
+    # programs), 20.5 at 32x64x32; 512x512 @ 512x10 18.5 at 128x16 (4), 8.9 at 32x16
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
+    for (m, k, n), tile in {(512, 784, 512): (32, 64), (512, 512, 10): (32, 16),
+                            (1024, 4096, 1024): (128, 64)}.items():
+        x = B.parameter(0, (m, k), np.float32, "x")
+        w = B.parameter(1, (k, n), np.float32, "w")
+        (fusion,) = fusions(Module("mm", [x, w], [B.dot_general(x, w, [1], [0])]))
+        config = kernels.render(fusion).config
+        assert (config.constexprs["BM"], config.constexprs["BN"]) == tile, config
+        assert config.constexprs.get("TF32X3", 0) == 0, config

@@ -307,7 +307,7 @@ def test_tf32x3_kernel_compiles_for_sm90_with_both_loops_pipelined(monkeypatch, 
     kernel = the_kernel(relu_dot(F32, F32, (2,), m=256, k=512, n=256))
     tf32x3 = kernel.config
     if knob == "auto":   # this small product's heuristic is IEEE: ask for tf32x3
-        tf32x3 = configs.Config({**tf32x3.constexprs, "TF32X3": 1}, 4, 4)
+        tf32x3 = configs.Config({"BM": 128, "BN": 64, "BK": 32, "TF32X3": 1}, 4, 4)
     ptx = compile_sm90(kernel, tf32x3)
     assert "tf32" in ptx and "wgmma" in ptx, kernel.source   # the tf32x3 loop
     assert "fma.rn.f32" in ptx, kernel.source                 # the recheck's IEEE loop
