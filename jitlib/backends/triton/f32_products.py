@@ -56,8 +56,9 @@ def recheck(acc):
 
     - an inf or NaN operand element a[i, k] makes every IEEE result of row i inf or NaN
       (inf * b is inf, or NaN where b is 0), and under tf32x3 its high part is inf or
-      NaN too, so those sums are non-finite (Triton's split also makes the low part
-      inf - inf = NaN); likewise a column of b;
+      NaN too, so the high products make those sums non-finite (the low part is inf -
+      inf = NaN; Triton 3.6 zeroes a NaN sum of the low products, earlier versions
+      kept it: non-finite either way); likewise a column of b;
     - a finite |x| >= (2 - 2^-11) * 2^127 rounds (cvt.rna) to an inf high part: its
       products are inf or NaN, so the tile is recomputed, exactly;
     - a product or partial sum that overflows stays inf or becomes NaN (inf - inf): no
