@@ -7,9 +7,10 @@ Paths: Triton's interpreter (host buffers) runs the kernels' control flow and ma
 multiplies f32 tiles exactly whatever the precision asked, so `tf32x3_split` teaches it
 Triton's tf32x3 decomposition (round-to-nearest-away TF32 high parts, the rest, three
 products): FLT_MAX's high part then rounds to inf as on the GPU, and the recheck is what
-gives NumPy's finite answer back. It stores bf16 as uint16 and multiplies those integers, so `bf16_dots` teaches its
-dot to read bf16: the split into bf16 halves then rounds as on the GPU. The sm_90
-compile checks which instructions each mode becomes; `-m gpu` runs the real thing."""
+gives NumPy's finite answer back. It stores bf16 as uint16 and multiplies those
+integers, so `bf16_dots` teaches its dot to read bf16: the split into bf16 halves then
+rounds as on the GPU. The sm_90 compile checks which instructions each mode becomes;
+`-m gpu` runs the real thing."""
 import numpy as np
 import pytest
 
