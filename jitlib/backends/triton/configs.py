@@ -85,9 +85,10 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
       most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
     - f64: 64x64x16, 4 warps;
-    - f32 on the tensor cores (f32_products.py), from the H200 sweep of 23:49: tf32x3
-      128x64x32, 4 warps, 4 stages (234.5 us for 1024x1024x4096, 341 for 1024x4096x1024,
-      within 1% and 6% of the best; 128x128x32/8 warps ran 324 and 638); bf16x2
+    - f32 on the tensor cores (f32_products.py), from the H200 sweeps of 2026-12-02
+      23:49 and 2026-12-03 05:31: tf32x3 128x64x32, 4 warps, 4 stages (163.7 us for
+      1024x1024 @ 1024x4096 with the accumulator recheck, the best of 94; 128x128x32 with
+      8 warps ran 324 with the old operand pass, against 234.5 here then); bf16x2
       64x128x32, 4 warps, 4 stages (46.2 us for 1024x4096x1024; 72.8 at 128x128x32);
     - `mode` "either" (f32 x f32 under JITLIB_GPU_F32_DOT=auto): the constexpr TF32X3
       picks tf32x3 where its tiles make at least TF32X3_MIN_PROGRAMS programs, else the
@@ -122,8 +123,9 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
 def attention_config(m, n, itemsize):
     """The fused attention kernel (attention.py): BM query rows per program, keys in blocks
     of BN. From the H200 sweep of 2026-12-02 (32x512x512, head dim 64): 16-bit scores
-    64x64, 4 warps, 3 stages (17.1 us; 18.8 with 2 stages); f32 (tf32x3 products)
-    128x64, 8 warps, 3 stages (47.5 us, the best of 36 tiles)."""
+    64x64, 4 warps, 3 stages (17.1 us; 18.8 with 2 stages; 14.9 with exp as ex2 on
+    2026-12-03, 64x128 14.6); f32 (tf32x3 products) 128x64, 8 warps, 3 stages (47.5
+    us, the best of 36 tiles; 55.9 with the pass over k and v, again the best)."""
     bm, warps = (64, 4) if itemsize == 2 else (128, 8)
     bm, bn = min(bm, _dot_fit(m)), min(64, _dot_fit(n))
     return Config({"BM": bm, "BN": bn}, num_warps=warps if bm * bn >= 128 * 64 else 4,
