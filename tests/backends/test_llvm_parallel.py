@@ -294,3 +294,19 @@ def test_split_kernels_know_the_trip_count_they_share_out(fn, shape, extent):
     kernel = kernels.render(fusion)
     assert kernel.splittable and kernel.split_extent == extent
     assert claiming.chunk_count(4 * int(np.prod(shape)), kernel.split_extent, 2) >= 2
+
+
+def test_an_idle_worker_holds_no_kernel(monkeypatch):
+    # a job keeps its kernel's code mapped while a worker runs it (the worker may come
+    # late), not after: an evicted program's engine must be free to close
+    import gc
+    import weakref
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    runner = _split_runner(_rows_module())
+    runner([RNG.standard_normal((37, 129)).astype(F32)])
+    parallel._pool._collect()          # the worker has answered: its job is over
+    code = weakref.ref(runner._code)
+    del runner
+    gc.collect()
+    assert code() is None

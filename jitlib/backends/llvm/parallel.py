@@ -61,12 +61,16 @@ class _Worker:
 
     def _serve(self):
         while True:
-            fn, args, _ = self.jobs.get()
+            job = self.jobs.get()
+            error = None
             try:
-                fn(*args)
-                self.done.put(None)
+                job[0](*job[1])
             except BaseException as e:   # handed back to the caller, who raises it
-                self.done.put(e)
+                error = e
+            # drop the job (its kernel's code among it) before answering: held while
+            # idle, it kept a program's engine mapped after its eviction
+            del job
+            self.done.put(error)
 
 
 class Pool:
