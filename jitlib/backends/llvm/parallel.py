@@ -2,15 +2,15 @@
 
 Every compiled kernel takes `(part, parts)` and does only its share of the outermost loop
 (kernels.py); claiming.py's entry runs a splittable one chunk after chunk until none is
-left. A large call runs on the calling thread and the pool's
-workers at the same time, each thread claiming chunks: ctypes releases the GIL for the
-length of a native call, so the threads really run in parallel, and a worker that wakes
-late does less of the work instead of holding the call up. The caller returns once
-every chunk is finished; the workers report afterwards, and their reports are collected
-before their next job. Small calls never come here: waking a worker costs tens of
-microseconds.
+left. A large call runs on the calling thread and the pool's workers at the same time,
+each thread claiming chunks: ctypes releases the GIL for the length of a native call, so
+the threads really run in parallel, and a worker that wakes late does less of the work
+instead of holding the call up. The caller returns once every chunk is finished; the
+workers report afterwards, and their reports are collected before their next job (an
+error one met after the caller returned is raised by the next split call). Small calls
+never come here: waking a worker costs tens of microseconds.
 
-JITLIB_NUM_THREADS sets the number of parts (default: os.cpu_count()); 1 turns it off.
+JITLIB_NUM_THREADS sets the number of threads (default: os.cpu_count()); 1 turns it off.
 """
 import os
 import queue
