@@ -15,10 +15,10 @@ which calls the kernel, `kernel(p0, ..., chunk, chunks)`, on chunk after chunk u
 none is left. (Defined in each kernel's own module instead, it cost ~11 ms more LLVM
 work per kernel: logsumexp's 25.6 -> 37.5 ms.) `work` (`work_area`) holds the number
 of chunks, a count of finished ones, the number of threads, and per thread a range of
-chunks packed as lo | hi << 32, each on its own cache line. Thread t takes chunks from the front of its own range, so its rows
-stay contiguous (a row kernel's prefetch of the next row reaches its next chunk), then
-from the back of the other threads' ranges: a thread that starts late just does fewer
-chunks. Which elements a chunk covers depends on the chunk only, and each is computed
+chunks packed as lo | hi << 32, each on its own cache line. Thread t takes chunks from
+the front of its own range, so its rows stay contiguous (a row kernel's prefetch of the
+next row reaches its next chunk), then from the back of the other threads' ranges: a
+thread that starts late just does fewer chunks. Which elements a chunk covers depends on the chunk only, and each is computed
 whole by one thread: the bits are those of any other split.
 
 Thread 0, the caller, then waits for every chunk to be finished, spinning on `pause`
