@@ -18,8 +18,9 @@ of chunks, a count of finished ones, the number of threads, and per thread a ran
 chunks packed as lo | hi << 32, each on its own cache line. Thread t takes chunks from
 the front of its own range, so its rows stay contiguous (a row kernel's prefetch of the
 next row reaches its next chunk), then from the back of the other threads' ranges: a
-thread that starts late just does fewer chunks. Which elements a chunk covers depends on the chunk only, and each is computed
-whole by one thread: the bits are those of any other split.
+thread that starts late just does fewer chunks. Which elements a chunk covers depends
+on the chunk only, and each is computed whole by one thread: the bits are those of any
+other split.
 
 Thread 0, the caller, then waits for every chunk to be finished, spinning on `pause`
 (at most SPIN_LIMIT times, then it returns 0 and the pool waits its usual way), and
