@@ -12,11 +12,17 @@
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
 and compiles each kernel, and returns an `LLVMExecutable`.
 """
+import numpy as np
+
 from jitlib.backends.base import Backend
+from jitlib.backends.llvm import blas_library
 from jitlib.backends.llvm.executable import LLVMExecutable
 from jitlib.cache.optimized import optimize   # jitlib.fusion.optimize, kept on disk when large
 
+from jitlib.hlo.ops import Op
+
 __all__ = ["LLVMBackend", "LLVMExecutable"]
+_BLAS_TYPES = (np.dtype(np.float32), np.dtype(np.float64))
 
 
 class LLVMBackend(Backend):
@@ -27,4 +33,6 @@ class LLVMBackend(Backend):
     def compile(self, module):
         """`module` optimised into kernels, each compiled (or, where the backend cannot
         yet, run on the interpreter), as one executable."""
+        if any(i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES for i in module.instructions):
+            blas_library.prepare()   # the BLAS loads on another thread while this compiles
         return LLVMExecutable(module, self.name, optimize(module))
