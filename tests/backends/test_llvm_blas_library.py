@@ -89,3 +89,17 @@ def test_a_bad_setting_is_an_error(monkeypatch):
     monkeypatch.setenv("JITLIB_BLAS", "mkl")
     with pytest.raises(ValueError, match="JITLIB_BLAS"):
         blas_library.describe()
+
+
+def test_small_products_stay_on_numpys_copy(monkeypatch):
+    # below blas_threads.SMALL_PRODUCT multiply-adds: NumPy's copy, single-threaded, so a
+    # served model's small batches never wait for the private copy to load; the same
+    # bits as with JITLIB_BLAS=numpy
+    rng = np.random.default_rng(4)
+    a = rng.standard_normal((100, 64)).astype(np.float32)
+    b = rng.standard_normal((64, 256)).astype(np.float32)
+    assert not blas_library.uses_copy(100 * 64 * 256)
+    assert blas_library.uses_copy(blas_library.blas_threads.SMALL_PRODUCT)
+    auto = jitlib.jit(_matmul, backend="cpu")(a, b)
+    monkeypatch.setenv("JITLIB_BLAS", "numpy")
+    np.testing.assert_array_equal(auto, jitlib.jit(_matmul, backend="cpu")(a, b))

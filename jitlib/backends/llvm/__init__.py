@@ -12,13 +12,14 @@
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
 and compiles each kernel, and returns an `LLVMExecutable`.
 """
+import math
+
 import numpy as np
 
 from jitlib.backends.base import Backend
 from jitlib.backends.llvm import blas_library
 from jitlib.backends.llvm.executable import LLVMExecutable
 from jitlib.cache.optimized import optimize   # jitlib.fusion.optimize, kept on disk when large
-
 from jitlib.hlo.ops import Op
 
 __all__ = ["LLVMBackend", "LLVMExecutable"]
@@ -33,6 +34,13 @@ class LLVMBackend(Backend):
     def compile(self, module):
         """`module` optimised into kernels, each compiled (or, where the backend cannot
         yet, run on the interpreter), as one executable."""
-        if any(i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES for i in module.instructions):
-            blas_library.prepare()   # the BLAS loads on another thread while this compiles
+        products = [i for i in module.instructions
+                    if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
+        if products:   # the BLAS loads on another thread while this compiles
+            blas_library.prepare(max(_multiply_adds(p) for p in products))
         return LLVMExecutable(module, self.name, optimize(module))
+
+
+def _multiply_adds(dot):
+    lhs = dot.operands[0]
+    return dot.size * math.prod(lhs.shape[d] for d in dot.attrs["lhs_contract"])

@@ -13,8 +13,9 @@ where NumPy's OpenBLAS runs AVX2 kernels on an AVX-512 host, this module loads a
 private copy of the same file, told to use SkylakeX, and calls its cblas_sgemm /
 cblas_dgemm. The copy is the file's bytes in
 an anonymous memory file (memfd: dlopen would hand back NumPy's copy for the same inode),
-made on a background thread when the first program with a product is compiled, so the
-~12 ms it takes overlaps the rest of the compile. Its dependencies (libgfortran) are
+made on a background thread when the first program with a large product (`uses_copy`)
+is compiled, so the ~12 ms it takes overlaps the rest of the compile; small products
+stay on NumPy's copy. Its dependencies (libgfortran) are
 the ones NumPy already loaded.
 
 `JITLIB_BLAS=numpy` keeps NumPy's own copy (results then have the interpreter's bits;
@@ -166,9 +167,9 @@ class _Loader:
 _loader = _Loader()
 
 
-def prepare():
-    """Start loading the private copy (a program with a float product was compiled)."""
-    if config.cpu_blas() == "auto":
+def prepare(multiply_adds):
+    """Start loading the private copy, if a product of this size would use it."""
+    if uses_copy(multiply_adds):
         _loader.start()
 
 
@@ -189,25 +190,30 @@ def matmul(left, right, out, multiply_adds):
     The copy runs single-threaded: a large product is split by rows between jitlib's
     own threads (parallel.py), so no second pool of OpenBLAS threads spins beside
     NumPy's."""
-    library = _loader.library() if config.cpu_blas() == "auto" else None
+    library = _loader.library() if uses_copy(multiply_adds) else None
     if (library is None or out.dtype not in library.gemm or not out.flags.c_contiguous
             or np.may_share_memory(out, left) or np.may_share_memory(out, right)):
         return blas_threads.matmul(left, right, out, multiply_adds)
     m, k = left.shape[-2:]
     n = right.shape[-1]
-    if out.size == 0:
-        return out
-    if k == 0:
-        out[...] = 0
-        return out
     rows = out.size // n                      # every batch's rows, one after the other
     args = (library.gemm[out.dtype], left.ctypes.data, right.ctypes.data, out.ctypes.data,
             m, n, k, left.itemsize, rows)
-    if multiply_adds < blas_threads.SMALL_PRODUCT or rows < 2:
+    if rows < 2:
         _rows_part(*args, 0, 1)
     else:
         parallel.get_pool().run(_rows_part, args)
     return out
+
+
+def uses_copy(multiply_adds):
+    """Whether a product of this size goes to the private copy (where one is loaded).
+    Small ones stay on NumPy's (single-threaded, blas_threads.py): their time is mostly
+    overhead, and a program of small products, like a served MLP's batch, then never
+    waits ~13 ms for the copy to load in a new process. The choice is by size alone, so
+    a program gives the same bits on every call."""
+    return (config.cpu_blas() == "auto"
+            and multiply_adds >= blas_threads.SMALL_PRODUCT)
 
 
 def _rows_part(gemm, a, b, c, m, n, k, size, rows, part, parts):

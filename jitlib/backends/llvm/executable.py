@@ -96,8 +96,6 @@ class DotRunner:
         self._results = kernel.results
         self._scratch = Scratch()
         self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
-        if kernel.dot.dtype in (np.float32, np.float64):
-            blas_library.prepare()   # loads on another thread while the compile goes on
 
     def __call__(self, arrays, outs=None):
         outs = outs or [None] * len(self._results)
