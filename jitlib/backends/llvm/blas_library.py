@@ -32,6 +32,7 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.llvm import blas_threads, parallel
+from jitlib.backends.llvm.compiler import get_compiler
 
 log = logging.getLogger("jitlib")
 
@@ -59,14 +60,9 @@ class _Library:
 
 
 def _host_flags():
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("flags"):
-                    return set(line.split(":", 1)[1].split())
-    except OSError:
-        pass
-    return set()
+    """The host CPU's features as the backend's LLVM compiler detected them."""
+    features = get_compiler().features.split(",")
+    return {f[1:] for f in features if f.startswith("+")}
 
 
 def _numpys_library():

@@ -18,7 +18,7 @@ The functions are `internal` and kept alive through the optimizer by
 `@llvm.compiler.used` (`FunctionText.render` writes it from `fn.used`): nothing calls
 the vector forms until the vectorizer does.
 """
-import struct
+from jitlib.backends.llvm.emitter import F32, F64, literal
 
 FUNCTIONS = ("sin", "cos", "tan")
 # |x| below which mathlib's result is within 1 ulp (docs/cpu_math_accuracy.md: sin and
@@ -57,15 +57,11 @@ def call(fn, name, ty, x, r):
                  "w")
 
 
-def _double_hex(value):
-    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", value))[0]
-
-
 def _definitions(fn, name, ty):
     """[(symbol, module text)]: libm's declaration, the scalar function, its vector forms
     and the intrinsics they call. The lane loops stay rolled (unrolled, the 16-lane form
     alone was 285 instructions of compile work for a path data rarely takes)."""
-    limit = _double_hex(LIMIT[ty])
+    limit = literal(LIMIT[ty], F32 if ty == "float" else F64)
     libm = _libm(name, ty)
     scalar = scalar_name(name, ty)
     fabs = f"llvm.fabs.{_SUFFIX[ty]}"
