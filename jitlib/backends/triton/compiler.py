@@ -83,5 +83,4 @@ def compile_for(kernel, target=SM90, config=None):
     signature.update({name: "constexpr" for name in config.constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs=dict(config.constexprs),
                     attrs=attrs)
-    return triton.compile(src, target=GPUTarget(*target), options={
-        "num_warps": config.num_warps, "num_stages": config.num_stages})
+    return triton.compile(src, target=GPUTarget(*target), options=config.options())

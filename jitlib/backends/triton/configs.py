@@ -17,9 +17,18 @@ class Config:
     constexprs: dict      # block-size arguments of the kernel, by name
     num_warps: int = 4
     num_stages: int = 2
+    maxnreg: int = None   # registers per thread ptxas may use (None: its own choice)
 
     def key(self):
-        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages)
+        return (tuple(sorted(self.constexprs.items())), self.num_warps, self.num_stages,
+                self.maxnreg)
+
+    def options(self):
+        """The compile options Triton takes for this config (launch keywords too)."""
+        out = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        if self.maxnreg:
+            out["maxnreg"] = self.maxnreg
+        return out
 
 
 def next_pow2(n):

@@ -45,8 +45,7 @@ class CompiledLaunch:
             # on its current stream, which is ours (device.py takes the stream from it).
             # It needs the buffers, not ints: it types each pointer from the buffer's dtype
             c = self.config
-            compiled = self.fn[self.grid](*buffers, **c.constexprs, num_warps=c.num_warps,
-                                          num_stages=c.num_stages)
+            compiled = self.fn[self.grid](*buffers, **c.constexprs, **c.options())
             if hasattr(compiled, "result"):     # an asynchronous compile's future
                 compiled = compiled.result()
             self._compiled[aligned] = compiled
@@ -83,6 +82,5 @@ class TritonLaunch(CompiledLaunch):
     def __call__(self, buffers):
         if not self.empty:
             c = self.config
-            self.fn[self.grid](*buffers, **c.constexprs, num_warps=c.num_warps,
-                               num_stages=c.num_stages)
+            self.fn[self.grid](*buffers, **c.constexprs, **c.options())
 
