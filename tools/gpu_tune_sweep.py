@@ -53,6 +53,19 @@ def _streaming(source):
     return "\n".join(out)
 
 
+def _int32_index(source):
+    """Offsets in int32 (they fit: these outputs are under 2^31 elements) instead of int64."""
+    source = re.sub(r"tl\.program_id\(0\)\.to\(tl\.int64\) \* (BLOCK|ROWS)",
+                    r"tl.program_id(0) * \1", source)
+    return re.sub(r"(r = tl\.arange\(0, \d+\)\[None, :\])\.to\(tl\.int64\)", r"\1", source)
+
+
+def _unmasked(source):
+    """A loop kernel's bound folded to a compile-time true when BLOCK tiles the output."""
+    return re.sub(r"(mask\d+) = i < (\d+)$", r"\1 = (i < \2) | (\2 % BLOCK == 0)", source,
+                  flags=re.M)
+
+
 def _recheck_line():
     from jitlib.backends.triton.f32_products import recheck
     return f"if {recheck('acc')}:"
@@ -79,7 +92,12 @@ WHAT_IF = [("fast_exp", "reduction", "libdevice.exp(", "tl.exp("),
            ("early_row_loads", "reduction", "tl.load(in1 + r, ", _early_row_loads),
            ("streaming", "reduction", "tl.store(", _streaming),
            ("no_nan_max", "reduction", "tl.PropagateNan.ALL", "tl.PropagateNan.NONE"),
-           ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")")]
+           ("load_cg", "reduction", ", other=0)", ", other=0, cache_modifier=\".cg\")"),
+           # 32-bit offsets (4 instructions fewer per address); a loop's mask folded away
+           ("int32_index", "reduction", ".to(tl.int64)", _int32_index),
+           ("int32_index", "loop", ".to(tl.int64)", _int32_index),
+           ("unmasked", "loop", " = i < ", _unmasked),
+           ("int32_unmasked", "loop", " = i < ", lambda s: _unmasked(_int32_index(s)))]
 
 
 # ----------------------------------------------------------------------- the kernels
@@ -143,7 +161,12 @@ def sweep_configs(kernel):
     from jitlib.backends.triton.configs import Config, candidates, next_pow2
     p = kernel.problem
     out = list(candidates(kernel))
-    if kernel.kind == "reduction":
+    if kernel.kind == "loop":   # elements per thread from 4 (one 128-bit f32 load) to 64
+        for block in (256, 512, 1024, 2048, 4096, 8192, 16384):
+            for warps in (1, 2, 4, 8, 16):
+                if 4 <= block // (32 * warps) <= 64:
+                    out.append(Config({"BLOCK": block}, warps))
+    elif kernel.kind == "reduction":
         for rows in (1, 2, 4, 8):
             if rows * p["block_r"] > 16384 or rows > next_pow2(p["rows"]):
                 continue
@@ -151,6 +174,11 @@ def sweep_configs(kernel):
                 if not 128 <= rows * p["block_r"] // warps <= 2048:   # 4-64 per thread
                     continue
                 out.append(Config({"ROWS": rows}, warps))
+                # registers capped so more programs fit an SM (65536 registers: 8 programs
+                # of 8 warps at 32 a thread, 5 at 48); spills show as LOCAL in the usage
+                for cap in (32, 40):
+                    if rows * p["block_r"] // (32 * warps) <= cap // 2:
+                        out.append(Config({"ROWS": rows}, warps, maxnreg=cap))
     elif kernel.kind == "attention":
         fit = lambda n: max(16, next_pow2(n))   # noqa: E731
         for bm in (32, 64, 128):
@@ -391,7 +419,8 @@ def main(argv=None):
 
 
 def _cfg(c):
-    return dict(constexprs=c.constexprs, num_warps=c.num_warps, num_stages=c.num_stages)
+    return dict(constexprs=c.constexprs, num_warps=c.num_warps, num_stages=c.num_stages,
+                maxnreg=c.maxnreg)
 
 
 def print_kernel(title, entry, flush=True):
@@ -407,7 +436,8 @@ def print_kernel(title, entry, flush=True):
     def line(tag, r):
         c = r["config"]
         return (f"  {tag:10s} {r['us']:8.1f} us {rate(r)}  {c['constexprs']} w{c['num_warps']} "
-                f"s{c['num_stages']} {r.get('what_if') or ''} {r['usage']} "
+                f"s{c['num_stages']}{' r%d' % c['maxnreg'] if c.get('maxnreg') else ''} "
+                f"{r.get('what_if') or ''} {r['usage']} "
                 f"smem {r['smem']}")
     print(f"{title}: {entry['kind']} {entry['problem']}, {len(ok)} timed, {len(bad)} wrong, "
           f"{len(errors)} failed", flush=flush)
