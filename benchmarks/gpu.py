@@ -258,6 +258,23 @@ def copy_bandwidth(torch, timer, sizes_mib, reps):
     return out
 
 
+def read_bandwidth(torch, timer, sizes_mib, reps):
+    """Device read GB/s per size: torch.sum over a flat float32 buffer (what a read-only
+    kernel such as logsumexp can reach; the copy figure also pays for writes)."""
+    out = {}
+    for mib in sizes_mib:
+        src = torch.empty(mib * MIB // 4, dtype=torch.float32, device="cuda").normal_()
+        us, _ = timer.time_us(lambda i: torch.sum(src), 10, reps, 0.0)
+        out[f"{mib} MiB"] = mib * MIB / us / 1e3
+        del src
+    return out
+
+
+def read_only(row):
+    """Whether a row's bytes are (almost) all reads: its % of the read ceiling is shown."""
+    return row["min_bytes"] - row["input_bytes"] < 0.01 * row["min_bytes"]
+
+
 def cublas_us(torch, timer, shapes, dtype, reps, tf32=False):
     """µs of torch.matmul for each (batch, m, k, n), summed: the cuBLAS reference. `dtype`
     is one torch dtype for every product, or a list of one per product."""
@@ -333,7 +350,8 @@ def run_row(row, name, dtype, tools, settings, torch, timer, ceilings):
     arrays = row_inputs(name, dtype, settings["scale"])
     ref = np.asarray(fn(np, *[a.astype(np.float32) for a in arrays]), dtype=np.float64)
     result = dict(workload=name, dtype=dtype, shapes=[list(a.shape) for a in arrays],
-                  min_bytes=W.min_bytes(arrays, ref.astype(arrays[0].dtype)), tools={})
+                  min_bytes=W.min_bytes(arrays, ref.astype(arrays[0].dtype)),
+                  input_bytes=sum(W.nbytes(a) for a in arrays), tools={})
     shapes = matmul_shapes(name, arrays)
     if shapes and name != "mse_loss" and torch is not None:
         tdt = torch.bfloat16 if dtype == "bfloat16" else torch.float32
@@ -380,6 +398,8 @@ def derive(rec, row, ceilings):
     rec["gbs"] = row["min_bytes"] / us / 1e3
     if ceilings.get("copy_gbs"):
         rec["pct_copy"] = 100 * rec["gbs"] / ceilings["copy_gbs"]
+    if ceilings.get("read_gbs") and read_only(row):
+        rec["pct_read"] = 100 * rec["gbs"] / ceilings["read_gbs"]
     if row.get("flops"):
         rec["tflops"] = row["flops"] / us / 1e6
         if row.get("cublas_us"):
@@ -397,6 +417,8 @@ def summary(rec):
              f"first {rec['first_call_s']:.2f} s", f"err {rec['max_rel_err']:.1e}"]
     if rec.get("pct_copy") is not None:
         parts.append(f"{rec['pct_copy']:.0f}% copy bw")
+    if rec.get("pct_read") is not None:
+        parts.append(f"{rec['pct_read']:.0f}% read bw")
     if rec.get("pct_cublas") is not None:
         parts.append(f"{rec['tflops']:.0f} TFLOP/s = {rec['pct_cublas']:.0f}% cuBLAS")
     return ", ".join(parts)
@@ -414,8 +436,12 @@ def render(result):
              f"jax {info.get('jax')}, python {info['python']}; {info['date']}; "
              f"{'quick' if result['quick'] else 'full'} run", ""]
     bw = ", ".join(f"{k} {v:.0f} GB/s" for k, v in ceil.get("copy", {}).items())
+    rd = ", ".join(f"{k} {v:.0f} GB/s" for k, v in ceil.get("read", {}).items())
     lines += [f"Device-to-device copy (read + write): {bw or '-'}; ceiling "
               f"{_f(ceil.get('copy_gbs'), '.0f')} GB/s.", "",
+              f"Device read (torch.sum over a flat buffer): {rd or '-'}; ceiling "
+              f"{_f(ceil.get('read_gbs'), '.0f')} GB/s (a read-only row's % of it in "
+              "brackets).", "",
               "Kernel µs per call (CUPTI; kernels per call in brackets), ratio = peer / jitlib "
               "(>1: jitlib faster), wall µs = (K queued calls + sync) / K.", ""]
     hdr = ["row"] + [f"{t} kernel µs" for t in TOOLS] + [f"x {t}" for t in TOOLS[1:]] + \
@@ -433,7 +459,8 @@ def render(result):
                          f"{_f(r.get('kernel_us'), '.1f')} ({_f(r.get('kernels_per_call'), '.0f')})")
         cells += [_f(row.get("ratio_vs_jitlib", {}).get(t), ".2f") for t in TOOLS[1:]]
         j = T.get("jitlib", {})
-        cells.append(_f(j.get("pct_copy"), ".0f"))
+        cells.append(_f(j.get("pct_copy"), ".0f") + (f" ({j['pct_read']:.0f}% read)"
+                                                     if j.get("pct_read") else ""))
         cells.append(f"{_f(j.get('tflops'), '.0f')} ({_f(j.get('pct_cublas'), '.0f')}%)"
                      if row.get("flops") else "-")
         cells.append(" / ".join(_f(T.get(t, {}).get("wall_us"), ".0f") for t in TOOLS))
@@ -532,8 +559,11 @@ def main(argv=None):
             timer = EventTimer(torch)
             copy = copy_bandwidth(torch, timer, (64, 256) if quick else (256, 1024, 2048),
                                   settings["reps"])
-            result["ceilings"] = dict(copy=copy, copy_gbs=max(copy.values()))
-            print(f"copy bandwidth: {copy}", flush=True)
+            read = read_bandwidth(torch, timer, (64, 256) if quick else (256, 1024, 2048),
+                                  settings["reps"])
+            result["ceilings"] = dict(copy=copy, copy_gbs=max(copy.values()), read=read,
+                                      read_gbs=max(read.values()))
+            print(f"copy bandwidth: {copy}; read (torch.sum): {read}", flush=True)
     except Exception as e:
         notes.append(f"setup failed: {type(e).__name__}: {e}")
         print(traceback.format_exc(), flush=True)
