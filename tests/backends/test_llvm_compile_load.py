@@ -48,3 +48,23 @@ def test_host_vector_code_runs_in_an_engine_made_with_the_generic_machine():
     ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(code.address)(
         a.ctypes.data, b.ctypes.data)
     np.testing.assert_array_equal(b, a * np.float32(3.0))
+
+
+def test_runtime_helpers_skip_the_optimizer_and_keep_their_own_cache_entries(
+        tmp_path, monkeypatch):
+    # `compile` (claiming.py's entries) generates code at -O0: no O3 run, and a text
+    # compiled both ways is two entries, in memory and on disk, never one for the other
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    c = compiler.Compiler()
+    text = SCALE.replace('"scale"', '"scale_quick_test"')
+    address = c.compile(text, "scale_quick_test")
+    assert c.optimized_here == 0
+    a = np.arange(4096, dtype=np.float32)
+    b = np.empty_like(a)
+    ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(address)(
+        a.ctypes.data, b.ctypes.data)
+    np.testing.assert_array_equal(b, a * np.float32(3.0))
+    optimized = c.load(text, "scale_quick_test")
+    assert c.optimized_here == 1 and optimized.address != address
+    assert c.compiled == 2
+    assert len(list(tmp_path.glob("objects/*/*.obj"))) == 2

@@ -36,6 +36,7 @@ class Compiler:
         self.features = llvm.get_host_cpu_features().flatten()
         self.target_machine = optimizer_process.target_machine(llvm, self.cpu, self.features)
         self._triple_target = llvm.Target.from_default_triple()
+        self._quick_machine = None    # -O0 code generator of `quick_object_code`
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
         self._pinned = {}             # address -> handle of `compile` callers: kept for good
@@ -68,32 +69,52 @@ class Compiler:
             return self._worker.object_code(ir_text)
         return self.target_machine.emit_object(self.optimize(ir_text))
 
+    def quick_object_code(self, ir_text):
+        """`ir_text` compiled without LLVM's optimizer, by an -O0 code generator: for the
+        runtime's own helpers (claiming.py's entries), loops around a call whose speed is
+        the callee's. O3 spent ~15 ms on each of them (its loop passes and the
+        aggressive instruction selector), O0 ~1.5 ms; O0 keeps no memory per run, so
+        these never go to the worker."""
+        if self._quick_machine is None:
+            self._quick_machine = llvm.Target.from_default_triple().create_target_machine(
+                cpu=self.cpu, features=self.features, opt=0, jit=True)
+        module = llvm.parse_assembly(ir_text)
+        module.verify()
+        module.triple = self._quick_machine.triple
+        module.data_layout = str(self._quick_machine.target_data)
+        return self._quick_machine.emit_object(module)
+
     def assembly(self, ir_text):
         """The host assembly of `ir_text`, optimised as `compile` would."""
         return self.target_machine.emit_assembly(self.optimize(ir_text))
 
     def compile(self, ir_text, name):
-        """The address of function `name` defined in `ir_text`, kept for the process's life."""
-        code = self.load(ir_text, name)
+        """The address of function `name` defined in `ir_text`, kept for the process's
+        life: for the runtime's helpers, so compiled unoptimized (`quick_object_code`)."""
+        code = self.load(ir_text, name, quick=True)
         with self._lock:
             self._pinned[code.address] = code
         return code.address
 
-    def load(self, ir_text, name):
+    def load(self, ir_text, name, quick=False):
         """A `KernelCode` for function `name` of `ir_text`: its machine code stays while
-        the handle (or another handle on the same text) is alive."""
+        the handle (or another handle on the same text) is alive. `quick`: compiled by
+        `quick_object_code` instead of the O3 pipeline."""
+        if quick:   # the level is part of the text: hashes and disk keys tell them apart
+            ir_text = "; jitlib: compiled at -O0\n" + ir_text
         digest = hashlib.sha256(ir_text.encode()).hexdigest()
         with self._lock:
             code = self._live.get(digest)
             if code is not None:
                 return code
-            native = self._unused.pop(digest, None) or self._build(ir_text, name, digest)
+            native = (self._unused.pop(digest, None)
+                      or self._build(ir_text, name, digest, quick))
             code = KernelCode(native.address)
             weakref.finalize(code, self._release, digest, native).atexit = False
             self._live[digest] = code
             return code
 
-    def _build(self, ir_text, name, digest):
+    def _build(self, ir_text, name, digest, quick=False):
         # symbols carry the text's hash: the disk cache's key covers the symbol too
         symbol = f"{name}.{digest[:16]}"
         renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
@@ -101,14 +122,15 @@ class Compiler:
         engine = llvm.create_mcjit_compiler(empty, self._loader_machine())
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
         store = object_store()
+        generate = self.quick_object_code if quick else self.object_code
         if store is None:
-            obj = self.object_code(renamed)
+            obj = generate(renamed)
         else:   # the disk cache holds object code: a new process skips LLVM
             key = store.key(renamed, self.target_machine.triple, self.cpu,
                             self.features, *versions())
             obj = store.load(key)
             if obj is None:
-                obj = self.object_code(renamed)
+                obj = generate(renamed)
                 store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
                             triple=self.target_machine.triple)
         engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
