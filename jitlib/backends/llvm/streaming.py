@@ -9,7 +9,8 @@ The vectorizer will not emit non-temporal stores itself (it needs them aligned t
 vector, which it cannot prove), so the kernel (kernels.py, `_streamed_range`) splits
 the range it writes (its share of a loop kernel, or one row) into an unaligned head,
 blocks of BLOCK_BYTES that start on a 64-byte boundary of the output, and a tail. Each block computes its elements into a
-small stack buffer in a loop of constant trip count, which LLVM vectorizes and unrolls,
+small stack buffer in a loop of constant trip count, which LLVM vectorizes whole (four
+interleaved vectors: one trip),
 and `store_block` moves the buffer out with aligned vector stores marked `!nontemporal`
 (vmovntps); LLVM forwards the buffer's values in registers, so the buffer never exists.
 The head and the tail use plain stores in one scalar loop, so no line is written partly
