@@ -186,14 +186,15 @@ def _softmax_and_exp(x):   # the reduction kernel's output is e itself
     return e / s, e * 2.0, s
 
 
-def _two_sums(x):   # one output row to keep one summed value in: tanh is evaluated again
+def _two_sums(x):   # one output row keeps one summed value; tanh goes to a row buffer
     a, b = np.exp(x), np.tanh(x)
     return a / np.sum(a, axis=-1, keepdims=True) + b / np.sum(b, axis=-1, keepdims=True)
 
 
-# call sites: each summed value twice in the sum pass (the loop over full blocks of
-# SUM_BLOCK and the last 232 of 1000), plus one per value the write pass computes again
-@pytest.mark.parametrize("fn, calls", [(_softmax, 2), (_softmax_and_exp, 2), (_two_sums, 5)])
+# call sites: a summed value kept in an output row twice in the sum pass (the loop over
+# full blocks of SUM_BLOCK and the last 232 of 1000); one kept in a row buffer once, in
+# the loop that fills the buffer (the sum pass and the write pass then load it)
+@pytest.mark.parametrize("fn, calls", [(_softmax, 2), (_softmax_and_exp, 2), (_two_sums, 3)])
 @pytest.mark.parametrize("name", ["f32", "f64"])
 def test_summed_exp_is_evaluated_once_and_matches_the_interpreter(fn, calls, name):
     import jitlib
@@ -234,3 +235,74 @@ def _sum_pass(ir):
     """The kernel text from the first reassociating add up to the block's compensation."""
     start = ir.index("fadd reassoc")
     return ir[ir.rindex("\n", 0, ir.rindex("loop", 0, start)):ir.index("fabs", start)]
+
+
+# -- row buffers: a costly value read by several of a row kernel's loops is computed once
+
+def _stages(x, g, b, stages=2):
+    """layernorm -> gelu -> softmax, repeated: every stage's loops read the last one's."""
+    for _ in range(stages):
+        mu = x.mean(axis=-1, keepdims=True)
+        var = ((x - mu) * (x - mu)).mean(axis=-1, keepdims=True)
+        x = (x - mu) / np.sqrt(var + 1e-5) * g + b
+        x = 0.5 * x * (1.0 + np.tanh(0.7978845608 * (x + 0.044715 * x * x * x)))
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        x = e / e.sum(axis=-1, keepdims=True)
+    return x
+
+
+def _kernel_call_sites(ir, name):
+    start = ir.index("define void")
+    body = ir[start:ir.index("\n}", start)]
+    return len([line for line in body.splitlines()
+                if re.search(rf"= call \w+ @jl_{name}_f", line)])
+
+
+@pytest.mark.parametrize("name", ["f32", "f64"])
+@pytest.mark.parametrize("cols", [7, 300])
+@pytest.mark.parametrize("stages", [1, 3])
+def test_chained_row_stages_evaluate_each_costly_value_once(name, cols, stages):
+    import jitlib
+    from jitlib.testing import check_backends
+    dt = FLOATS[name]
+    rng = np.random.default_rng(cols + stages)
+    args = [rng.normal(0, 2, s).astype(dt) for s in [(6, cols), (cols,), (cols,)]]
+    fn = functools.partial(_stages, stages=stages)
+    module = jitlib.make_ir(fn)(*args)
+    ir = _reduction_kernel(module).ir
+    # one tanh and one exp per stage, each evaluated by the loop that fills its row
+    # buffer only (before: again in every later loop of the row, 1 + 4 + 7 + ... sites);
+    # a single stage is softmax's form: its exp stays kept in the output row by the sum
+    # pass (two sites, the full blocks and the tail, for a row past SUM_BLOCK)
+    assert _kernel_call_sites(ir, "tanh") == stages, ir
+    want_exp = stages if stages > 1 else (2 if cols > 256 else 1)
+    assert _kernel_call_sites(ir, "exp") == want_exp, ir
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    rtol = 2e-4 if name == "f32" else 1e-10   # layernorm of a softmax magnifies roundings
+    for got, want in zip(exe(*args), evaluate(module, args)):
+        np.testing.assert_allclose(got, want, rtol=rtol, atol=1e-30, err_msg=str(module))
+    check_backends(fn, *args, backends=("cpu", "jax"), rtol=rtol, atol=1e-12)
+
+
+def test_row_buffers_leave_the_anchor_row_kernels_alone():
+    # softmax keeps its exp in the output row, layernorm's costly division is read by the
+    # write pass only, logsumexp's exp by its sum only: none of them needs a row buffer
+    import jitlib
+    from jitlib.backends.llvm import kernels
+    from jitlib.fusion import optimize
+    x = np.ones((4, 64), np.float32)
+    g = np.ones(64, np.float32)
+    programs = {
+        "softmax": (lambda x: np.exp(x - x.max(-1, keepdims=True))
+                    / np.exp(x - x.max(-1, keepdims=True)).sum(-1, keepdims=True), [x]),
+        "layernorm": (lambda x, g: (x - x.mean(-1, keepdims=True))
+                      / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g, [x, g]),
+        "logsumexp": (lambda x: x.max(-1) + np.log(np.exp(x - x.max(-1, keepdims=True))
+                                                   .sum(-1)), [x]),
+    }
+    for name, (fn, args) in programs.items():
+        (fusion,) = [i for i in optimize(jitlib.make_ir(fn)(*args)).instructions
+                     if i.op is Op.FUSION and i.attrs["kind"] == "reduction"]
+        emitter = kernels._ReductionEmitter("k", fusion.attrs["body"])
+        assert emitter.row_buffers == {}, name

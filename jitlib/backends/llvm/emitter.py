@@ -714,6 +714,7 @@ class Elemental:
         self.fn = fn
         self.inputs = dict(inputs)
         self.fixed = {}
+        self.buffered = {}   # instr -> (pointer, offset of an index): read from memory
         self.scopes = [{}]
 
     def push(self):
@@ -766,6 +767,9 @@ class Elemental:
     def _compute(self, instr, index):
         if instr in self.inputs:
             return load(self.fn, self.inputs[instr], self.linear(index), instr.dtype)
+        if instr in self.buffered:
+            buffer, offset = self.buffered[instr]
+            return load(self.fn, buffer, offset(index), instr.dtype)
         rule = scalar_rules.get(instr.op)
         if rule is not None:
             values = [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
