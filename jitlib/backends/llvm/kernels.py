@@ -24,6 +24,9 @@ be split (`splittable`): its order would change.
              NaN first. A costly summed value that the write pass needs again
              (softmax's exp) is stored into an output row by the sum pass and read
              back by the write pass (`_kept_in_outputs`): evaluated once per element.
+             Any other costly value that several of the row's loops read (chained
+             row stages: each stage's loops read the last one's output) is computed
+             once per row into a stack row buffer (`_row_buffer_plan`).
              Over large data the sum pass prefetches the next row (`prefetch_ahead`)
              and the one row-shaped output is streamed (below), the kept value then
              living in a row buffer on the stack.
