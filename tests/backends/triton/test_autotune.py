@@ -93,6 +93,48 @@ def test_the_fastest_candidate_wins_and_is_recorded(tmp_path, monkeypatch):
     assert configs.choose(kernel, compiler.cache_dir(), "other-gpu") == kernel.config
 
 
+def _tune_with_times(kernel, times):
+    """autotune.tune where each config's timings come from `times` ((config, seconds per
+    round) pairs) in turn."""
+    pending = {c.key(): list(v) for c, v in times}
+
+    def make_launch(config):
+        def launch(buffers):
+            pass
+        launch.config = config
+        return launch
+    seconds = lambda launch, buffers, device: pending[launch.config.key()].pop(0)  # noqa
+    autotune._seconds_per_run, saved = seconds, autotune._seconds_per_run
+    try:
+        return autotune.tune(kernel, [], FakeDevice(), make_launch)[0]
+    finally:
+        autotune._seconds_per_run = saved
+
+
+def test_a_candidate_within_noise_of_the_heuristic_does_not_replace_it(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    kernel = row_sum_kernel(4096, 4096)
+    heuristic, *others = configs.candidates(kernel)
+    slow = [3e-5] * autotune.ROUNDS
+    # 2% faster: noise on a shared GPU, not a reason to leave the measured-best heuristic
+    near = [(heuristic, [20e-6] * autotune.ROUNDS), (others[0], [19.6e-6] * autotune.ROUNDS)]
+    near += [(c, slow) for c in others[1:]]
+    assert _tune_with_times(kernel, near) == heuristic
+    configs._tuned.clear()
+    clear = near[:2] + [(others[1], [18e-6] * autotune.ROUNDS)] + near[3:]   # 10% faster
+    assert _tune_with_times(kernel, clear) == others[1]
+
+
+def test_one_fast_round_does_not_decide_the_pick(tmp_path, monkeypatch):
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    kernel = dot_kernel(1024, 1024, 1024)
+    heuristic, lucky, steady, *rest = configs.candidates(kernel)
+    assert autotune.ROUNDS == 3
+    times = [(heuristic, [3e-4] * 3), (lucky, [1e-4, 4e-4, 4e-4]), (steady, [2e-4] * 3)]
+    times += [(c, [5e-4] * 3) for c in rest]
+    assert _tune_with_times(kernel, times) == steady   # the median, not the minimum
+
+
 def test_a_dot_widening_one_operand_starts_from_the_narrow_tile(monkeypatch):
     # f32 @ bf16 (the second matmul of a bf16 MLP under NumPy's promotion) on the FMA
     # path (JITLIB_GPU_F32_DOT=ieee; by default it runs as two bf16 products): with a K
