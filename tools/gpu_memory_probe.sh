@@ -12,9 +12,27 @@ export OUT PYTHONPATH="$PWD" PYTHONUNBUFFERED=1 XLA_PYTHON_CLIENT_PREALLOCATE=fa
 stage() { printf '\n===== %s (%s) =====\n' "$1" "$(date -u +%H:%M:%S)"; }
 
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+ROWS="${ROWS:-ew_chain,gelu_tanh,softmax_rows,layernorm,logsumexp_rows}"
+IFS=',' read -r -a bench_rows <<< "$ROWS"
+tests_rc=0
+if [ "${TESTS:-0}" = 1 ]; then
+    stage "pytest -m gpu tests/backends/triton"
+    timeout -s INT -k 10 "${TESTS_LIMIT_S:-120}" python -m pytest -m gpu -p no:cacheprovider \
+        -q -rfE -x tests/backends/triton > "$OUT/pytest.log" 2>&1
+    tests_rc=$?
+    echo "pytest rc $tests_rc; passed: $(grep -o '[.]' "$OUT/pytest.log" | wc -l) dots"
+    tail -n 15 "$OUT/pytest.log" | cut -c1-200
+fi
+if [ "${BENCH:-0}" = 1 ]; then
+    stage "benchmark ${bench_rows[*]}"
+    timeout -k 10 "${BENCH_LIMIT_S:-100}" python -m benchmarks.gpu --only "${bench_rows[@]}" \
+        --budget-s "$(( ${BENCH_LIMIT_S:-100} - 15 ))" --out "$OUT/bench.json" \
+        > "$OUT/bench.log" 2>&1
+    grep -v "^\s*$" "$OUT/bench.log" | grep -v "^| mlp\|^| attention\|Warning\|warn" | tail -n 22 | cut -c1-400
+fi
 if [ "${READ:-1}" = 1 ]; then
     stage "read ceiling and split logsumexp"
-    timeout -k 5 "${READ_LIMIT_S:-60}" python tools/gpu_read_probe.py \
+    timeout -k 5 "${READ_LIMIT_S:-60}" python tools/gpu_read_probe.py ${READ_ARGS:-} \
         --out "$OUT/read_probe.json" > "$OUT/read_probe.log" 2>&1
     grep -v "^\s*$" "$OUT/read_probe.log" | tail -n 40
 fi
@@ -33,7 +51,7 @@ if [ "${NCU:-1}" = 1 ]; then
         --section SpeedOfLight --section Occupancy --section LaunchStats \
         --section WarpStateStats \
         --metrics sm__cycles_active.max,sm__cycles_active.min,dram__bytes_read.sum,dram__bytes_write.sum \
-        -f -o "$OUT/probe" python3 tools/gpu_ncu_probe.py \
+        -f -o "$OUT/probe" python3 tools/gpu_ncu_probe.py ${NCU_ARGS:-} \
         > "$OUT/ncu_app.log" 2> "$OUT/inductor_code.txt"
     echo "ncu rc $?"
     grep -v "^==PROF==" "$OUT/ncu_app.log" | tail -n 5
@@ -43,3 +61,4 @@ if [ "${NCU:-1}" = 1 ]; then
         | cut -c1-160 | head -n 40
 fi
 stage "done"
+exit "$tests_rc"

@@ -73,7 +73,9 @@ def main(argv=None):
     out = torch.empty(4096, device="cuda")
     m_buf, s_buf = (torch.empty(4096 * 2, device="cuda") for _ in range(2))
     count = torch.zeros(4096, device="cuda", dtype=torch.int32)
+    y = torch.empty_like(x)
     probes = [("row_sum 8 warps", lambda: P.row_sum[(4096,)](x, out, 4096, num_warps=8)),
+              ("row_copy 8 warps", lambda: P.row_copy[(4096,)](x, y, 4096, num_warps=8)),
               ("logsumexp split 2, last combines", lambda: P.lse_split_last[(8192,)](
                   x, m_buf, s_buf, count, out, 4096, 2, num_warps=4))]
     for _, p in probes:

@@ -161,10 +161,10 @@ def sweep_configs(kernel):
     from jitlib.backends.triton.configs import Config, candidates, next_pow2
     p = kernel.problem
     out = list(candidates(kernel))
-    if kernel.kind == "loop":   # elements per thread from 4 (one 128-bit f32 load) to 64
+    if kernel.kind == "loop":   # elements per thread from 2 (torch.compile's) to 64
         for block in (256, 512, 1024, 2048, 4096, 8192, 16384):
             for warps in (1, 2, 4, 8, 16):
-                if 4 <= block // (32 * warps) <= 64:
+                if 2 <= block // (32 * warps) <= 64:
                     out.append(Config({"BLOCK": block}, warps))
     elif kernel.kind == "reduction":
         for rows in (1, 2, 4, 8):
