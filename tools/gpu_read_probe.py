@@ -1,6 +1,7 @@
-"""What a read-only row kernel can reach on this GPU, and logsumexp with each row split.
+"""What a read-only row kernel can reach on this GPU, and row-kernel variants beside it.
 
-    PYTHONPATH=$PWD python tools/gpu_read_probe.py [--rows 4096 --cols 4096] [--out p.json]
+    PYTHONPATH=$PWD python tools/gpu_read_probe.py [--rows 4096 --cols 4096] [--split]
+        [--ceilings-only] [--out p.json]
 
 logsumexp over rows reads its whole input and writes one value per row, so its ceiling is
 a pure read, not the copy figure (read + write). This times, by CUPTI kernel durations
@@ -9,11 +10,13 @@ than L2):
 
 - the ceilings: torch `copy_` (read + write counted), torch.sum over rows and over all,
   a Triton row sum shaped as jitlib's reduction kernels (a whole row in registers, one
-  program a row), and a flat Triton sum of 8K-element blocks (no row granularity);
-- jitlib's generated logsumexp kernel, at its heuristic config;
-- logsumexp with each row split over SPLIT programs (partial max and sum of exp), the
-  partials combined either by a second small kernel or by the row's last program to
-  finish (an atomic counter per row, reset by that program for the next launch).
+  program a row), a flat Triton sum of 8K-element blocks (no row granularity), and a
+  row copy (layernorm's traffic without its math);
+- jitlib's generated logsumexp and layernorm kernels, at their heuristic configs;
+- both as persistent programs that load the next row before this row's math;
+- (--split) logsumexp with each row split over SPLIT programs (partial max and sum of
+  exp), the partials combined either by a second small kernel or by the row's last
+  program to finish (an atomic counter per row, reset by that program for the next launch).
 
 Every variant's result is checked against the generated kernel's. These are
 measurements, not backend options.
@@ -107,6 +110,45 @@ def lse_split_last(x, m_buf, s_buf, count, out, N: tl.constexpr, SPLIT: tl.const
         tl.store(count + row, 0)   # ready for the next launch
 
 
+@triton.jit
+def lse_rows_prefetched(x, out, R: tl.constexpr, N: tl.constexpr, PER: tl.constexpr):
+    """logsumexp of rows p, p + G, ... (G programs, PER rows each), the next row's load
+    issued before this row's max, exp and sum, so its latency hides behind that math."""
+    G: tl.constexpr = R // PER
+    cols = tl.arange(0, N)
+    row = tl.program_id(0)
+    v = tl.load(x + row.to(tl.int64) * N + cols)
+    for _ in range(PER):
+        nxt = row + G
+        nv = tl.load(x + nxt.to(tl.int64) * N + cols, mask=(cols < N) & (nxt < R), other=0)
+        m = tl.reduce(v, 0, _max_nan)
+        s = tl.sum(libdevice.exp(v - m), axis=0)
+        tl.store(out + row, libdevice.log(s) + m)
+        v = nv
+        row = nxt
+
+
+@triton.jit
+def layernorm_rows_prefetched(x, g, b, out, R: tl.constexpr, N: tl.constexpr,
+                              PER: tl.constexpr):
+    """jitlib's layernorm math (f64 mean division, IEEE sqrt and division) on rows p,
+    p + G, ..., the next row's load issued before this row's two reductions."""
+    G: tl.constexpr = R // PER
+    cols = tl.arange(0, N)
+    row = tl.program_id(0)
+    v = tl.load(x + row.to(tl.int64) * N + cols)
+    for _ in range(PER):
+        nxt = row + G
+        nv = tl.load(x + nxt.to(tl.int64) * N + cols, mask=(cols < N) & (nxt < R), other=0)
+        mean = (tl.sum(v, axis=0).to(tl.float64) / N).to(tl.float32)
+        d = v - mean
+        var = (tl.sum(d * d, axis=0).to(tl.float64) / N).to(tl.float32)
+        y = tl.div_rn(d, tl.sqrt_rn(var + 9.999999747378752e-06)) * tl.load(g + cols)
+        tl.store(out + row.to(tl.int64) * N + cols, y + tl.load(b + cols))
+        v = nv
+        row = nxt
+
+
 def cupti_us(torch, launches, reps=3):
     """Median µs per launch of each kernel name (kernels of one launch summed in order)."""
     from torch.autograd import DeviceType
@@ -129,6 +171,9 @@ def main(argv=None):
     ap.add_argument("--rows", type=int, default=4096)
     ap.add_argument("--cols", type=int, default=4096)
     ap.add_argument("--launches", type=int, default=40)
+    ap.add_argument("--split", action="store_true",
+                    help="also logsumexp with each row split over programs (2026-12-03: "
+                         "all slower)")
     ap.add_argument("--ceilings-only", action="store_true",
                     help="the copy and read ceilings and a row copy, not logsumexp")
     ap.add_argument("--out", default=os.path.join(os.environ.get("OUT", "."), "read_probe.json"))
@@ -213,8 +258,37 @@ def main(argv=None):
             return result, ref.clone()
         return check
 
+    # the next row prefetched by persistent programs
+    for per, warps in ((2, 8), (4, 8), (8, 8), (16, 8), (4, 4)):
+        def prefetched(i, per=per, w=warps):
+            lse_rows_prefetched[(R // per,)](xs[i % copies], out, R, N, per, num_warps=w)
+
+        def check_p(per=per, w=warps):
+            out.fill_(float("nan"))
+            lse_rows_prefetched[(R // per,)](xs[0], out, R, N, per, num_warps=w)
+            return check_against_ref(out)()
+        record(f"prefetched, {R // per} programs x {per} rows/{warps} warps", prefetched,
+               nbytes, check_p)
+    ln, = S.row_kernels("layernorm")
+    g, b = torch.randn(N, device="cuda"), torch.randn(N, device="cuda")
+    y, y_ref = torch.empty_like(xs[0]), torch.empty_like(xs[0])
+    ln_run = compiler.compile_for(ln)[(R, 1, 1)]
+    ln_args = lambda i, o: (xs[i % copies].data_ptr(), g.data_ptr(), b.data_ptr(),  # noqa
+                            o.data_ptr(), ln.config.constexprs["ROWS"])
+    record("jitlib layernorm (heuristic)", lambda i: ln_run(*ln_args(i, y_ref)), 2 * nbytes)
+    for per, warps in ((4, 8), (8, 8), (16, 8), (8, 4)):
+        def ln_check(per=per, w=warps):
+            y.fill_(float("nan"))
+            layernorm_rows_prefetched[(R // per,)](xs[0], g, b, y, R, N, per, num_warps=w)
+            ln_run(*ln_args(0, y_ref))
+            torch.cuda.synchronize()
+            return y, y_ref
+        record(f"layernorm prefetched, {R // per} x {per} rows/{warps} warps",
+               lambda i, per=per, w=warps: layernorm_rows_prefetched[(R // per,)](
+                   xs[i % copies], g, b, y, R, N, per, num_warps=w), 2 * nbytes, ln_check)
+
     # split rows
-    for split in (2, 4, 8):
+    for split in (2, 4, 8) if args.split else ():
         m_buf = torch.empty(R * split, device="cuda")
         s_buf = torch.empty(R * split, device="cuda")
         count = torch.zeros(R, device="cuda", dtype=torch.int32)
