@@ -128,3 +128,87 @@ def test_a_bad_setting_is_named():
         m.setenv("JITLIB_COMPILE_WORKER", "sometimes")
         with pytest.raises(ValueError, match="JITLIB_COMPILE_WORKER"):
             config.compile_worker()
+
+
+# -- compile_ahead: a program's kernels on both cores (this process and the worker)
+
+def _fresh_compiler(monkeypatch, tmp_path):
+    monkeypatch.setenv("JITLIB_COMPILE_WORKER", "auto")
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    c = compiler.Compiler()
+    return c
+
+
+def _scales(*values):
+    return [(_kernel(v).replace('@"scale"', f'@"scale_{i}"'), f"scale_{i}")
+            for i, v in enumerate(values)]
+
+
+def test_compile_ahead_starts_the_worker_off_the_callers_path_and_uses_it_once_ready(
+        monkeypatch, tmp_path):
+    c = _fresh_compiler(monkeypatch, tmp_path)
+    try:
+        first = _scales(5.0, 6.0)
+        c.compile_ahead(first)           # not ready: starts it, compiles nothing itself
+        assert c.optimized_here == 0 and not c._ahead
+        c._worker._warming.join(timeout=60)
+        assert c._worker.ready()
+        second = _scales(7.0, 8.0, 9.0)
+        c.compile_ahead(second)
+        assert len(c._ahead) == 3
+        assert c._worker._served >= 2           # the warm-up and at least one kernel
+        assert c.optimized_here >= 1            # this thread took the largest one
+        # the bytes are this process's, wherever they were made; `load` compiles no more
+        for text, name in second:
+            renamed = text.replace(f'@"{name}"', f'@"{name}.'
+                                   + compiler.hashlib.sha256(text.encode()).hexdigest()[:16]
+                                   + '"')
+            here = c.target_machine.emit_object(c.optimize(renamed))
+            assert c._ahead[compiler.hashlib.sha256(text.encode()).hexdigest()] == here
+        made_here = c.optimized_here
+        a = np.arange(64, dtype=np.float32)
+        for (text, name), scale in zip(second, (7.0, 8.0, 9.0)):
+            code = c.load(text, name)
+            b = np.empty_like(a)
+            import ctypes
+            ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64)(
+                code.address)(a.ctypes.data, b.ctypes.data, a.size)
+            np.testing.assert_array_equal(b, a * np.float32(scale))
+        assert c.optimized_here == made_here and not c._ahead
+    finally:
+        c._worker.close()
+
+
+def test_compile_ahead_does_nothing_where_compiles_do_not_run_here(monkeypatch, tmp_path):
+    c = _fresh_compiler(monkeypatch, tmp_path)
+    try:
+        for setting in ("never", "always"):
+            monkeypatch.setenv("JITLIB_COMPILE_WORKER", setting)
+            c.compile_ahead(_scales(1.0, 2.0))
+            assert c._worker._warming is None and not c._ahead
+    finally:
+        c._worker.close()
+
+
+def test_a_forked_child_starts_its_own_worker(monkeypatch, tmp_path):
+    import os
+    c = _fresh_compiler(monkeypatch, tmp_path)
+    try:
+        c._worker.start_soon()
+        c._worker._warming.join(timeout=60)
+        assert c._worker.ready()
+        started = c._worker.started
+        pid = os.fork()
+        if pid == 0:   # the child: the parent's worker answers the parent, not it
+            ok = False
+            try:
+                ok = (not c._worker.ready()
+                      and c._worker.object_code(_kernel(4.0)) is not None
+                      and c._worker.started == started + 1)
+            finally:
+                os._exit(0 if ok else 1)
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0
+        assert c._worker.ready() and c._worker.object_code(_kernel(4.5))
+    finally:
+        c._worker.close()

@@ -16,6 +16,7 @@ recently released (a program compiled again soon finds it) and closed after that
 import atexit
 import collections
 import hashlib
+import os
 import threading
 import weakref
 
@@ -46,6 +47,7 @@ class Compiler:
         self.optimized_here = 0       # LLVM optimizer runs in this process
         self._worker = optimizer_process.OptimizerProcess(self.cpu, self.features)
         atexit.register(self._worker.close)
+        self._ahead = {}              # sha256 -> object code `compile_ahead` made
 
     def _loader_machine(self):
         """The target machine of an engine that only loads object code. An engine owns
@@ -83,6 +85,62 @@ class Compiler:
         module.triple = self._quick_machine.triple
         module.data_layout = str(self._quick_machine.target_data)
         return self._quick_machine.emit_object(module)
+
+    def compile_ahead(self, kernels):
+        """Make the object code of the kernels [(ir_text, name)] that `load` would have
+        to compile, on both cores where that pays: LLVM runs under llvmlite's one global
+        lock, so the second core's share goes to the worker process (optimizer_process.py,
+        the same bytes) while this thread compiles the rest, each side taking the largest
+        kernel left. Only while compiles run in this process (the worker's first ~80 ms
+        start happens on the first program with two kernels to compile, off the caller's
+        path; that program compiles here alone). `load` then finds the objects ready."""
+        if config.compile_worker() != "auto" or self.optimized_here >= \
+                optimizer_process.IN_PROCESS_LIMIT:
+            return
+        store = object_store()
+        missing = []
+        with self._lock:
+            for ir_text, name in kernels:
+                digest = hashlib.sha256(ir_text.encode()).hexdigest()
+                if digest in self._live or digest in self._unused or digest in self._ahead:
+                    continue
+                renamed = ir_text.replace(f'@"{name}"', f'@"{name}.{digest[:16]}"')
+                if store is not None and os.path.exists(store.path(self._disk_key(store,
+                                                                                  renamed))):
+                    continue
+                missing.append((digest, renamed))
+        if len(missing) < 2:
+            return
+        if not self._worker.ready():
+            self._worker.start_soon()
+            return
+        missing.sort(key=lambda item: len(item[1]))   # largest last: popped first
+        lock, made = threading.Lock(), {}
+
+        def take():
+            with lock:
+                return missing.pop() if missing else None
+
+        def by_worker():
+            while (item := take()) is not None:
+                try:
+                    made[item[0]] = self._worker.object_code(item[1])
+                except RuntimeError:   # `load` compiles it here, and reports any error
+                    return
+
+        item = take()   # this thread's warm LLVM takes the largest
+        helper = threading.Thread(target=by_worker, name="jitlib-llvm-ahead", daemon=True)
+        helper.start()
+        while item is not None:
+            made[item[0]] = self.target_machine.emit_object(self.optimize(item[1]))
+            item = take()
+        helper.join()
+        with self._lock:
+            self._ahead.update(made)
+
+    def _disk_key(self, store, renamed):
+        return store.key(renamed, self.target_machine.triple, self.cpu, self.features,
+                         *versions())
 
     def assembly(self, ir_text):
         """The host assembly of `ir_text`, optimised as `compile` would."""
@@ -123,11 +181,13 @@ class Compiler:
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
         store = object_store()
         generate = self.quick_object_code if quick else self.object_code
+        ahead = self._ahead.pop(digest, None)
+        if ahead is not None:
+            generate = lambda _: ahead   # noqa: E731 - compiled by `compile_ahead`
         if store is None:
             obj = generate(renamed)
         else:   # the disk cache holds object code: a new process skips LLVM
-            key = store.key(renamed, self.target_machine.triple, self.cpu,
-                            self.features, *versions())
+            key = self._disk_key(store, renamed)
             obj = store.load(key)
             if obj is None:
                 obj = generate(renamed)

@@ -188,13 +188,28 @@ class InterpretedRunner:
                 for r in evaluate(self._body, arrays)]
 
 
-def make_runner(fusion):
-    """(runner, None) for a kernel the backend compiles, or (interpreter runner, reason)."""
-    body = fusion.attrs["body"]
+def render(fusion):
+    """(kernel, None) for a kernel the backend compiles, or (None, why not)."""
     try:
-        kernel = kernels.render(fusion)
+        return kernels.render(fusion), None
     except Unsupported as e:
-        return InterpretedRunner(body), str(e)
+        return None, str(e)
+
+
+def native_texts(kernel):
+    """[(ir_text, name)] of the compiled code a rendered kernel runs."""
+    if isinstance(kernel, kernels.DotKernel):
+        kernel = kernel.epilogue
+    return [] if kernel is None else [(kernel.ir, kernel.name)]
+
+
+def make_runner(fusion, rendered=None):
+    """(runner, None) for a kernel the backend compiles, or (interpreter runner, reason).
+    `rendered`: what `render(fusion)` gave, where the caller has it already."""
+    body = fusion.attrs["body"]
+    kernel, reason = rendered or render(fusion)
+    if kernel is None:
+        return InterpretedRunner(body), reason
     if isinstance(kernel, kernels.DotKernel):
         return DotRunner(body, kernel), None
     return NativeRunner(kernel), None
@@ -212,10 +227,15 @@ class LLVMExecutable(Executable):
         self.optimized = optimized
         self.native, self.fallbacks = [], {}
         self._steps = []
+        rendered = {instr: render(instr) for instr in optimized.instructions
+                    if instr.op is Op.FUSION}
+        # every kernel's object code first, on both cores where that pays
+        get_compiler().compile_ahead([text for kernel, _ in rendered.values()
+                                      for text in native_texts(kernel)])
         for instr in optimized.instructions:
             runner = None
             if instr.op is Op.FUSION:
-                runner, reason = make_runner(instr)
+                runner, reason = make_runner(instr, rendered[instr])
                 name = instr.attrs["name"]
                 if reason is None:
                     self.native.append(name)
