@@ -69,6 +69,7 @@ class _Line:
     def __init__(self, lineno, text):
         self.lineno, self.text, self.pos = lineno, text, 0
         self.shown = text   # `text` loses a fusion's trailing `{`; messages show it all
+        self._peeked = None   # (pos, kind, token, end): peek is asked several times a token
 
     def error(self, message):
         return ParseError(message, self.lineno, self.shown)
@@ -79,26 +80,37 @@ class _Line:
         if not stripped.endswith("{"):
             return False
         self.text = stripped[:-1]
+        self._peeked = None
         return True
 
     def _start(self):
         return _SPACE.match(self.text, self.pos).end()
 
-    def peek(self):
-        """(kind, text) of the next token, or (None, '') at the end of the line."""
+    def _token(self):
+        peeked = self._peeked
+        if peeked is not None and peeked[0] == self.pos:
+            return peeked
         start = self._start()
         if start == len(self.text):
-            return None, ""
-        m = _TOKEN.match(self.text, start)
-        if m is None:
-            raise self.error(f"unexpected character {self.text[start]!r}")
-        return m.lastgroup, m.group()
+            peeked = (self.pos, None, "", start)
+        else:
+            m = _TOKEN.match(self.text, start)
+            if m is None:
+                raise self.error(f"unexpected character {self.text[start]!r}")
+            peeked = (self.pos, m.lastgroup, m.group(), m.end())
+        self._peeked = peeked
+        return peeked
+
+    def peek(self):
+        """(kind, text) of the next token, or (None, '') at the end of the line."""
+        _, kind, text, _ = self._token()
+        return kind, text
 
     def next(self):
-        kind, text = self.peek()
+        _, kind, text, end = self._token()
         if kind is None:
             raise self.error("unexpected end of line")
-        self.pos = self._start() + len(text)
+        self.pos = end
         return kind, text
 
     def accept(self, text):
