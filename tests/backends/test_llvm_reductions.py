@@ -306,3 +306,26 @@ def test_row_buffers_leave_the_anchor_row_kernels_alone():
                      if i.op is Op.FUSION and i.attrs["kind"] == "reduction"]
         emitter = kernels._ReductionEmitter("k", fusion.attrs["body"])
         assert emitter.row_buffers == {}, name
+
+
+def test_row_buffers_over_several_reduced_dims():
+    # the buffer is indexed by the reduced dims in C order: rows reduced over (1, 2)
+    import jitlib
+    from jitlib.testing import check_backends
+
+    def stages(x):
+        for _ in range(2):
+            t = np.tanh(x - x.mean(axis=(1, 2), keepdims=True))
+            e = np.exp(t - t.max(axis=(1, 2), keepdims=True))
+            x = e / e.sum(axis=(1, 2), keepdims=True) * 7.0
+        return x
+
+    x = np.random.default_rng(5).normal(0, 2, (3, 5, 70)).astype(np.float32)
+    module = jitlib.make_ir(stages)(x)
+    ir = _reduction_kernel(module).ir
+    assert "alloca [350 x float]" in ir, ir
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-30, err_msg=str(module))
+    check_backends(stages, x, backends=("cpu", "jax"), rtol=2e-5, atol=1e-12)
