@@ -151,12 +151,12 @@ def test_compile_ahead_starts_the_worker_off_the_callers_path_and_uses_it_once_r
         first = _scales(5.0, 6.0)
         c.compile_ahead(first)           # not ready: starts it, compiles nothing itself
         assert c.optimized_here == 0 and not c._ahead
-        c._worker._warming.join(timeout=60)
-        assert c._worker.ready()
+        c._second._warming.join(timeout=60)
+        assert c._second.ready()
         second = _scales(7.0, 8.0, 9.0)
         c.compile_ahead(second)
         assert len(c._ahead) == 3
-        assert c._worker._served >= 2           # the warm-up and at least one kernel
+        assert c._second._served >= 2           # the warm-up and at least one kernel
         assert c.optimized_here >= 1            # this thread took the largest one
         # the bytes are this process's, wherever they were made; `load` compiles no more
         for text, name in second:
@@ -176,7 +176,7 @@ def test_compile_ahead_starts_the_worker_off_the_callers_path_and_uses_it_once_r
             np.testing.assert_array_equal(b, a * np.float32(scale))
         assert c.optimized_here == made_here and not c._ahead
     finally:
-        c._worker.close()
+        c._second.close()
 
 
 def test_compile_ahead_does_nothing_where_compiles_do_not_run_here(monkeypatch, tmp_path):
@@ -185,9 +185,9 @@ def test_compile_ahead_does_nothing_where_compiles_do_not_run_here(monkeypatch, 
         for setting in ("never", "always"):
             monkeypatch.setenv("JITLIB_COMPILE_WORKER", setting)
             c.compile_ahead(_scales(1.0, 2.0))
-            assert c._worker._warming is None and not c._ahead
+            assert c._second._warming is None and not c._ahead
     finally:
-        c._worker.close()
+        c._second.close()
 
 
 def test_a_forked_child_starts_its_own_worker(monkeypatch, tmp_path):
@@ -212,3 +212,16 @@ def test_a_forked_child_starts_its_own_worker(monkeypatch, tmp_path):
         assert c._worker.ready() and c._worker.object_code(_kernel(4.5))
     finally:
         c._worker.close()
+
+
+def test_the_second_core_worker_runs_at_the_lowest_priority():
+    import os
+    c = compiler.get_compiler()
+    w = OptimizerProcess(c.cpu, c.features, idle_only=True)
+    try:
+        assert w.object_code(_kernel(2.0)) == c.target_machine.emit_object(
+            c.optimize(_kernel(2.0)))
+        mine = os.getpriority(os.PRIO_PROCESS, 0)
+        assert os.getpriority(os.PRIO_PROCESS, w._process.pid) == min(19, mine + 19)
+    finally:
+        w.close()

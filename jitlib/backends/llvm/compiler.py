@@ -47,6 +47,10 @@ class Compiler:
         self.optimized_here = 0       # LLVM optimizer runs in this process
         self._worker = optimizer_process.OptimizerProcess(self.cpu, self.features)
         atexit.register(self._worker.close)
+        # the second core of `compile_ahead`: only idle CPU time, never the caller's
+        self._second = optimizer_process.OptimizerProcess(self.cpu, self.features,
+                                                          idle_only=True)
+        atexit.register(self._second.close)
         self._ahead = {}              # sha256 -> object code `compile_ahead` made
 
     def _loader_machine(self):
@@ -89,11 +93,12 @@ class Compiler:
     def compile_ahead(self, kernels):
         """Make the object code of the kernels [(ir_text, name)] that `load` would have
         to compile, on both cores where that pays: LLVM runs under llvmlite's one global
-        lock, so the second core's share goes to the worker process (optimizer_process.py,
-        the same bytes) while this thread compiles the rest, each side taking the largest
-        kernel left. Only while compiles run in this process (the worker's first ~80 ms
-        start happens on the first program with two kernels to compile, off the caller's
-        path; that program compiles here alone). `load` then finds the objects ready."""
+        lock, so the second core's share goes to a worker process of the lowest priority
+        (optimizer_process.py: the same bytes) while this thread compiles the rest, each
+        side taking the largest kernel left. Only while compiles run in this process (the
+        worker's ~80 ms start happens on the first program with two kernels to compile,
+        off the caller's path; that program compiles here alone). `load` then finds the
+        objects ready."""
         if config.compile_worker() != "auto" or self.optimized_here >= \
                 optimizer_process.IN_PROCESS_LIMIT:
             return
@@ -111,8 +116,8 @@ class Compiler:
                 missing.append((digest, renamed))
         if len(missing) < 2:
             return
-        if not self._worker.ready():
-            self._worker.start_soon()
+        if not self._second.ready():
+            self._second.start_soon()
             return
         missing.sort(key=lambda item: len(item[1]))   # largest last: popped first
         lock, made = threading.Lock(), {}
@@ -124,7 +129,7 @@ class Compiler:
         def by_worker():
             while (item := take()) is not None:
                 try:
-                    made[item[0]] = self._worker.object_code(item[1])
+                    made[item[0]] = self._second.object_code(item[1])
                 except RuntimeError:   # `load` compiles it here, and reports any error
                     return
 

@@ -10,10 +10,13 @@ The worker is replaced every `RECYCLE_AFTER` compiles, which bounds its memory t
 an LLVM crash ends there: the caller gets an error carrying the kernel's IR, not a dead
 interpreter. Loading object code (MCJIT) stays in the user's process and does not grow.
 
-While compiles still run in the user's process, the worker is also its second core: a
-program with two or more kernels to compile sends some of them there while the rest
-compile here (`Compiler.compile_ahead`); the first such program starts the worker on a
-background thread (`start_soon`: ~80 ms until it answers) and compiles alone.
+While compiles still run in the user's process, a second worker, started at the lowest
+priority (`idle_only`), is its second core: a program with two or more kernels to
+compile sends some of them there while the rest compile here (`Compiler.compile_ahead`).
+The first such program starts it on a background thread (`start_soon`: ~80 ms of CPU
+until it answers) and compiles alone; at normal priority that start took a core from
+the first program's own compile and its BLAS load (mlp's first call 128-143 -> 158-202
+ms on the 2-core VM), at the lowest it runs on what they leave.
 
 Run as a script, this file is the worker. It imports only llvmlite and the standard
 library (importing jitlib would cost its start more than everything else), and speaks
@@ -136,10 +139,12 @@ class OptimizerProcess:
     """A worker process compiling IR text to object code for one target CPU; started on
     first use, replaced every `recycle_after` compiles, restarted if it died."""
 
-    def __init__(self, cpu, features, recycle_after=None, command=None):
+    def __init__(self, cpu, features, recycle_after=None, command=None, idle_only=False):
         self._header = json.dumps({"cpu": cpu, "features": features}).encode()
         self.recycle_after = recycle_after or RECYCLE_AFTER
         self._command = command or [sys.executable, os.path.abspath(__file__)]
+        if idle_only:   # at the lowest priority: it runs on CPU time nobody else wants
+            self._command = self._command + [NICE_FLAG]
         self._process = None
         self._served = 0         # compiles by the current process
         self.started = 0         # processes started, for tests
@@ -232,5 +237,9 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
+NICE_FLAG = "--idle-only"
+
 if __name__ == "__main__":
+    if NICE_FLAG in sys.argv[1:]:
+        os.nice(19)
     serve(sys.stdin.buffer, sys.stdout.buffer)
