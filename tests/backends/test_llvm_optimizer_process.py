@@ -148,9 +148,12 @@ def test_compile_ahead_starts_the_worker_off_the_callers_path_and_uses_it_once_r
         monkeypatch, tmp_path):
     c = _fresh_compiler(monkeypatch, tmp_path)
     try:
-        first = _scales(5.0, 6.0)
-        c.compile_ahead(first)           # not ready: starts it, compiles nothing itself
-        assert c.optimized_here == 0 and not c._ahead
+        for i in range(compiler.SECOND_CORE_AFTER):
+            # no worker yet: it starts at the SECOND_CORE_AFTER-th such program, and
+            # none of them is compiled ahead (`load` compiles them here, as before)
+            assert c._second._warming is None
+            c.compile_ahead(_scales(5.0 + i, 6.0 + i))
+            assert c.optimized_here == 0 and not c._ahead
         c._second._warming.join(timeout=60)
         assert c._second.ready()
         second = _scales(7.0, 8.0, 9.0)

@@ -52,6 +52,7 @@ class Compiler:
                                                           idle_only=True)
         atexit.register(self._second.close)
         self._ahead = {}              # sha256 -> object code `compile_ahead` made
+        self._several = 0             # programs that had several kernels to compile
 
     def _loader_machine(self):
         """The target machine of an engine that only loads object code. An engine owns
@@ -95,10 +96,10 @@ class Compiler:
         to compile, on both cores where that pays: LLVM runs under llvmlite's one global
         lock, so the second core's share goes to a worker process of the lowest priority
         (optimizer_process.py: the same bytes) while this thread compiles the rest, each
-        side taking the largest kernel left. Only while compiles run in this process (the
-        worker's ~80 ms start happens on the first program with two kernels to compile,
-        off the caller's path; that program compiles here alone). `load` then finds the
-        objects ready."""
+        side taking the largest kernel left. Only while compiles run in this process; the
+        worker starts (~80 ms, off the caller's path) at the `SECOND_CORE_AFTER`-th
+        program with several kernels to compile, which compiles here alone. `load` then
+        finds the objects ready."""
         if config.compile_worker() != "auto" or self.optimized_here >= \
                 optimizer_process.IN_PROCESS_LIMIT:
             return
@@ -116,8 +117,10 @@ class Compiler:
                 missing.append((digest, renamed))
         if len(missing) < 2:
             return
+        self._several += 1
         if not self._second.ready():
-            self._second.start_soon()
+            if self._several >= SECOND_CORE_AFTER:
+                self._second.start_soon()
             return
         missing.sort(key=lambda item: len(item[1]))   # largest last: popped first
         lock, made = threading.Lock(), {}
@@ -225,6 +228,12 @@ class Compiler:
 
 # engines kept after their last user is gone (see the module docstring)
 RETAIN_UNUSED = 64
+# `compile_ahead` starts its worker at the third program with several kernels to
+# compile: a process that compiles that much (a service's buckets, a test suite) gains
+# from the second core, while a script's first calls do not pay the start (measured:
+# starting it beside mlp's first call, even at the lowest priority, cost that call
+# 10-90 ms on the 2-core VM; mse_loss's two kernels compile in ~20 ms instead of ~30)
+SECOND_CORE_AFTER = 3
 
 
 class _Native:

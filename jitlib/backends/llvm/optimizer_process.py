@@ -13,10 +13,9 @@ interpreter. Loading object code (MCJIT) stays in the user's process and does no
 While compiles still run in the user's process, a second worker, started at the lowest
 priority (`idle_only`), is its second core: a program with two or more kernels to
 compile sends some of them there while the rest compile here (`Compiler.compile_ahead`).
-The first such program starts it on a background thread (`start_soon`: ~80 ms of CPU
-until it answers) and compiles alone; at normal priority that start took a core from
-the first program's own compile and its BLAS load (mlp's first call 128-143 -> 158-202
-ms on the 2-core VM), at the lowest it runs on what they leave.
+It starts on a background thread (`start_soon`: ~80 ms of CPU until it answers) once a
+process has compiled a few such programs (`compiler.SECOND_CORE_AFTER`): beside mlp's
+first call its start, at normal priority, cost that call 30-90 ms on the 2-core VM.
 
 Run as a script, this file is the worker. It imports only llvmlite and the standard
 library (importing jitlib would cost its start more than everything else), and speaks
@@ -26,6 +25,7 @@ b"error" + the message.
 """
 import json
 import os
+import shutil
 import struct
 import subprocess
 import sys
@@ -144,7 +144,9 @@ class OptimizerProcess:
         self.recycle_after = recycle_after or RECYCLE_AFTER
         self._command = command or [sys.executable, os.path.abspath(__file__)]
         if idle_only:   # at the lowest priority: it runs on CPU time nobody else wants
-            self._command = self._command + [NICE_FLAG]
+            nice = shutil.which("nice")   # from its first instruction: Python's own start
+            self._command = ([nice, "-n", "19"] + self._command if nice    # is ~40 ms
+                             else self._command + [NICE_FLAG])
         self._process = None
         self._served = 0         # compiles by the current process
         self.started = 0         # processes started, for tests
