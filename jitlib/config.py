@@ -27,7 +27,10 @@ def _detected_backend() -> str:
 def compile_worker() -> str:
     """JITLIB_COMPILE_WORKER: where the cpu backend runs LLVM's optimizer. "auto" (the
     default): in this process for its first compiles, then in a worker process (llvmlite
-    never frees part of each run's memory); "always"; "never"."""
+    never frees part of each run's memory); meanwhile, from a process's third program
+    with several kernels to compile, a second worker at the lowest priority compiles part
+    of each such program beside this process. "always": every compile in the worker;
+    "never": every compile here, one at a time."""
     value = os.environ.get("JITLIB_COMPILE_WORKER", "auto").strip().lower() or "auto"
     aliases = {"1": "always", "true": "always", "0": "never", "false": "never"}
     value = aliases.get(value, value)
