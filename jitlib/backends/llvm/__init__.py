@@ -12,13 +12,11 @@
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
 and compiles each kernel, and returns an `LLVMExecutable`.
 """
-import math
-
 import numpy as np
 
 from jitlib.backends.base import Backend
 from jitlib.backends.llvm import blas_library
-from jitlib.backends.llvm.executable import LLVMExecutable
+from jitlib.backends.llvm.executable import LLVMExecutable, multiply_adds
 from jitlib.cache.optimized import optimize   # jitlib.fusion.optimize, kept on disk when large
 from jitlib.hlo.ops import Op
 
@@ -37,10 +35,6 @@ class LLVMBackend(Backend):
         products = [i for i in module.instructions
                     if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
         if products:   # the BLAS loads on another thread while this compiles
-            blas_library.prepare(max(_multiply_adds(p) for p in products))
+            blas_library.prepare(max(multiply_adds(p) for p in products))
         return LLVMExecutable(module, self.name, optimize(module))
 
-
-def _multiply_adds(dot):
-    lhs = dot.operands[0]
-    return dot.size * math.prod(lhs.shape[d] for d in dot.attrs["lhs_contract"])

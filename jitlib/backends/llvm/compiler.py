@@ -74,6 +74,9 @@ class Compiler:
         if where == "always" or (
                 where == "auto" and self.optimized_here >= optimizer_process.IN_PROCESS_LIMIT):
             return self._worker.object_code(ir_text)
+        return self._object_code_here(ir_text)
+
+    def _object_code_here(self, ir_text):
         return self.target_machine.emit_object(self.optimize(ir_text))
 
     def quick_object_code(self, ir_text):
@@ -110,7 +113,7 @@ class Compiler:
                 digest = hashlib.sha256(ir_text.encode()).hexdigest()
                 if digest in self._live or digest in self._unused or digest in self._ahead:
                     continue
-                renamed = ir_text.replace(f'@"{name}"', f'@"{name}.{digest[:16]}"')
+                _, renamed = _renamed(ir_text, name, digest)
                 if store is not None and os.path.exists(store.path(self._disk_key(store,
                                                                                   renamed))):
                     continue
@@ -140,7 +143,7 @@ class Compiler:
         helper = threading.Thread(target=by_worker, name="jitlib-llvm-ahead", daemon=True)
         helper.start()
         while item is not None:
-            made[item[0]] = self.target_machine.emit_object(self.optimize(item[1]))
+            made[item[0]] = self._object_code_here(item[1])
             item = take()
         helper.join()
         with self._lock:
@@ -181,9 +184,7 @@ class Compiler:
             return code
 
     def _build(self, ir_text, name, digest, quick=False):
-        # symbols carry the text's hash: the disk cache's key covers the symbol too
-        symbol = f"{name}.{digest[:16]}"
-        renamed = ir_text.replace(f'@"{name}"', f'@"{symbol}"')
+        symbol, renamed = _renamed(ir_text, name, digest)
         empty = llvm.parse_assembly("")
         engine = llvm.create_mcjit_compiler(empty, self._loader_machine())
         engine.remove_module(empty)   # else finalizing codegens it: 1.0 -> 0.3 ms an engine
@@ -230,10 +231,17 @@ class Compiler:
 RETAIN_UNUSED = 64
 # `compile_ahead` starts its worker at the third program with several kernels to
 # compile: a process that compiles that much (a service's buckets, a test suite) gains
-# from the second core, while a script's first calls do not pay the start (measured:
-# starting it beside mlp's first call, even at the lowest priority, cost that call
-# 10-90 ms on the 2-core VM; mse_loss's two kernels compile in ~20 ms instead of ~30)
+# from the second core, while a script's first calls do not pay the start (measured on
+# the 2-core VM beside mlp's first call: 43-91 ms more at normal priority, 0-30 ms at
+# the lowest; mse_loss's two kernels compile in ~20 ms instead of ~30 once it is up)
 SECOND_CORE_AFTER = 3
+
+
+def _renamed(ir_text, name, digest):
+    """(symbol, text): function `name` renamed after the text's hash, so that the disk
+    cache's key, which covers the text, covers the symbol too."""
+    symbol = f"{name}.{digest[:16]}"
+    return symbol, ir_text.replace(f'@"{name}"', f'@"{symbol}"')
 
 
 class _Native:

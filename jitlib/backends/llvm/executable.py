@@ -12,6 +12,7 @@ arrays or in last call's ones the caller dropped, large kernels shared between t
 import ctypes
 import functools
 import logging
+import math
 import threading
 
 import numpy as np
@@ -147,9 +148,14 @@ def matmul(dot, lhs, rhs, out=None):
     # contiguous ones (measured): copying an operand costs a fraction of the product
     left = np.ascontiguousarray(np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k]))
     right = np.ascontiguousarray(np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n]))
-    blas_library.matmul(left, right, out.reshape(batch + [m, n]),
-                        int(np.prod(batch, dtype=np.int64)) * m * n * k)
+    blas_library.matmul(left, right, out.reshape(batch + [m, n]), multiply_adds(dot))
     return out
+
+
+def multiply_adds(dot):
+    """The multiply-adds of a dot_general: every output element's contraction length."""
+    lhs = dot.operands[0]
+    return dot.size * math.prod(lhs.shape[d] for d in dot.attrs["lhs_contract"])
 
 
 class Scratch:

@@ -15,7 +15,7 @@ priority (`idle_only`), is its second core: a program with two or more kernels t
 compile sends some of them there while the rest compile here (`Compiler.compile_ahead`).
 It starts on a background thread (`start_soon`: ~80 ms of CPU until it answers) once a
 process has compiled a few such programs (`compiler.SECOND_CORE_AFTER`): beside mlp's
-first call its start, at normal priority, cost that call 30-90 ms on the 2-core VM.
+first call its start, at normal priority, cost that call 43-91 ms on the 2-core VM.
 
 Run as a script, this file is the worker. It imports only llvmlite and the standard
 library (importing jitlib would cost its start more than everything else), and speaks
@@ -162,7 +162,7 @@ class OptimizerProcess:
 
     def start_soon(self):
         """Start the worker on a background thread (its Python and llvmlite take ~80 ms
-        to come up) and mark it `ready` once it has compiled a first, empty module."""
+        to come up) and mark it `ready` once it has compiled `_WARM_UP`."""
         with self._lock:
             if self._warming is not None:
                 return
