@@ -1,5 +1,6 @@
 """`python -m jitlib cache info|clear` and `python -m jitlib buckets suggest|warm CONFIG`."""
 import argparse
+import collections
 import importlib
 import json
 import os
@@ -39,10 +40,13 @@ def _info(directory):
     store = disk.DiskCache(directory)
     entries = store.entries()
     size = sum(os.path.getsize(p) for p, _ in entries)
+    kinds = collections.Counter(meta.get("kind", "?") for _, meta in entries)
     print(f"directory: {directory}")
-    print(f"entries:   {len(entries)} compiled objects, {size / 1024:.1f} KiB")
+    print(f"entries:   {len(entries)}, {size / 1024:.1f} KiB ("
+          + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + ")")
     for path, meta in entries[:20]:
-        print(f"  {os.path.basename(path)[:16]}  {meta.get('symbol', '?')}  "
+        what = meta.get("symbol") or meta.get("kernel") or meta.get("module") or "?"
+        print(f"  {os.path.basename(path)[:16]}  {meta.get('kind', '?'):16}  {what}  "
               f"{meta.get('size', '?')} bytes")
     docs = shapes.load_all(directory)
     print(f"shapes:    recorded for {len(docs)} functions")

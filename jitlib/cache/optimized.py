@@ -10,13 +10,12 @@ the text costs as much as optimizing (measured: a two-kernel MLP optimizes in 0.
 parses in 1.8 ms; a 181-instruction layernorm/gelu/softmax chain optimizes in 21-30 ms
 and parses in 8-11 ms).
 """
-import functools
-import hashlib
 import logging
-import os
+import weakref
 
 from jitlib import fusion
 from jitlib.cache import disk
+from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.fusion import fuse as _fuse  # noqa: F401 - else the first optimize imports it
 from jitlib.hlo.parser import parse_module
 from jitlib.hlo.printer import print_module
@@ -36,26 +35,30 @@ def optimize(module):
     text = store.load(key)
     if text is not None:
         try:
-            return parse_module(text.decode())
+            optimized = parse_module(text.decode())
         except Exception as e:   # noqa: BLE001 - a bad entry costs a re-optimize, not the call
             log.warning("jitlib: discarding an unreadable optimized module in the disk "
                         "cache: %s", e)
             store.discard(key)
+        else:
+            _entry_keys[optimized] = key
+            return optimized
     optimized = fusion.optimize(module)
     store.store(key, print_module(optimized).encode(), kind=_KIND, module=module.name)
+    _entry_keys[optimized] = key
     return optimized
 
 
-@functools.lru_cache(maxsize=None)
+def entry_key(optimized):
+    """The disk key `optimized` was stored (or found) under, or None: entries derived
+    from it (a backend's rendered kernels) can be keyed by it without printing it."""
+    return _entry_keys.get(optimized)
+
+
+# optimized Module -> its key, by Module's structural hash: structurally equal modules
+# render the same kernels, so either one's key will do
+_entry_keys = weakref.WeakKeyDictionary()
+
+
 def _source_fingerprint():
-    """Name, size and mtime of every source file the optimized text depends on."""
-    import jitlib
-    root = os.path.dirname(os.path.abspath(jitlib.__file__))
-    h = hashlib.sha256(jitlib.__version__.encode())
-    for package in ("fusion", "hlo"):
-        for folder, dirs, files in os.walk(os.path.join(root, package)):
-            dirs.sort()
-            for name in sorted(f for f in files if f.endswith(".py")):
-                st = os.stat(os.path.join(folder, name))
-                h.update(f"{folder[len(root):]}/{name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
-    return h.hexdigest()
+    return source_fingerprint("fusion", "hlo")

@@ -110,7 +110,7 @@ def test_cli_info_and_clear(tmp_path):
     env = dict(os.environ, JITLIB_CACHE_DIR=str(tmp_path / "cache"))
     info = subprocess.run([sys.executable, "-m", "jitlib", "cache", "info"], env=env,
                           capture_output=True, text=True, timeout=120)
-    assert info.returncode == 0 and "compiled objects" in info.stdout
+    assert info.returncode == 0 and "llvm-object" in info.stdout
     clear = subprocess.run([sys.executable, "-m", "jitlib", "cache", "clear"], env=env,
                            capture_output=True, text=True, timeout=120)
     assert clear.returncode == 0 and "removed" in clear.stdout

@@ -19,7 +19,8 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import blas_library, claiming, kernels, parallel, program
+from jitlib.backends.llvm import (blas_library, claiming, kernels, parallel, program,
+                                  rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -194,9 +195,12 @@ class InterpretedRunner:
                 for r in evaluate(self._body, arrays)]
 
 
-def render(fusion):
-    """(kernel, None) for a kernel the backend compiles, or (None, why not)."""
+def render(fusion, optimized=None):
+    """(kernel, None) for a kernel the backend compiles, or (None, why not). With
+    `optimized`, the module holding `fusion`, the disk cache may have it rendered."""
     try:
+        if optimized is not None:
+            return rendered.render(fusion, optimized), None
         return kernels.render(fusion), None
     except Unsupported as e:
         return None, str(e)
@@ -209,11 +213,11 @@ def native_texts(kernel):
     return [] if kernel is None else [(kernel.ir, kernel.name)]
 
 
-def make_runner(fusion, rendered=None):
+def make_runner(fusion, made=None):
     """(runner, None) for a kernel the backend compiles, or (interpreter runner, reason).
-    `rendered`: what `render(fusion)` gave, where the caller has it already."""
+    `made`: what `render(fusion)` gave, where the caller has it already."""
     body = fusion.attrs["body"]
-    kernel, reason = rendered or render(fusion)
+    kernel, reason = made or render(fusion)
     if kernel is None:
         return InterpretedRunner(body), reason
     if isinstance(kernel, kernels.DotKernel):
@@ -233,15 +237,15 @@ class LLVMExecutable(Executable):
         self.optimized = optimized
         self.native, self.fallbacks = [], {}
         self._steps = []
-        rendered = {instr: render(instr) for instr in optimized.instructions
-                    if instr.op is Op.FUSION}
+        made = {instr: render(instr, optimized) for instr in optimized.instructions
+                if instr.op is Op.FUSION}
         # every kernel's object code first, on both cores where that pays
-        get_compiler().compile_ahead([text for kernel, _ in rendered.values()
+        get_compiler().compile_ahead([text for kernel, _ in made.values()
                                       for text in native_texts(kernel)])
         for instr in optimized.instructions:
             runner = None
             if instr.op is Op.FUSION:
-                runner, reason = make_runner(instr, rendered[instr])
+                runner, reason = make_runner(instr, made[instr])
                 name = instr.attrs["name"]
                 if reason is None:
                     self.native.append(name)
