@@ -33,7 +33,7 @@ import numpy as np
 
 from jitlib.errors import SourceLocation
 from jitlib.hlo import build, dtypes
-from jitlib.hlo.ir import Literal, Module, output_types
+from jitlib.hlo.ir import Literal, Module, is_multi_output, output_types
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import float_value, format_type, implied_attrs
 from jitlib.hlo.shape_rules import IRTypeError
@@ -61,6 +61,7 @@ _TOKEN = re.compile(r"""
 _SPACE = re.compile(r"\s*")
 _LOC = re.compile(r'loc\(("(?:[^"\\]|\\.)*"):(\d+) (.*)\)\s*\Z')
 _INT = re.compile(r"[-+]?\d+\Z")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*\Z")
 
 
 class _Line:
@@ -183,7 +184,8 @@ def _parse_module(lines):
             break
         if word == "}":
             raise line.error("missing 'return' line before '}'")
-        label, instr = _parse_instr(line, env, lines)
+        parsed = _parse_plain_instr(line, env)
+        label, instr = parsed or _parse_instr(line, env, lines)
         if label in env:
             raise line.error(f"%{label} is defined twice")
         env[label] = instr
@@ -323,6 +325,78 @@ def _parse_instr(line, env, lines):
     if given != actual:
         raise line.error(f"the line says {instr.op} gives {given}, but it gives {actual}")
     return label, instr
+
+
+# A plain instruction line (one result type, operands, flat attributes, a location) in
+# one match: most lines of a module are plain, and a token at a time costs ~3x as much.
+_PLAIN = re.compile(r"""
+    \s*%([A-Za-z0-9_.]+)\ =\ ([a-z0-9]+)\[([0-9,]*)\]\ ([a-z0-9_]+)
+    \(((?:%[A-Za-z0-9_.]+(?:,\ )?)*)\)
+    ((?:,\ [a-z_]+=(?:\[[-0-9,\ ]*\]|[-A-Za-z0-9_.]+))*)
+    \s*(loc\(.*\))?\s*\Z
+""", re.VERBOSE)
+_PLAIN_ATTR = re.compile(r", ([a-z_]+)=(\[[-0-9, ]*\]|[-A-Za-z0-9_.]+)")
+
+
+def _parse_plain_instr(line, env):
+    """(label, instr) of a plain line, or None: the token parser then reads it, and
+    reports whatever is wrong with it."""
+    m = _PLAIN.match(line.text)
+    if m is None:
+        return None
+    label, dtype_name, dims, op_name, args, attr_text, loc_text = m.groups()
+    try:
+        dtype = dtypes.from_name(dtype_name)
+        op = Op(op_name)
+    except ValueError:
+        return None
+    if op in (Op.PARAMETER, Op.CONSTANT, Op.FUSION):
+        return None
+    shape = tuple(int(d) for d in dims.split(",")) if dims else ()
+    operands = []
+    for ref in args.split(", ") if args else ():
+        operand = env.get(ref[1:])
+        if operand is None or not ref.startswith("%"):
+            return None
+        operands.append(operand)
+    attrs = {}
+    for key, text in _PLAIN_ATTR.findall(attr_text):
+        value = _plain_value(text)
+        if key in attrs or value is None:
+            return None
+        attrs[key] = value
+    loc = None
+    if loc_text is not None:
+        lm = _LOC.match(loc_text)
+        if lm is None:
+            return None
+        loc = SourceLocation(json.loads(lm.group(1)), int(lm.group(2)), lm.group(3))
+    for key, value in implied_attrs(op, shape, dtype).items():
+        attrs.setdefault(key, value)
+    if attr_error(op, attrs):
+        return None
+    try:
+        instr = build.make(op, operands, attrs, loc)
+    except IRTypeError:
+        return None
+    if is_multi_output(instr) or (instr.shape, instr.dtype) != (shape, dtype):
+        return None
+    return label, instr
+
+
+def _plain_value(text):
+    """An attribute value as `_parse_value` reads it: ints, a list of them, true/false or
+    a name; None for anything else (the token parser then explains it)."""
+    if text.startswith("["):
+        items = [v.strip() for v in text[1:-1].split(",")]
+        if items == [""]:
+            return ()
+        return tuple(int(v) for v in items) if all(_INT.match(v) for v in items) else None
+    if _INT.match(text):
+        return int(text)
+    if text in ("true", "false"):
+        return text == "true"
+    return text if _NAME.match(text) and text not in ("inf", "nan") else None
 
 
 def _parse_body(lines):

@@ -303,6 +303,10 @@ GOOD = text("%x: f32[3]", "%0 = f32[3] neg(%x)", "%1 = f32[3] add(%0, %x)")
      "missing attribute(s) dims"),
     (GOOD.replace("neg(%x)", "neg(%x), dims=[0]"), 2, "unexpected attribute(s) dims"),
     (GOOD.replace("neg(%x)", "neg(%x), dims=[0], dims=[0]"), 2, "given twice"),
+    (GOOD.replace("neg(%x)", "neg(%x), dims=1.5"), 2, "bad attribute value '1.5'"),
+    (GOOD.replace("neg(%x)", "neg(%x), dims=inf"), 2, "bad attribute value 'inf'"),
+    (GOOD.replace("neg(%x)", "neg(%x), dims=[0, 1.5]"), 2, "bad attribute value '1.5'"),
+    (GOOD.replace("add(%0, %x)", "add(%0%x)"), 3, "expected ','"),
     (GOOD.replace("%0 = f32[3] neg(%x)", "%0 = f32[3] constant({1.0, 2.0})"), 2,
      "has 2 elements"),
     (GOOD.replace("%0 = f32[3] neg(%x)", "%0 = i8[] constant(300)"), 2, "out of range"),
@@ -334,3 +338,21 @@ def test_parse_error_is_a_value_error():
     assert issubclass(ParseError, ValueError)
     with pytest.raises(ValueError, match="empty"):
         parse_module("  \n")
+
+
+def test_plain_lines_skip_the_token_parser(monkeypatch):
+    """Most lines parse in one match (`_parse_plain_instr`); a constant, a fusion or an
+    odd line goes through the token parser, to the same interned instructions."""
+    from jitlib.hlo import parser
+    token_lines = []
+    token_parse = parser._parse_instr
+    monkeypatch.setattr(parser, "_parse_instr",
+                        lambda line, *a: token_lines.append(line.text) or token_parse(line, *a))
+    assert print_module(parse_module(LAYERNORM)) == LAYERNORM
+    assert [t.split("=")[0].strip() for t in token_lines] == ["%1"]   # the constant
+    for op, case in CASES.items():
+        fast = parse_module(case)
+        monkeypatch.setattr(parser, "_parse_plain_instr", lambda line, env: None)
+        slow = parse_module(case)
+        monkeypatch.undo()
+        assert fast.instructions == slow.instructions and print_module(fast) == case, op
