@@ -5,15 +5,12 @@ import numpy as np
 import jitlib
 from jitlib.cache import disk, optimized
 from jitlib.hlo.printer import print_module
+from programs import gelu_tanh, layernorm, softmax
 
 
 def _chain(x, g):
     for _ in range(3):   # layernorm, gelu, softmax: well over MIN_INSTRUCTIONS
-        mu = x.mean(axis=-1, keepdims=True)
-        x = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axis=-1, keepdims=True) + 1e-5) * g
-        x = 0.5 * x * (1.0 + np.tanh(0.79788456 * (x + 0.044715 * x ** 3)))
-        e = np.exp(x - x.max(axis=-1, keepdims=True))
-        x = e / e.sum(axis=-1, keepdims=True)
+        x = softmax(gelu_tanh(layernorm(x, g, 0.0)))
     return x
 
 
