@@ -1,17 +1,26 @@
-"""The persistent compile cache: compiled object code on disk, so a new process skips LLVM.
+"""The persistent compile cache: compiled code on disk, so a new process skips compiling.
 
 Layout: <dir>/objects/<2 hex>/<key>.obj, one file per entry:
 
     JITLIBOBJ1\\n
     {"key": ..., "sha256": ..., "size": ..., ...}\\n      metadata, plain JSON
-    <size bytes of object code>
+    <size bytes of payload>
 
-The key hashes what the code depends on: the LLVM IR text of the kernel (itself
+Three kinds of entry share the store, each named in its metadata's "kind":
+
+    llvm-object       a kernel's object code (backends/llvm/compiler.py)
+    optimized-module  the optimizer's output as IR text, for large modules (optimized.py)
+    llvm-kernel       a rendered kernel as JSON: its LLVM IR and how to call it
+                      (backends/llvm/rendered.py)
+
+An object's key hashes what the code depends on: the LLVM IR text of the kernel (itself
 rendered from the optimized Module), its symbol, the target (triple, CPU name, CPU
-features) and the jitlib / llvmlite / LLVM versions. Entries are written to a temp
-file and `os.replace`d (two processes writing one entry leave one whole entry); a
-load checks owner, magic, key, size and sha256, and a bad entry is deleted and
-rebuilt, never loaded. The directory is created 0700; entries owned by another user
+features) and the jitlib / llvmlite / LLVM versions; the others hash their inputs and
+the fingerprint of the jitlib sources that derive them (fingerprint.py).
+
+Entries are written to a temp file and `os.replace`d (two processes writing one entry
+leave one whole entry); a load checks owner, magic, key, size and sha256, and a bad
+entry is deleted and rebuilt, never loaded. The directory is created 0700; entries owned by another user
 are ignored (someone else's code must not run in our process).
 """
 import functools
