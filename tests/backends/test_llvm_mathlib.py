@@ -321,6 +321,25 @@ def test_exp_carries_every_nan_through_without_a_select(dtype):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+def test_exp_nonpositive_gives_the_bits_of_exp_where_x_is_at_most_zero(dtype):
+    # the form for x - max(x) (emitter.py, `below_row_max`) drops exp's upper clamp only
+    x = unary_inputs("exp", dtype)
+    x = np.concatenate([x, -np.abs(random_bits(dtype, 1 << 16, np.random.default_rng(4))),
+                        np.array([np.nan, -np.nan, -np.inf, -0.0, 0.0], dtype)])
+    x = x[~(x > 0)]
+    got, want = kernel("exp_nonpositive", dtype)(x), kernel("exp", dtype)(x)
+    same = (got.view(f"u{dtype.itemsize}") == want.view(f"u{dtype.itemsize}")) \
+        | (np.isnan(got) & np.isnan(want))
+    assert same.all(), (x[~same][:5], got[~same][:5], want[~same][:5])
+    assert mathlib.is_supported("exp_nonpositive", dtype)
+    assert mathlib.RESTRICTED["exp_nonpositive"][0] == "exp"
+    # one vector min fewer per vector: the clamp at the top of exp's range
+    mins = [len(re.findall(r"\bvminp[sd]\b", _loop_asm(n, dtype)))
+            for n in ("exp", "exp_nonpositive")]
+    assert mins[1] < mins[0], mins
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_special_values(dtype):
     inf, nan = np.inf, np.nan
 

@@ -329,3 +329,119 @@ def test_row_buffers_over_several_reduced_dims():
     for got, want in zip(exe(x), evaluate(module, [x])):
         np.testing.assert_allclose(got, want, rtol=2e-5, atol=1e-30, err_msg=str(module))
     check_backends(stages, x, backends=("cpu", "jax"), rtol=2e-5, atol=1e-12)
+
+
+# -- softmax's and logsumexp's row max: exp of x - max(x) without its upper clamp
+# (emitter.py, `below_row_max`), the max pass without its NaN detector where no output
+# can show the max of a row holding a NaN (kernels.py, `_nan_blind_maxima`)
+
+def _exp_operands(fn, *args):
+    """below_row_max of each exp's operand in fn's fused kernels, in program order."""
+    import jitlib
+    from jitlib.backends.llvm.emitter import below_row_max
+    from jitlib.fusion import optimize
+    bodies = [i.attrs["body"] for i in optimize(jitlib.make_ir(fn)(*args)).instructions
+              if i.op is Op.FUSION]
+    return [below_row_max(i.operands[0]) for body in bodies for i in body.instructions
+            if i.op is Op.EXP]
+
+
+def test_exp_of_x_minus_its_own_row_max_is_recognized():
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=(6, 6)).astype(np.float32), rng.normal(size=(6, 6)).astype(np.float32)
+    t = rng.normal(size=(3, 4, 5)).astype(np.float32)
+    yes = {
+        "keepdims": (lambda x: np.exp(x - x.max(-1, keepdims=True)).sum(-1), [x]),
+        "indexed": (lambda x: np.exp(x - x.max(-1)[:, None]).sum(-1), [x]),
+        "axis 0": (lambda x: np.exp(x - x.max(0, keepdims=True)).sum(0), [x]),
+        "middle axis": (lambda t: np.exp(t - t.max(1, keepdims=True)).sum(1), [t]),
+        "two axes": (lambda t: np.exp(t - t.max((1, 2), keepdims=True)).sum((1, 2)), [t]),
+    }
+    no = {
+        "min": (lambda x: np.exp(x - x.min(-1, keepdims=True)).sum(-1), [x]),
+        "another array's max": (lambda x, y: np.exp(x - y.max(-1, keepdims=True)).sum(-1),
+                                [x, y]),
+        # row i's max subtracted along column i of a square matrix: may be positive
+        "transposed": (lambda x: np.exp(x - x.max(-1)[None, :]).sum(-1), [x]),
+        "reversed": (lambda x: np.exp(x.max(-1, keepdims=True) - x).sum(-1), [x]),
+    }
+    for name, (fn, args) in yes.items():
+        assert _exp_operands(fn, *args) == [True], name
+    for name, (fn, args) in no.items():
+        assert _exp_operands(fn, *args) == [False], name
+    # the transposed form keeps the clamped exp: positive arguments stay right
+    fn = no["transposed"][0]
+    from jitlib.testing import check_backends
+    check_backends(fn, x * 30, backends=("cpu", "jax"), rtol=2e-6)
+
+
+def _log_softmax(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return x - m - np.log(np.sum(np.exp(x - m), axis=-1, keepdims=True))
+
+
+def _logsumexp(x):
+    m = np.max(x, axis=-1, keepdims=True)
+    return np.log(np.sum(np.exp(x - m), axis=-1)) + m[..., 0]
+
+
+def _softmax_and_max(x):   # the max itself is an output: its NaN must show
+    m = np.max(x, axis=-1, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=-1, keepdims=True), m
+
+
+def _special_rows(dt, cols):
+    """_rows' cases plus the ones a NaN-blind max and an unclamped exp must get right."""
+    x = _rows(np.float64, cols, cols + 1)
+    extra = np.random.default_rng(cols).normal(0, 3, (9, cols))
+    extra[0, :] = np.nan                                  # all NaN
+    extra[1, [0, cols // 2]] = [np.inf, np.nan]            # NaN with +inf
+    extra[2, :] = np.inf                                  # all +inf
+    extra[3, cols // 3] = np.inf                          # one +inf
+    extra[4, ::2] = -np.inf                               # -inf among finite values
+    extra[5] = np.random.default_rng(1).uniform(-200, 0, cols)   # exp underflows here
+    extra[6] = 1e-310 * np.arange(cols)                   # subnormal (f64) spread
+    extra[7] = -np.abs(extra[7]) - 1e4                    # far below 0, max not 0
+    extra[8, :] = -0.0                                    # all -0.0
+    with np.errstate(over="ignore"):
+        return np.concatenate([x, extra]).astype(dt)
+
+
+@pytest.mark.parametrize("name", list(FLOATS))
+@pytest.mark.parametrize("cols", [5, 300, 1000])
+@pytest.mark.parametrize("fn, blind", [(_softmax, True), (_logsumexp, True),
+                                       (_log_softmax, True), (_softmax_and_exp, False),
+                                       (_softmax_and_max, False)])
+def test_row_max_without_nan_detector_matches_the_interpreter(fn, blind, name, cols,
+                                                              monkeypatch):
+    import jitlib
+    from jitlib.backends.llvm import kernels
+    x = _special_rows(FLOATS[name], cols)
+    module = jitlib.make_ir(fn)(x)
+    ir = _reduction_kernel(module).ir
+    assert ('asm ""' in ir) == blind, ir          # the frozen max of the blind pass
+    assert re.search(r"= call \w+ @jl_exp_f(32|64)_nonpositive\(", ir), ir
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    got = exe(x)
+    # the same bits as the max pass with its NaN detector, NaN where it gives NaN
+    monkeypatch.setattr(kernels, "_nan_blind_maxima", lambda plan, body: set())
+    assert 'asm ""' not in _reduction_kernel(module).ir
+    for g, w in zip(got, LLVM.compile(module)(x)):
+        _bits_equal(g, w, f"blind max against the detector's\n{module}")
+    # and near the interpreter: for 16-bit types its float32 form (NumPy sums bfloat16
+    # in bfloat16, the kernel in float32), loosely: x - max rounded to 8 bits moves
+    # exp(x - max) by up to 30% where x - max is near -200
+    rtol = {"f16": 0.1, "bf16": 0.5, "f32": 4e-6, "f64": 1e-13}[name]
+    atol = {"f16": 1e-7, "bf16": 1e-37, "f32": 1e-40, "f64": 1e-300}[name]   # subnormals
+    x32 = x if name in ("f32", "f64") else x.astype(np.float32)
+    ref = module if x32 is x else jitlib.make_ir(fn)(x32)
+    for g, w in zip(got, evaluate(ref, [x32])):
+        g, w = g.astype(np.float64), w.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(g), np.isnan(w), err_msg=str(module))
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, err_msg=str(module))
+    if name == "f32":
+        from jitlib.testing import check_backends
+        with np.errstate(invalid="ignore", over="ignore"):
+            check_backends(fn, x, backends=("cpu", "jax"), rtol=rtol, atol=1e-30)

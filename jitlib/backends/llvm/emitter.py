@@ -428,7 +428,7 @@ def store(fn, v, ptr, lin, dt):
 # wide_math.py gives lanes past it to libm, one test per vector. erf has no IR op yet:
 # an ERF op would lower to math_call(fn, "erf", ...) like the others.
 MATHLIB = frozenset({"exp", "expm1", "log", "log1p", "tanh", "logistic", "pow", "atan2",
-                     "erf", "sin", "cos", "tan"})
+                     "erf", "sin", "cos", "tan", "exp_nonpositive"})
 _INTRINSIC = {"exp", "log", "tanh", "pow", "sqrt"}
 _LIBM = {"expm1", "log1p", "atan2"}
 
@@ -515,6 +515,41 @@ def _math(name):
     def rule(fn, instr, *xs):
         return math_call(fn, name, compute_type(instr.dtype), *xs)
     return rule
+
+
+def below_row_max(d):
+    """Whether instruction `d` is `x - max(x)` over x's own rows (reduce_max of x,
+    broadcast back along the reduced dims, size-1 dims aside): each element is then
+    <= 0 or NaN (a NaN in the row, inf - inf, -inf - -inf), whatever the dtype, since
+    x <= max rounds to a difference <= 0. Softmax and logsumexp take exp of it."""
+    if d.op is not Op.SUB:
+        return False
+    x, b = d.operands
+    if b.op is not Op.BROADCAST_IN_DIM or b.shape != x.shape:
+        return False
+    m = b.operands[0]
+    if m.op is Op.RESHAPE:      # keepdims: only size-1 dims added or dropped
+        if _squeeze(m.shape) != _squeeze(m.operands[0].shape):
+            return False
+        m = m.operands[0]
+    if m.op is not Op.REDUCE_MAX or m.operands[0] is not x:
+        return False
+    # the broadcast must send row k's maximum to row k: its source dims of size > 1,
+    # in order, land on x's kept dims of size > 1, in order (reshape keeps that order)
+    kept = [d for d in range(len(x.shape)) if d not in m.attrs["dims"] and x.shape[d] != 1]
+    targets = [t for t, n in zip(b.attrs["dims"], b.operands[0].shape) if n != 1]
+    return targets == kept
+
+
+def _squeeze(shape):
+    return tuple(n for n in shape if n != 1)
+
+
+def _exp(fn, instr, x):
+    # x - max(x): mathlib's form without the clamp those arguments never reach
+    restricted = "exp_nonpositive" in MATHLIB and below_row_max(instr.operands[0])
+    return math_call(fn, "exp_nonpositive" if restricted else "exp",
+                     compute_type(instr.dtype), x)
 
 
 def _rsqrt(fn, instr, x):
@@ -684,7 +719,7 @@ def _clamp(fn, instr, lo, x, hi):
 
 scalar_rules.update({
     Op.NEG: _neg, Op.ABS: _abs, Op.SIGN: _sign,
-    Op.EXP: _math("exp"), Op.EXPM1: _math("expm1"), Op.LOG: _math("log"),
+    Op.EXP: _exp, Op.EXPM1: _math("expm1"), Op.LOG: _math("log"),
     Op.LOG1P: _math("log1p"), Op.SQRT: _math("sqrt"), Op.RSQRT: _rsqrt,
     Op.TANH: _math("tanh"), Op.LOGISTIC: _logistic, Op.SIN: _math("sin"),
     Op.COS: _math("cos"), Op.TAN: _math("tan"),

@@ -20,10 +20,12 @@ be split (`splittable`): its order would change.
              error bounds against NumPy's pairwise sum: docs/cpu_reductions.md. f16/bf16
              accumulate in f32 and round once. max/min give the left fold of
              np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
-             vectorized pass (`float_extreme`). argmax/argmin keep the first extreme,
-             NaN first. A costly summed value that the write pass needs again
-             (softmax's exp) is stored into an output row by the sum pass and read
-             back by the write pass (`_kept_in_outputs`): evaluated once per element.
+             vectorized pass (`float_extreme`), without its NaN detector where no
+             output can show the max of a NaN row (`_nan_blind_maxima`: softmax,
+             logsumexp). argmax/argmin keep the first extreme, NaN first. A costly
+             summed value that the write pass needs again (softmax's exp) is stored
+             into an output row by the sum pass and read back by the write pass
+             (`_kept_in_outputs`): evaluated once per element.
              Any other costly value that several of the row's loops read (chained
              row stages: each stage's loops read the last one's output) is computed
              once per row into a stack row buffer (`_row_buffer_plan`).
@@ -44,6 +46,7 @@ Anything the emitter cannot express raises `Unsupported`: the kernel then falls 
 the interpreter instead of guessing.
 """
 import dataclasses
+import platform
 import re
 
 import numpy as np
@@ -400,6 +403,55 @@ def _kept_in_outputs(plan):
     return kept
 
 
+_X86 = platform.machine().lower() in ("x86_64", "amd64")
+# Ops whose result is NaN wherever an operand is, whatever the others hold (np.maximum
+# keeps NaN; pow(NaN, 0) = 1 and a select or compare can drop one: not here).
+_NAN_KEEPING = frozenset({Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.NEG, Op.EXP, Op.LOG, Op.SQRT,
+                          Op.MAX, Op.MIN, Op.BROADCAST_IN_DIM, Op.RESHAPE})
+
+
+def _nan_blind_maxima(plan, body):
+    """The float reduce_max instructions that may skip the max pass's NaN detector
+    (`float_extreme`): those whose value in a row holding a NaN no output can show.
+
+    That holds when every output that depends on the maximum m is NaN wherever some
+    row sum s is, through NaN-keeping ops, and s sums values that are NaN wherever m's
+    own operand x is (softmax: e / sum(e), logsumexp: log(sum(e)) + m, with e = exp(x
+    - m)): a NaN in x's row makes s NaN whatever m is, so a wrong m there changes no
+    output bit. In rows without NaN the fast pass gives m exactly (the zero check and
+    its in-order fold stay)."""
+    def keeps_nan(v, sources, seen):
+        if v in sources:
+            return True
+        if v in seen or v.op not in _NAN_KEEPING:
+            return False
+        seen.add(v)
+        return any(keeps_nan(o, sources, seen) for o in v.operands)
+
+    def depends(v, on):
+        stack, seen = [v], set()
+        while stack:
+            u = stack.pop()
+            if u is on:
+                return True
+            if u not in seen:
+                seen.add(u)
+                stack.extend(u.operands)
+        return False
+
+    blind = set()
+    for red in plan.reductions:
+        x = red.operands[0]
+        if red.op is not Op.REDUCE_MAX or not dtypes.is_float(x.dtype):
+            continue
+        sums = {s for s in plan.reductions
+                if s.op is Op.REDUCE_SUM and keeps_nan(s.operands[0], {x}, set())}
+        users = [out for out in body.results if depends(out, red)]
+        if sums and all(keeps_nan(out, sums, set()) for out in users):
+            blind.add(red)
+    return blind
+
+
 # Row buffers (`_row_buffer_plan`): at most this many bytes each, and in all, per row.
 ROW_BUFFER_BYTES = 16 << 10
 ROW_BUFFERS_BYTES = 128 << 10
@@ -478,6 +530,8 @@ class _ReductionEmitter:
         self.kept_in = {red: j for red, j in self.kept_in.items()
                         if red.operands[0] not in self.row_buffers}
         self.ahead, self.prefetched = self._prefetch_plan(body)
+        # the asm that freezes the max (`float_extreme`) names an x86 register class
+        self.nan_blind = _nan_blind_maxima(self.plan, body) if _X86 else set()
         self.stream_row = self._stream_plan(body)
 
     def _stream_plan(self, body):
@@ -674,14 +728,19 @@ class _ReductionEmitter:
         (which sign, where NumPy keeps the tie rule of its loop): only then is the row
         folded again, in order, as `minmax` does: rare, and at worst one more pass.
         (`nnan` makes the first result poison when a NaN is present: it is looked at only
-        when the detector says there was none.)"""
+        when the detector says there was none.)
+        A maximum no output shows in rows holding a NaN (`_nan_blind_maxima`: softmax's,
+        logsumexp's) skips the detector, two of the pass's three vector operations: its
+        result is frozen (a fixed if arbitrary value where a NaN made it poison) and
+        folded again only where it is a zero."""
         fn, el = self.fn, self.el
         x = red.operands[0]
         dt, t, is_max = x.dtype, compute_type(x.dtype), red.op is Op.REDUCE_MAX
+        blind = red in self.nan_blind
         acc, odd = fn.alloca(t), fn.alloca(t)
         identity = literal(_identity(red.op, dt), dt)
 
-        def fold(combine, detect=False):
+        def fold(combine, detect=False, rare=False):
             fn.emit(f"store {t} {identity}, ptr {acc}")
             if detect:
                 fn.emit(f"store {t} 0.0, ptr {odd}")
@@ -698,24 +757,34 @@ class _ReductionEmitter:
                             f"ptr {odd}")
                 el.pop()
             # the in-order refold runs only for a row holding a NaN, an inf or a zero
-            # result: not worth LLVM's vectorizer (~5 ms of a softmax kernel's compile)
-            nest(fn, sizes, step, scalar=not detect)
+            # result (a zero only, when blind): not worth LLVM's vectorizer (~5 ms of a
+            # softmax kernel's compile)
+            nest(fn, sizes, step, scalar=rare)
 
         def fast(a, v):
             name = f"llvm.{'maxnum' if is_max else 'minnum'}.{'f64' if t == 'double' else 'f32'}"
             fn.declare(name, f"declare {t} @{name}({t}, {t})")
             return fn.op(f"call nnan nsz {t} @{name}({t} {a}, {t} {v})", "a")
 
-        fold(fast, detect=True)
-        found = fn.op(f"fcmp uno {t} {fn.op(f'load {t}, ptr {odd}', 'a')}, 0.0", "c")
-        zero = fn.op(f"fcmp oeq {t} {fn.op(f'load {t}, ptr {acc}', 'a')}, 0.0", "c")
-        # a select, not an `or`: where a NaN was found, `zero` is poison and not looked at
-        # (a `freeze` would do too, but LLVM then drops the `nnan` and stops vectorizing)
-        special = fn.op(f"select i1 {found}, i1 true, i1 {zero}", "c")
+        fold(fast, detect=not blind)
+        if blind:
+            # an empty asm as `freeze`: LLVM pushes a real freeze back into the loop,
+            # dropping the `nnan` that lets it vectorize the loop
+            value = fn.op(f'call {t} asm "", "=x,0"({t} '
+                          f"{fn.op(f'load {t}, ptr {acc}', 'a')})", "a")
+            fn.emit(f"store {t} {value}, ptr {acc}")
+            special = fn.op(f"fcmp oeq {t} {value}, 0.0", "c")
+        else:
+            found = fn.op(f"fcmp uno {t} {fn.op(f'load {t}, ptr {odd}', 'a')}, 0.0", "c")
+            zero = fn.op(f"fcmp oeq {t} {fn.op(f'load {t}, ptr {acc}', 'a')}, 0.0", "c")
+            # a select, not an `or`: where a NaN was found, `zero` is poison and not looked
+            # at (a `freeze` would do too, but LLVM then drops the `nnan` and stops
+            # vectorizing)
+            special = fn.op(f"select i1 {found}, i1 true, i1 {zero}", "c")
         in_order, done = fn.label("in_order"), fn.label("extreme")
         fn.emit(f"br i1 {special}, label %{in_order}, label %{done}")
         fn.start_block(in_order)
-        fold(lambda a, v: minmax(fn, dt, a, v, is_max))
+        fold(lambda a, v: minmax(fn, dt, a, v, is_max), rare=True)
         fn.emit(f"br label %{done}")
         fn.start_block(done)
         result = fn.op(f"load {t}, ptr {acc}", "a")

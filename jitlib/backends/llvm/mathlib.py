@@ -21,8 +21,13 @@ import numpy as np
 
 UNARY = ("exp", "expm1", "log", "log1p", "tanh", "logistic", "sin", "cos", "tan", "erf")
 BINARY = ("pow", "atan2")
+# Forms of a function for a restricted domain, which a caller uses where it knows the
+# argument lies there; elsewhere their value is unspecified (but never undefined
+# behaviour). name -> (the full function, the domain in words).
+RESTRICTED = {"exp_nonpositive": ("exp", "x <= 0 or NaN")}
 # (name, np.dtype) pairs; `is_supported` also accepts scalar types such as np.float32.
-SUPPORTED = frozenset((n, np.dtype(t)) for n in UNARY + BINARY for t in (np.float32, np.float64))
+SUPPORTED = frozenset((n, np.dtype(t)) for n in UNARY + BINARY + tuple(RESTRICTED)
+                      for t in (np.float32, np.float64))
 
 
 def is_supported(name, dtype) -> bool:
@@ -564,15 +569,18 @@ _EXP_SHIFTER = {"f32": 1.5 * 2.0 ** 23, "f64": 1.5 * 2.0 ** 52}
 _EXP_POLY = {s: (1.0, 1.0) + q for s, q in _EXPM1_Q.items()}
 
 
-def _exp(f, x):
+def _exp(f, x, upper_clamp=True):
     """exp(x): `_exp_core`'s reduction and scaling in fewer vector operations, which is
     what softmax's and logsumexp's throughput hangs on. The clamp compares `ugt`/`ult`
     (one vmax/vmin each), which let NaN through; every later step is defined for NaN
     and keeps it (the integer k of a NaN is garbage, and ldexp(NaN, garbage) is NaN),
-    so no select is needed for it."""
+    so no select is needed for it. Without `upper_clamp` (`_exp_nonpositive`), x above
+    the clamp gives garbage: a float, never poison (the integer steps do not wrap with
+    nsw/nuw flags)."""
     lo, hi = (-110.0, 90.0) if f is _F32 else (-760.0, 720.0)
     xc = _select(x.ugt(lo), x, lo)               # keeps 2^(k/2) representable
-    xc = _select(xc.ult(hi), xc, hi)
+    if upper_clamp:
+        xc = _select(xc.ult(hi), xc, hi)
     shifter = _EXP_SHIFTER[f.suffix]
     kf = _fma(xc, _LOG2E, shifter)
     k = kf - shifter                             # exact
@@ -581,6 +589,13 @@ def _exp(f, x):
     r = _fma(-k, _LN2, xc)                       # exact, as in _exp_reduce
     r = _fma(-k, _LN2_LO[f.suffix], r)
     return _scale2(f, _horner(r, _EXP_POLY[f.suffix]), k, ki)
+
+
+def _exp_nonpositive(f, x):
+    """exp(x) for x <= 0 or NaN, such as x - max(x) of x's own row (softmax, logsumexp):
+    `_exp` without the upper clamp, which these arguments never reach, so the same bits
+    with one vector operation fewer."""
+    return _exp(f, x, upper_clamp=False)
 
 
 def _expm1(f, x):
@@ -812,7 +827,7 @@ def _atan2(f, y, x):
 _GENERATORS = {
     "exp": _exp, "expm1": _expm1, "log": _log, "log1p": _log1p, "tanh": _tanh,
     "logistic": _logistic, "sin": _sin, "cos": _cos, "tan": _tan, "erf": _erf,
-    "pow": _pow, "atan2": _atan2,
+    "pow": _pow, "atan2": _atan2, "exp_nonpositive": _exp_nonpositive,
 }
 
 
@@ -826,8 +841,12 @@ def _fmt(dtype):
 
 
 def symbol(name, dtype) -> str:
-    """The LLVM name of function `name` for `dtype`, e.g. 'jl_exp_f32' (without the '@')."""
-    return f"jl_{name}_{_fmt(dtype).suffix}"
+    """The LLVM name of function `name` for `dtype`, e.g. 'jl_exp_f32' (without the '@');
+    a restricted form's is its function's with the domain after it, as wide_math.py's
+    are: 'jl_exp_f32_nonpositive'."""
+    function = RESTRICTED.get(name, (name,))[0]
+    domain = name[len(function):]
+    return f"jl_{function}_{_fmt(dtype).suffix}{domain}"
 
 
 def arity(name) -> int:
