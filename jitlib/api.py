@@ -64,19 +64,24 @@ class Lowered:
         """IR text. stage="traced": the Module as traced. stage="optimized": after
         simplification and fusion, one `fusion` op per kernel, headed by one comment
         line per kernel naming the user lines it covers. stage="kernels": the backend's
-        generated source per kernel (backend="gpu": Triton, with each file's path)."""
+        generated source per kernel (backend="cpu": LLVM IR; backend="gpu": Triton, with
+        each file's path). stage="assembly" (backend="cpu"): each kernel's host assembly."""
         from jitlib.hlo.printer import print_module
         if stage == "traced":
             return print_module(self.module, short_locs=True)
-        if stage == "kernels":   # the generated source of each kernel, where the backend has it
+        if stage in ("kernels", "assembly"):   # generated code, where the backend has it
             from jitlib.backends import get_backend
             backend = get_backend(self.backend)
-            if not hasattr(backend, "kernel_sources"):
-                raise ValueError(f"backend {self.backend!r} has no kernel sources; "
-                                 "use backend='gpu'")
-            return backend.kernel_sources(self.module)
+            method, what, which = (("kernel_sources", "generated kernels", "cpu or gpu")
+                                   if stage == "kernels" else
+                                   ("kernel_assembly", "kernel assembly", "cpu"))
+            if not hasattr(backend, method):
+                raise ValueError(f"backend {self.backend!r} has no {what}; "
+                                 f"use backend={which}")
+            return getattr(backend, method)(self.module)
         if stage != "optimized":
-            raise ValueError(f"stage must be 'traced', 'optimized' or 'kernels', got {stage!r}")
+            raise ValueError("stage must be 'traced', 'optimized', 'kernels' or 'assembly', "
+                             f"got {stage!r}")
         from jitlib.fusion.fuse import kernel_summary
         from jitlib.hlo.ops import Op
         optimized = self.optimized()

@@ -565,3 +565,30 @@ def test_arguments_are_read_in_any_layout_and_results_are_fresh():
     assert_exact(got[1], -arg)
     for g in got:
         assert g.flags.writeable and not np.shares_memory(g, arg)
+
+
+def test_as_text_shows_each_kernels_llvm_ir_and_assembly():
+    """`as_text("kernels")` on the cpu backend: every kernel's LLVM IR as rendered, a dot
+    kernel's product named as the BLAS's; `as_text("assembly")`: the O3 host code of the
+    same kernels, where a float loop is vectorized."""
+    x, w = np.ones((8, 64), np.float32), np.ones((64, 32), np.float32)
+    lowered = jitlib.jit(lambda x, w: np.tanh(np.maximum(x @ w + 1.0, 0.0)),
+                         backend="cpu").lower(x, w)
+    kernels_text = lowered.as_text("kernels")
+    optimized = lowered.optimized()
+    names = [i.attrs["name"] for i in optimized.instructions if i.op is Op.FUSION]
+    heads = [line for line in kernels_text.splitlines() if line.startswith("; ---- ")]
+    assert [h.split()[2].rstrip(":") for h in heads] == names, kernels_text
+    assert "dot_general on the BLAS, then" in heads[0]
+    assert kernels_text.count("define void @") == len(names)
+    assembly = lowered.as_text("assembly")
+    assert [line for line in assembly.splitlines() if line.startswith("; ---- ")] == [
+        h.replace("LLVM IR as rendered", f"host assembly at O3 for {get_compiler().cpu}")
+        for h in heads]
+    assert "define void" not in assembly and re.search(r"\b[xyz]mm\d+\b", assembly)
+
+
+def test_as_text_assembly_needs_the_cpu_backend():
+    lowered = jitlib.jit(lambda x: x + 1.0, backend="interpreter").lower(np.ones(3))
+    with pytest.raises(ValueError, match="no kernel assembly; use backend=cpu"):
+        lowered.as_text("assembly")

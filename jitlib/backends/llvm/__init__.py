@@ -38,3 +38,13 @@ class LLVMBackend(Backend):
             blas_library.prepare(max(multiply_adds(p) for p in products))
         return LLVMExecutable(module, self.name, optimize(module))
 
+    def kernel_sources(self, module):
+        """Each kernel's LLVM IR as rendered (for `Lowered.as_text("kernels")`)."""
+        from jitlib.backends.llvm.sources import kernel_texts
+        return kernel_texts(optimize(module))
+
+    def kernel_assembly(self, module):
+        """Each kernel's host assembly (for `Lowered.as_text("assembly")`)."""
+        from jitlib.backends.llvm.sources import kernel_texts
+        return kernel_texts(optimize(module), assembly=True)
+
