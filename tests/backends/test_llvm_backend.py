@@ -124,13 +124,13 @@ def typechecks(make):
 
 # -- coverage of the rule tables
 
-FALLBACK_OPS = ops.CUMULATIVE | {Op.SCATTER}      # opaque kernels: the interpreter runs them
+OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER}        # opaque.py
 KERNEL_OPS = ops.REDUCE | ops.ARG_REDUCE | {Op.DOT_GENERAL, Op.PARAMETER}   # kernels.py
 TOP_LEVEL = ops.KERNEL                           # the executable itself
 
 
 def test_every_op_has_a_rule_or_a_documented_fallback():
-    handled = set(scalar_rules) | set(index_rules) | KERNEL_OPS | FALLBACK_OPS | TOP_LEVEL
+    handled = set(scalar_rules) | set(index_rules) | KERNEL_OPS | OPAQUE_OPS | TOP_LEVEL
     assert handled == set(Op), sorted(set(Op) - handled)
 
 
@@ -432,15 +432,80 @@ def test_dot_general(name):
         check(Op.DOT_GENERAL, g, w, name)
 
 
-# -- fallbacks
+# -- scans and scatters (opaque.py): sequential, in NumPy's order, so exact
 
-def test_opaque_kernels_fall_back_and_say_so():
-    x = B.parameter(0, (4, 6), DT["f32"])
-    module = Module("scan", [x], [B.cumulative(Op.CUMSUM, B.unary(Op.EXP, x), 1)])
-    exe = LLVM.compile(module)
-    assert any("opaque" in why for why in exe.fallbacks.values()), exe.fallbacks
-    arg = tame("f32", (4, 6))
-    assert_allclose_tree(exe(arg), evaluate(module, [arg]))
+SCAN_SHAPES = [(37,), (3, 5), (2, 3, 4)]
+
+
+@pytest.mark.parametrize("name", ALL)
+def test_scans_are_exact(name):
+    cases = [(op, s, axis, rev) for op in sorted(ops.CUMULATIVE) for s in SCAN_SHAPES
+             for axis in range(len(s)) for rev in (False, True)]
+    xs = [B.parameter(i, s, DT[name]) for i, s in enumerate(SCAN_SHAPES)]
+    by_shape = dict(zip(SCAN_SHAPES, xs))
+    module = Module("scans", xs, [B.cumulative(op, by_shape[s], axis, rev)
+                                  for op, s, axis, rev in cases])
+    args = [sample(name, s, i) for i, s in enumerate(SCAN_SHAPES)]
+    got, want = run(module, *args)
+    for case, g, w in zip(cases, got, want):
+        assert_exact(g, w, f"{name} {case}")
+
+
+SCATTER_CASES = [((6,), 0, (5,)), ((4, 5), 0, (3,)), ((4, 5), 1, (2, 3)), ((2, 3, 4), 1, (5,))]
+
+
+@pytest.mark.parametrize("index_name", ["i8", "i64", "u8", "u64"])
+@pytest.mark.parametrize("name", ["bool", "i32", "u16", "f16", "bf16", "f32", "f64"])
+def test_scatters_are_exact(name, index_name):
+    """Every mode: duplicate indices combine in order (the last "set" wins), indices
+    outside [0, n) are skipped, NaN and -0.0 land as the interpreter puts them."""
+    rng = np.random.default_rng(5)
+    params, results, labels, args = [], [], [], []
+    for shape, axis, idx_shape in SCATTER_CASES:
+        n = shape[axis]
+        idx = rng.integers(0, n, idx_shape).astype(DT[index_name])
+        idx.flat[0] = idx.flat[-1]                      # a duplicate
+        if idx.size > 2:
+            idx.flat[1] = n                             # past the end
+            idx.flat[2] = -1 if DT[index_name].kind == "i" else np.iinfo(DT[index_name]).max
+        upd_shape = shape[:axis] + idx_shape + shape[axis + 1:]
+        x, i, u = (B.parameter(len(params) + k, s, dt) for k, (s, dt) in enumerate(
+            [(shape, DT[name]), (idx_shape, DT[index_name]), (upd_shape, DT[name])]))
+        params += [x, i, u]
+        args += [sample(name, shape, len(args)), idx, sample(name, upd_shape, len(args) + 1)]
+        for mode in ops.SCATTER_MODES:
+            results.append(B.scatter(x, i, u, axis, mode))
+            labels.append((shape, axis, idx_shape, mode))
+    got, want = run(Module("scatters", params, results), *args)
+    for label, g, w in zip(labels, got, want):
+        assert_exact(g, w, f"{name}[{index_name}] {label}")
+
+
+@pytest.mark.parametrize("shape, axis", [((37, 129), 1), ((37, 129), 0), ((5000,), 0)])
+def test_scans_and_scatters_split_without_changing_bits(shape, axis, monkeypatch):
+    """Split by the dims before the axis, else by those after it, else not at all:
+    each scan and each scattered element stays whole in one thread."""
+    from jitlib.backends.llvm import parallel
+    x = B.parameter(0, shape, DT["f32"])
+    idx = B.parameter(1, (7,), DT["i32"])
+    upd = B.parameter(2, shape[:axis] + (7,) + shape[axis + 1:], DT["f32"])
+    module = Module("split", [x, idx, upd], [
+        B.cumulative(Op.CUMSUM, x, axis), B.cumulative(Op.CUMMAX, x, axis, reverse=True),
+        B.scatter(x, idx, upd, axis, "add"), B.scatter(x, idx, upd, axis, "set")])
+    args = [tame("f32", shape, 1), np.array([3, 0, 3, 9, 1, 3, 2], np.int32),
+            tame("f32", upd.shape, 2)]
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    results = []
+    for threads in (1, 2, 3):
+        monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+        exe = LLVMBackend().compile(module)
+        assert not exe.fallbacks
+        results.append(exe(*args))
+    for got in results[1:]:
+        for g, w in zip(got, results[0]):
+            assert g.tobytes() == w.tobytes(), module
+    for g, w in zip(results[0], evaluate(module, args)):
+        assert_exact(g, w, module)
 
 
 def test_kernel_names_become_plain_llvm_identifiers():
@@ -497,9 +562,7 @@ def test_every_program_matches_the_interpreter(program):
     rtol, atol = max(rtol, program.rtol or 0.0), max(atol, program.atol or 0.0)
     exe = LLVM.compile(module)
     assert_allclose_tree(exe(*flat), evaluate(module, flat), rtol=rtol, atol=atol)
-    opaque = {k.attrs["name"] for k in exe.optimized.instructions
-              if k.op is Op.FUSION and k.attrs["kind"] == "opaque"}
-    assert set(exe.fallbacks) == opaque, exe.fallbacks   # only opaque kernels fall back
+    assert not exe.fallbacks, exe.fallbacks   # every kernel, scans and scatters too
 
 
 EXACT_OPS = [op for op in Op if op not in APPROX | ops.KERNEL]

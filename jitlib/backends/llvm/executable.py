@@ -201,7 +201,7 @@ def render(fusion, optimized=None):
     try:
         if optimized is not None:
             return rendered.render(fusion, optimized), None
-        return kernels.render(fusion), None
+        return rendered.render_fusion(fusion), None
     except Unsupported as e:
         return None, str(e)
 

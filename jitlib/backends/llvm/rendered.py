@@ -17,7 +17,7 @@ a millisecond.
 import json
 import logging
 
-from jitlib.backends.llvm import kernels
+from jitlib.backends.llvm import kernels, opaque
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.cache import disk
 from jitlib.cache.fingerprint import source_fingerprint
@@ -28,12 +28,20 @@ log = logging.getLogger("jitlib")
 _KIND = "llvm-kernel"
 
 
+def render_fusion(fusion):
+    """The kernel of one FUSION instruction, of any kind; raises `Unsupported` where the
+    backend cannot emit it."""
+    if fusion.attrs["kind"] == "opaque":
+        return opaque.render(fusion.attrs["name"], fusion.attrs["body"])
+    return kernels.render(fusion)
+
+
 def render(fusion, optimized):
-    """`kernels.render(fusion)` (raising `Unsupported` the same way), read from the disk
-    cache where `optimized`, the module holding `fusion`, has an entry key."""
+    """`render_fusion(fusion)`, read from the disk cache where `optimized`, the module
+    holding `fusion`, has an entry key."""
     store, module_key = disk.object_store(), entry_key(optimized)
     if store is None or module_key is None:
-        return kernels.render(fusion)
+        return render_fusion(fusion)
     compiler = get_compiler()
     key = store.key(_KIND, module_key, fusion.attrs["name"],
                     source_fingerprint("backends/llvm"), compiler.target_machine.triple,
@@ -46,7 +54,7 @@ def render(fusion, optimized):
             log.warning("jitlib: discarding an unreadable rendered kernel in the disk "
                         "cache: %s", e)
             store.discard(key)
-    kernel = kernels.render(fusion)
+    kernel = render_fusion(fusion)
     record = _record(kernel, fusion.attrs["body"])
     if record is not None:
         store.store(key, json.dumps(record).encode(), kind=_KIND, kernel=fusion.attrs["name"])
