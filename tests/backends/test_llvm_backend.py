@@ -432,6 +432,26 @@ def test_dot_general(name):
         check(Op.DOT_GENERAL, g, w, name)
 
 
+@pytest.mark.parametrize("name", ["f16", "bf16"])
+def test_half_products_run_on_the_blas_in_f32(name, monkeypatch):
+    """f16/bf16 dots widen to f32 (exact), multiply on the BLAS and round once, as
+    NumPy's float16 loop (which sums in f32 too) and the interpreter do: the same up to
+    the sum's order, overflow past the 16-bit range included."""
+    from jitlib.backends.llvm import blas_library
+    seen = []
+    real = blas_library.matmul
+    monkeypatch.setattr(blas_library, "matmul",
+                        lambda l, r, o, n: seen.append((l.dtype, o.dtype)) or real(l, r, o, n))
+    a, b = B.parameter(0, (33, 300), DT[name]), B.parameter(1, (300, 17), DT[name])
+    module = Module("half", [a, b], [B.dot_general(a, b, (1,), (0,))])
+    x, y = tame(name, (33, 300)), np.abs(tame(name, (300, 17), 1))
+    x[0] = 300.0                                    # row 0: its sums pass f16's 65504
+    (got,), (want,) = run(module, x, y)
+    assert seen == [(np.float32, np.float32)]
+    assert got.dtype == DT[name] and np.isinf(got[0]).any() == (name == "f16")
+    check(Op.DOT_GENERAL, got, want, name)
+
+
 # -- scans and scatters (opaque.py): sequential, in NumPy's order, so exact
 
 SCAN_SHAPES = [(37,), (3, 5), (2, 3, 4)]
