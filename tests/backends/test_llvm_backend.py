@@ -452,6 +452,31 @@ def test_half_products_run_on_the_blas_in_f32(name, monkeypatch):
     check(Op.DOT_GENERAL, got, want, name)
 
 
+@pytest.mark.parametrize("threads", [1, 3])
+@pytest.mark.parametrize("name", ["bool", "i8", "u16", "i32", "i64", "u64"])
+def test_integer_products_are_compiled_and_exact(name, threads, monkeypatch):
+    """Integer sums wrap (every order gives the same bits) and bool products are an or
+    of ands: int_products.py must give NumPy's exact results, batched, with empty
+    contractions, and shared out by rows between threads."""
+    from jitlib.backends.llvm import int_products, parallel
+    monkeypatch.setattr(parallel, "_pool", parallel.Pool(threads))
+    monkeypatch.setattr(int_products, "PARALLEL_MIN_MULTIPLY_ADDS", 0)
+    dt = DT[name]
+    cases = [((2, 37, 70), (2, 70, 29), ((2,), (1,), (0,), (0,))),   # batched
+             ((5, 0), (0, 3), ((1,), (0,), (), ())),                  # k = 0: zeros
+             ((70, 9), (70, 11), ((0,), (0,), (), ()))]               # a^T b, big values
+    params, results, args = [], [], []
+    for i, (sa, sb, dims) in enumerate(cases):
+        a, b = B.parameter(2 * i, sa, dt), B.parameter(2 * i + 1, sb, dt)
+        params += [a, b]
+        results.append(B.dot_general(a, b, *dims))
+        args += [sample(name, sa, 2 * i), sample(name, sb, 2 * i + 1)]
+    got, want = run(Module("ints", params, results), *args)
+    for g, w in zip(got, want):
+        assert_exact(g, w, name)
+    assert int_products._compiled.get(dt), "the product did not run compiled"
+
+
 # -- scans and scatters (opaque.py): sequential, in NumPy's order, so exact
 
 SCAN_SHAPES = [(37,), (3, 5), (2, 3, 4)]

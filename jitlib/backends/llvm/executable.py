@@ -19,8 +19,8 @@ import numpy as np
 
 from jitlib import config
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import (blas_library, claiming, kernels, parallel, program,
-                                  rendered)
+from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
+                                  program, rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -132,10 +132,12 @@ def matmul(dot, lhs, rhs, out=None):
     with the kernels this CPU can run) on the rule's [batch, m, k] @ [batch, k, n]
     operands, made contiguous: f16 and bf16 widened to f32 (exact), the f32 product
     rounded once, as NumPy's float16 matmul and the interpreter's bfloat16 rule do
-    (NumPy's own f16 loop, which sums in f32 too, ran a 512^3 product in 0.58 s); other
-    types take the rule itself."""
+    (NumPy's own f16 loop, which sums in f32 too, ran a 512^3 product in 0.58 s).
+    Integer and bool products run compiled (int_products.py); others take the rule."""
     wide = _BLAS_TYPE.get(np.dtype(dot.dtype))
-    if wide is None:
+    if wide is None and int_products.supports(dot.dtype):
+        wide = np.dtype(dot.dtype)   # integer and bool products: int_products.py
+    if wide is None or (out is not None and not out.flags.c_contiguous):
         result = eval_rules[Op.DOT_GENERAL](dot, lhs, rhs)
         if out is None:
             return result
@@ -156,7 +158,10 @@ def matmul(dot, lhs, rhs, out=None):
     right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
     left, right = (np.ascontiguousarray(x, dtype=wide) for x in (left, right))
     product = out if wide == out.dtype else np.empty(out.shape, wide)
-    blas_library.matmul(left, right, product.reshape(batch + [m, n]), multiply_adds(dot))
+    if wide.kind in "f":
+        blas_library.matmul(left, right, product.reshape(batch + [m, n]), multiply_adds(dot))
+    else:
+        int_products.matmul(left, right, product.reshape(batch + [m, n]))
     if product is not out:   # one rounding, to nearest even; past the range is inf,
         with np.errstate(over="ignore"):   # as compiled kernels give it, without a warning
             np.copyto(out, product, casting="unsafe")
