@@ -157,10 +157,11 @@ class Compiler:
         """The host assembly of `ir_text`, optimised as `compile` would."""
         return self.target_machine.emit_assembly(self.optimize(ir_text))
 
-    def compile(self, ir_text, name):
+    def compile(self, ir_text, name, quick=True):
         """The address of function `name` defined in `ir_text`, kept for the process's
-        life: for the runtime's helpers, so compiled unoptimized (`quick_object_code`)."""
-        code = self.load(ir_text, name, quick=True)
+        life: for the runtime's helpers, so compiled unoptimized (`quick_object_code`)
+        unless `quick` is False (a helper whose loops must be vectorized)."""
+        code = self.load(ir_text, name, quick=quick)
         with self._lock:
             self._pinned[code.address] = code
         return code.address

@@ -91,7 +91,7 @@ done:
 """
 
 _lock = threading.Lock()
-_compiled = {}   # dtype -> (KernelCode, ctypes function)
+_compiled = {}   # dtype -> ctypes function
 
 
 def supports(dtype):
@@ -107,11 +107,11 @@ def _gemm(dtype):
             bool_ = dtype == dtypes.BOOL   # bytes of 0/1: an or of ands stays 0/1
             ir = _TEMPLATE.format(name=name, t=memory_type(dtype),
                                   mul="and" if bool_ else "mul", add="or" if bool_ else "add")
-            code = get_compiler().load(ir, name)
-            fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * 3,
-                                  *[ctypes.c_int64] * 6)(code.address)
-            entry = _compiled[dtype] = (code, fn)
-        return entry[1]
+            # kept for the process's life, apart from the kernels a jit cache evicts
+            address = get_compiler().compile(ir, name, quick=False)
+            entry = _compiled[dtype] = ctypes.CFUNCTYPE(
+                None, *[ctypes.c_void_p] * 3, *[ctypes.c_int64] * 6)(address)
+        return entry
 
 
 def matmul(left, right, out):
