@@ -173,7 +173,9 @@ def render():
         "",
         "Every ufunc picks its loop with NumPy's own `ufunc.resolve_dtypes`; `out=`, "
         "`where=` (with `out=`) and `dtype=` work, and `np.add.reduce`-style methods map "
-        "to the functions above. The columns list the IR ops each emits for float32 and "
+        "to the functions above (`np.maximum.accumulate` / `np.minimum.accumulate` to "
+        "cummax / cummin, in the input's type). The columns list the IR ops each emits "
+        "for float32 and "
         "int32 operands (conversions included; \"no loop\": NumPy has none either).",
         "",
         *_table(["Ufunc (aliases)", "float32", "int32", "Notes"], _ufunc_rows(ufuncs)),

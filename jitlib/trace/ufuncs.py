@@ -368,6 +368,7 @@ def _right_shift(x, n):
 _REDUCE_AS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum: "min",
               np.logical_and: "all", np.logical_or: "any"}
 _ACCUMULATE_AS = {np.add: "cumsum", np.multiply: "cumprod"}
+_ACCUMULATE_EXTREME = {np.maximum: Op.CUMMAX, np.minimum: Op.CUMMIN}
 _AT_AS = {np.add: "add", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
 
 
@@ -398,6 +399,11 @@ def dispatch(ufunc, method, inputs, kwargs):
         (x,) = inputs
         kwargs.setdefault("axis", 0)
         return lookup(_ACCUMULATE_AS[ufunc])(x, **kwargs)
+    if method == "accumulate" and ufunc in _ACCUMULATE_EXTREME:
+        from jitlib.trace.functions.reductions import extreme_accumulate
+        (x,) = inputs
+        return extreme_accumulate(_ACCUMULATE_EXTREME[ufunc], f"{ufunc.__name__}.accumulate",
+                                  x, **kwargs)
     if method == "outer":
         a, b = inputs
         a_shape = T.shape_of(a)

@@ -162,6 +162,27 @@ def test_ufunc_methods():
     _check(lambda x: np.subtract.outer(x[0], x[1]), (x,), "subtract.outer")
 
 
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+@pytest.mark.parametrize("x", [np.float16([1, np.nan, 3, 0.5, -0.0, 0.0]),
+                               np.float32([[0.0, -0.0, 2.0], [np.inf, -1.0, np.nan]]),
+                               np.array([[True, False], [False, True]]),
+                               np.int8([[-5, 7, 3], [127, -128, 0]])], ids=str)
+def test_maximum_and_minimum_accumulate(x, backend):
+    """The running max/min in the input's own type, NaN winning from where it appears and
+    zero signs as NumPy's loop picks them; axis=None is NumPy's error beyond 1-d."""
+    for ufunc in (np.maximum, np.minimum):
+        axes = [0] if x.ndim == 1 else [0, -1]
+        for axis in axes:
+            fn = lambda x, ufunc=ufunc, axis=axis: ufunc.accumulate(x, axis=axis)   # noqa: E731
+            got, want = jitlib.jit(fn, backend=backend)(x), fn(x)
+            assert got.dtype == want.dtype
+            np.testing.assert_array_equal(got, want, strict=True)
+            assert np.array_equal(np.signbit(got), np.signbit(want)), (ufunc, axis)
+    if x.ndim > 1:
+        with pytest.raises(jitlib.errors.ShapeError, match="does not allow multiple axes"):
+            jitlib.jit(lambda x: np.maximum.accumulate(x, axis=None), backend=backend)(x)
+
+
 def test_python_scalar_argument_is_weak():
     def f(x, s):
         return x * s

@@ -320,6 +320,23 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, out=None, include_initial=Fa
     return _cumulative(Op.CUMPROD, x, axis, dtype, out, include_initial, "cumulative_prod")
 
 
+def extreme_accumulate(op, fname, a, axis=0, dtype=None, out=None):
+    """np.maximum.accumulate / np.minimum.accumulate (`op` CUMMAX or CUMMIN): the
+    running max/min along one axis, in the input's own type (or `dtype`), NaN winning
+    from where it appears, as the ufunc's loop does."""
+    x = tracer(a)
+    if x.ndim == 0:
+        raise errors.JitlibTypeError(f"np.{fname}: cannot accumulate on a scalar",
+                                     hint="pass an array of at least one dimension")
+    if axis is None and x.ndim > 1:
+        raise errors.ShapeError(f"np.{fname}: accumulate does not allow multiple axes",
+                                hint="pass one axis=")
+    v, ax = along_axis(x, axis)
+    if given(dtype):
+        v = B.convert(v, canonical_dtype(dtype))
+    return finish(T.Tracer(B.cumulative(op, v, ax)), out, fname)
+
+
 # -- NaN-ignoring variants
 
 def _nan_to(x, value):
