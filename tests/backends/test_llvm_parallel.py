@@ -303,8 +303,11 @@ def test_an_idle_worker_holds_no_kernel(monkeypatch):
     import weakref
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
-    runner = _split_runner(_rows_module())
-    runner([RNG.standard_normal((37, 129)).astype(F32)])
+    # a shape no other test compiles: a live executable elsewhere with the same kernel
+    # text would share its code handle (the full suite once failed here under load)
+    x = B.parameter(0, (41, 133), F32)
+    runner = _split_runner(Module("rows_alone", [x], [B.reduce(Op.REDUCE_SUM, x, (1,))]))
+    runner([RNG.standard_normal((41, 133)).astype(F32)])
     parallel._pool._collect()          # the worker has answered: its job is over
     code = weakref.ref(runner._code)
     del runner
