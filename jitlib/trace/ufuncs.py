@@ -398,6 +398,9 @@ def dispatch(ufunc, method, inputs, kwargs):
     if method == "accumulate" and ufunc in _ACCUMULATE_AS:
         (x,) = inputs
         kwargs.setdefault("axis", 0)
+        if kwargs["axis"] is None and len(T.shape_of(x)) > 1:   # cumsum would flatten
+            raise errors.ShapeError(f"np.{ufunc.__name__}.accumulate: accumulate does not "
+                                    "allow multiple axes", hint="pass one axis=")
         return lookup(_ACCUMULATE_AS[ufunc])(x, **kwargs)
     if method == "accumulate" and ufunc in _ACCUMULATE_EXTREME:
         from jitlib.trace.functions.reductions import extreme_accumulate
