@@ -360,7 +360,7 @@ def render(chain):
         "BM: tl.constexpr", "BN: tl.constexpr"]
     summary = (f"{chain.scores.attrs['name']} -> {chain.softmax.attrs['name']} -> {name}, "
                "one kernel (online softmax)")
-    source = _module_text(fn, "attention", summary, params, w.text(), [_MAX_NAN])
+    source = _module_text(fn, "attention", summary, params, w.text(), {_MAX_NAN} | w.helpers)
     outputs = [(r.shape, r.dtype) for r in o_body.results]
     kernel = TritonKernel(
         name, fn, "attention", source, list(range(len(operands))), outputs,

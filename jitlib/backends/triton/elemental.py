@@ -20,6 +20,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 """
 import numpy as np
 
+from jitlib.backends.triton import tanh as tanh_f32
 from jitlib.backends.triton.source import (
     F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, spread)
 from jitlib.fusion.fuse import is_widening_float_convert
@@ -148,6 +149,14 @@ def _math(name):
     def rule(w, instr, *xs):
         return f"libdevice.{name}({', '.join(xs)})"
     return rule
+
+
+def _tanh(w, instr, x):
+    if dtypes.name(instr.dtype) == "f64":
+        return f"libdevice.tanh({x})"
+    # f32 and the 16-bit types (computed in f32): libdevice's two paths without its branch
+    w.helpers.add(tanh_f32.SOURCE)
+    return f"{tanh_f32.NAME}({x})"
 
 
 def _sqrt(w, instr, x):
@@ -327,7 +336,7 @@ def _clamp(w, instr, lo, x, hi):
 scalar_rules.update({
     Op.NEG: _neg, Op.ABS: _abs, Op.SIGN: _sign,
     Op.EXP: _math("exp"), Op.EXPM1: _math("expm1"), Op.LOG: _math("log"),
-    Op.LOG1P: _math("log1p"), Op.SQRT: _sqrt, Op.RSQRT: _rsqrt, Op.TANH: _math("tanh"),
+    Op.LOG1P: _math("log1p"), Op.SQRT: _sqrt, Op.RSQRT: _rsqrt, Op.TANH: _tanh,
     Op.LOGISTIC: _logistic, Op.SIN: _math("sin"), Op.COS: _math("cos"),
     Op.TAN: _math("tan"), Op.FLOOR: _floor, Op.CEIL: _ceil, Op.ROUND: _round,
     Op.NOT: _not, Op.IS_FINITE: _is_finite, Op.CONVERT: _convert,

@@ -19,6 +19,7 @@ import types
 
 import numpy as np
 
+from jitlib.backends.triton import tanh
 from jitlib.backends.triton.elemental import LIBDEVICE
 
 
@@ -114,6 +115,11 @@ def launch_interpreted(kernel, config, buffers):
     module = compiler.load(kernel, flavour="host")
     if not isinstance(getattr(module, "libdevice", None), types.SimpleNamespace):
         module.libdevice = _numpy_libdevice()
+        # a helper the kernel calls (tanh) must run interpreted too; combine functions
+        # passed to tl.reduce stay JITFunctions, which the interpreter unwraps itself
+        helper = getattr(module, tanh.NAME, None)
+        if isinstance(helper, JITFunction):
+            setattr(module, tanh.NAME, InterpretedFunction(helper.fn).rewrite())
     fn = getattr(module, kernel.fn_name)
     fn = getattr(fn, "fn", fn)       # the plain function under @triton.jit
     grid = kernel.grid(config)

@@ -74,7 +74,7 @@ def _module_text(fn_name, kind, summary, params, body, helpers=()):
             "import triton", "import triton.language as tl",
             "from triton.language.extra import libdevice", ""]
     out = [h for h in head if h is not None]
-    for helper in helpers:
+    for helper in sorted(helpers):   # sorted: the same source (and hash) every time
         out += ["", helper]
     out += ["", "@triton.jit", f"def {fn_name}({', '.join(params)}):", body, ""]
     return "\n".join(out)
@@ -121,7 +121,7 @@ def render_loop(name, body, summary=""):
     params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
     largest = max([int(np.prod(r.shape, dtype=np.int64)) for r in body.results] + [0])
     return TritonKernel(
-        name, fn, "loop", _module_text(fn, "loop", summary, params, w.text()),
+        name, fn, "loop", _module_text(fn, "loop", summary, params, w.text(), w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
         configs.loop_config(largest),
         lambda c, n=largest: (_cdiv(n, c.constexprs["BLOCK"]),),
@@ -267,7 +267,7 @@ def render_reduction(name, body, summary=""):
     params = _pointer_params(len(body.params), len(body.results)) + ["ROWS: tl.constexpr"]
     return TritonKernel(
         name, fn, "reduction",
-        _module_text(fn, "reduction", summary, params, w.text(), sorted(helpers)),
+        _module_text(fn, "reduction", summary, params, w.text(), helpers | w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
         configs.reduction_config(n_rows, row_len),
         lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
@@ -478,7 +478,7 @@ def render_dot(name, body, summary=""):
     if f32_mode == "either":
         params.append("TF32X3: tl.constexpr")
     return TritonKernel(
-        name, fn, "dot", _module_text(fn, "dot", summary, params, w.text()),
+        name, fn, "dot", _module_text(fn, "dot", summary, params, w.text(), w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
         configs.dot_config(M, N, K, tile_dt.itemsize, widened, f32_mode, B),
         lambda c: (_cdiv(M, c.constexprs["BM"]) * _cdiv(N, c.constexprs["BN"]), B),

@@ -92,7 +92,9 @@ def narrow(expr, dt):
 
 # a name the expression reads: not an attribute (tl.where), not a keyword argument (axis=1)
 _READS = re.compile(r"(?<![.\w])([A-Za-z_]\w*)(?!\s*=[^=])")
-_ALWAYS_UNIFORM = frozenset({"tl", "libdevice", "True", "False", "None"})
+# names whose calls are as uniform as their arguments: Triton's modules and the helpers
+# generated code defines beside its kernel (Writer.helpers)
+_ALWAYS_UNIFORM = frozenset({"tl", "libdevice", "True", "False", "None", "_tanh_f32"})
 
 
 class Writer:
@@ -108,6 +110,7 @@ class Writer:
         self.indent = indent
         self._count = 0
         self._uniform = set()
+        self.helpers = set()    # source of the @triton.jit helpers the body calls
 
     def fresh(self, hint="v"):
         self._count += 1
