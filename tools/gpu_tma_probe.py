@@ -1,6 +1,7 @@
 """Issue 5 probes not tried before 2026-12-03c: TMA row kernels, tanh forms, inductor's code.
 
-    PYTHONPATH=$PWD python tools/gpu_tma_probe.py [--part tma tanh] [--out $OUT/tma.json]
+    PYTHONPATH=$PWD python tools/gpu_tma_probe.py [--part tma tanh inductor regcap]
+        [--out $OUT/tma.json]
 
 1. `tma`: logsumexp, softmax, layernorm and a row copy over 4096x4096 f32 as persistent
    programs whose rows arrive through a Hopper tensor descriptor (TMA) in a loop that
@@ -18,6 +19,10 @@
    backend's 1-ulp tanh (mathlib._tanh_f32: polynomial below 0.5625, else 1 - 2/(e + 1)
    with a Cody-Waite exp; the division as div.full plus one correction), and
    tanh.approx.f32 (what-if only: 2^-11 relative, far outside the tolerance).
+3. `inductor`: torch.compile's ew_chain and gelu kernels beside jitlib's (run with
+   TORCH_LOGS=output_code to log inductor's source).
+4. `regcap` (not in the default parts): the generated logsumexp and softmax with ptxas's
+   register count capped at 40 and 32, three interleaved rounds.
 
 These are measurements, not backend options.
 """
@@ -284,6 +289,35 @@ def inductor_ab(torch, record, launches):
         del sets, out
 
 
+def register_caps(torch, record, rounds=3):
+    """The generated logsumexp and softmax kernels at their heuristic config with ptxas's
+    register count capped (Config.maxnreg: more programs per SM, 65536 registers per SM),
+    in interleaved rounds so a difference can be told from the spread."""
+    from jitlib.backends.triton import compiler
+    from jitlib.backends.triton.configs import Config
+    import gpu_tune_sweep as S
+    R = N = 4096
+    copies = max(1, -(-(256 << 20) // (R * N * 4)))
+    xs = [torch.randn(R, N, device="cuda") for _ in range(copies)]
+    outs = {"logsumexp_rows": torch.empty(R, device="cuda"),
+            "softmax_rows": torch.empty_like(xs[0])}
+    runs = {}
+    for row, out in outs.items():
+        k, = S.row_kernels(row)
+        for cap in (None, 40, 32):
+            cfg = Config(dict(k.config.constexprs), k.config.num_warps, maxnreg=cap)
+            run = compiler.compile_for(k, config=cfg)[(k.grid(cfg)[0], 1, 1)]
+            runs[(row, cap)] = (run, out, k.config.constexprs["ROWS"])
+    for rnd in range(rounds):
+        for (row, cap), (run, out, rows) in runs.items():
+            nbytes = R * N * 4 * (1 if out.numel() == R else 2)
+            record(f"{row} maxnreg={cap} #{rnd}",
+                   lambda i, run=run, out=out, rows=rows: run(xs[i].data_ptr(),
+                                                              out.data_ptr(), rows),
+                   copies, nbytes)
+    del xs
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", nargs="*", default=["tma", "tanh", "inductor"])
@@ -322,6 +356,8 @@ def main(argv=None):
 
     if "inductor" in args.part:
         inductor_ab(torch, record, args.launches)
+    if "regcap" in args.part:
+        register_caps(torch, record)
     if "tanh" in args.part:
         n = 1 << 24
         copies = max(1, -(-(256 << 20) // (n * 4)))
