@@ -23,6 +23,9 @@
    TORCH_LOGS=output_code to log inductor's source).
 4. `regcap` (not in the default parts): the generated logsumexp and softmax with ptxas's
    register count capped at 40 and 32, three interleaved rounds.
+5. `outputs` (not in the default parts): layernorm's generated kernel with one output
+   buffer, two alternating, a new one each call, g and b rotated, and through jitlib's
+   own call, two rounds: where the benchmark's figure and this harness's part.
 
 These are measurements, not backend options.
 """
@@ -318,6 +321,47 @@ def register_caps(torch, record, rounds=3):
     del xs
 
 
+def output_buffers(torch, record):
+    """Where layernorm's kernel time differs between this probe's harness (one output
+    buffer, one g and b) and the benchmark's (jitlib's own call, a fresh output from the
+    pool each call, g and b rotated with x): the generated kernel with one output, two
+    alternating outputs, a new torch.empty each call, and the jitted function itself."""
+    import numpy as np
+    import jitlib
+    from benchmarks import workloads as W
+    from jitlib.backends.triton import compiler
+    import gpu_tune_sweep as S
+    R = N = 4096
+    copies = max(1, -(-(256 << 20) // (R * N * 4)))
+    xs = [torch.randn(R, N, device="cuda") for _ in range(copies)]
+    gs = [torch.randn(N, device="cuda") for _ in range(copies)]
+    bs = [torch.randn(N, device="cuda") for _ in range(copies)]
+    ys = [torch.empty_like(xs[0]) for _ in range(2)]
+    k, = S.row_kernels("layernorm")
+    run = compiler.compile_for(k)[(k.grid(k.config)[0], 1, 1)]
+    rows = k.config.constexprs["ROWS"]
+    nbytes = 2 * R * N * 4
+
+    def launch(i, out, rotate_gb=False):
+        j = i if rotate_gb else 0
+        run(xs[i].data_ptr(), gs[j].data_ptr(), bs[j].data_ptr(), out.data_ptr(), rows)
+
+    f = jitlib.jit(lambda x, g, b: W.layernorm(np, x, g, b), backend="gpu")
+    args = [[jitlib.from_dlpack(t) for t in (xs[i], gs[i], bs[i])] for i in range(copies)]
+    f(*args[0])
+    for rnd in range(2):
+        record(f"layernorm one output #{rnd}", lambda i: launch(i, ys[0]), copies, nbytes)
+        record(f"layernorm two outputs, alternating #{rnd}",
+               lambda i: launch(i, ys[i % 2]), copies, nbytes)
+        record(f"layernorm g, b rotated with x #{rnd}",
+               lambda i: launch(i, ys[0], True), copies, nbytes)
+        record(f"layernorm new torch.empty output each call #{rnd}",
+               lambda i: launch(i, torch.empty_like(xs[0])), copies, nbytes)
+        record(f"layernorm through jitlib's call #{rnd}", lambda i: f(*args[i]), copies,
+               nbytes)
+    del xs, ys, args
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--part", nargs="*", default=["tma", "tanh", "inductor"])
@@ -358,6 +402,8 @@ def main(argv=None):
         inductor_ab(torch, record, args.launches)
     if "regcap" in args.part:
         register_caps(torch, record)
+    if "outputs" in args.part:
+        output_buffers(torch, record)
     if "tanh" in args.part:
         n = 1 << 24
         copies = max(1, -(-(256 << 20) // (n * 4)))
