@@ -49,17 +49,25 @@ def loop_config(n):
     return Config({"BLOCK": block}, num_warps=4 if block >= 512 else 1)
 
 
-def reduction_config(rows, row_len):
+def reduction_config(rows, row_len, row_outputs=True):
     """A whole row in registers: ROWS rows per program so a tile holds ~2K elements or
     one row; a warp per 512 elements, so each thread keeps ~16 (at most 16 warps). On the
     H200 (2026-12-02 sweep, tools/gpu_tune_sweep.py) this was the fastest for 4096x4096
     softmax and layernorm (1 row, 8 warps) and within 3% of the fastest for 16384x512.
     Persistent programs looping over row blocks, with or without their loads pipelined
-    through shared memory, were 4-10% slower there, so the grid is a program per block."""
+    through shared memory, were 4-10% slower there, so the grid is a program per block.
+
+    A kernel whose outputs are all per row (`row_outputs` False: sums, norms, logsumexp)
+    and whose tile holds 4096 elements or more gets ptxas's register cap of 40 (48
+    without: 5 programs of 8 warps per SM, 6 with it). On the H200 (2026-12-03, three
+    interleaved rounds, gpu-2026-12-03c-notes.md) logsumexp over 4096x4096 ran 17.25 us
+    with it against 17.36-17.41; softmax, which keeps its row for the stores, gained
+    nothing at 40 and lost 7% at 32, and layernorm lost 8% at 40 (2026-12-03 sweep)."""
     block_r = next_pow2(max(row_len, 1))
     rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
     warps = min(16, max(1, (rows_per * block_r) // 512))
-    return Config({"ROWS": rows_per}, num_warps=next_pow2(warps))
+    cap = None if row_outputs or rows_per * block_r < 4096 else 40
+    return Config({"ROWS": rows_per}, num_warps=next_pow2(warps), maxnreg=cap)
 
 
 # tf32x3 programs (128x64 tiles) below which an f32 x f32 dot stays on the FMA path by

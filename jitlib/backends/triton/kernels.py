@@ -269,7 +269,7 @@ def render_reduction(name, body, summary=""):
         name, fn, "reduction",
         _module_text(fn, "reduction", summary, params, w.text(), helpers | w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.reduction_config(n_rows, row_len),
+        configs.reduction_config(n_rows, row_len, row_outputs=bool(row_len and s_out)),
         lambda c: (_cdiv(n_rows, c.constexprs["ROWS"]),),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]),
