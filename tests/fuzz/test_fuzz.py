@@ -132,6 +132,21 @@ def test_ill_conditioned_elements_are_not_compared_and_the_rest_still_are(monkey
         oracle.check_program(wrong, [np.float32([2.5, 0.0])], variants=["cpu"])
 
 
+def test_a_cancelling_sum_is_not_compared_but_a_plain_wrong_sum_is(monkeypatch):
+    """Huge terms that cancel leave a sum whose value depends on the order of its terms
+    (found by the fuzzer: f64 terms of +-9.2e18 and 1 summed to 1.0 on the interpreter,
+    -1.0 on the cpu backend); a sum without cancellation is still held to its tolerance."""
+    x = B.parameter(0, (4, 2), np.dtype(np.float64))
+    module = Module("f", [x], [B.reduce(Op.REDUCE_SUM, x, (0,))])
+    values = np.float64([[1.0, 1.0], [9.2e18, 2.0], [-9.2e18, 3.0], [-1.0, 4.0]])
+    reversed_order = np.float64([values[::-1, 0].sum(), values[:, 1].sum()])
+    monkeypatch.setattr(oracle, "run_variant", lambda name, m, i: [reversed_order])
+    oracle.check_program(module, [values], variants=["cpu"])
+    monkeypatch.setattr(oracle, "run_variant", lambda name, m, i: [reversed_order * 1.01])
+    with pytest.raises(oracle.Mismatch, match=r"at \(1,\)"):   # only the plain column
+        oracle.check_program(module, [values], variants=["cpu"])
+
+
 def test_an_overflowing_sum_may_be_inf_or_nan_but_only_where_sums_are():
     # inf + -inf is NaN; a fused multiply-add that keeps a product exact gives inf instead
     want, got = np.float64([np.nan, 1.0]), np.float64([np.inf, 1.0])
