@@ -58,11 +58,14 @@ def reduction_config(rows, row_len, row_outputs=True):
     through shared memory, were 4-10% slower there, so the grid is a program per block.
 
     A kernel whose outputs are all per row (`row_outputs` False: sums, norms, logsumexp)
-    and whose tile holds 4096 elements or more gets ptxas's register cap of 40 (48
-    without: 5 programs of 8 warps per SM, 6 with it). On the H200 (2026-12-03, three
-    interleaved rounds, gpu-2026-12-03c-notes.md) logsumexp over 4096x4096 ran 17.25 us
-    with it against 17.36-17.41; softmax, which keeps its row for the stores, gained
-    nothing at 40 and lost 7% at 32, and layernorm lost 8% at 40 (2026-12-03 sweep)."""
+    and whose tile holds 4096 elements or more is compiled with maxnreg=40. It is a
+    larger budget, not a cap: ptxas then gives logsumexp's kernel 39 registers instead
+    of the 32 it picks by itself (6 programs of 8 warps per SM instead of 8) and
+    schedules it differently, and it runs faster: on the H200 (2026-12-03, two calls of
+    three interleaved rounds, gpu-2026-12-03c-notes.md) 4096x4096 took 17.25 and
+    17.41-17.44 us against 17.36-17.41 and 17.54-17.57. softmax, which keeps its row for
+    the stores, gained nothing at 40 and lost 7% at 32; layernorm lost 8% at 40 (the
+    2026-12-03 sweep)."""
     block_r = next_pow2(max(row_len, 1))
     rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
     warps = min(16, max(1, (rows_per * block_r) // 512))
