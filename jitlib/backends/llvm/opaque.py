@@ -67,9 +67,10 @@ def _around(shape, axis):
 
 
 def _split_loops(fn, before, after, body):
-    """for b in range(before): for a in range(after): body(b, a), with this call's share
-    taken from `before` if it has more than one, else from `after`; `body` emits the
-    loops in between."""
+    """Emit `body(b, across)` for each b in range(before); `body` emits its own loops
+    (along the axis) around `across(emit)`, the loop over range(after) calling emit(a).
+    This call's share is taken from `before` where it has more than one element, else
+    from every loop over `after` (the same share each time)."""
     if before > 1:
         share(fn, before, lambda b: body(b, lambda emit: loop(fn, after, emit, True)))
     elif after > 1:
