@@ -445,3 +445,31 @@ def test_row_max_without_nan_detector_matches_the_interpreter(fn, blind, name, c
         from jitlib.testing import check_backends
         with np.errstate(invalid="ignore", over="ignore"):
             check_backends(fn, x, backends=("cpu", "jax"), rtol=rtol, atol=1e-30)
+
+
+def test_a_row_read_first_by_its_max_pass_is_prefetched_half_a_row_further():
+    # the prefetches go out from the sum pass: after a max pass (softmax, logsumexp)
+    # they lead by 1.5 rows, where a sum pass comes first (layernorm) by one
+    import jitlib
+    from jitlib.backends.llvm import kernels
+    from jitlib.fusion import optimize
+    x = np.ones((512, 1024), np.float32)
+    g = np.ones(1024, np.float32)
+    programs = {
+        "softmax": (_softmax, [x], 1536), "logsumexp": (_logsumexp, [x], 1536),
+        "log-softmax": (_log_softmax, [x], 1536),
+        "layernorm": (lambda x, g: (x - x.mean(-1, keepdims=True))
+                      / np.sqrt(x.var(-1, keepdims=True) + 1e-5) * g, [x, g], 1024),
+        "row sum": (lambda x: x.sum(-1), [x], 1024),
+    }
+    for name, (fn, args, ahead) in programs.items():
+        (fusion,) = [i for i in optimize(jitlib.make_ir(fn)(*args)).instructions
+                     if i.op is Op.FUSION and i.attrs["kind"] == "reduction"]
+        emitter = kernels._ReductionEmitter("k", fusion.attrs["body"])
+        assert emitter.ahead == ahead, name
+        ir = emitter.render()
+        assert "@llvm.prefetch" in ir, name
+        # the results do not depend on it: the last rows' prefetches point past the end
+        exe = LLVM.compile(jitlib.make_ir(fn)(*args))
+        for got, want in zip(exe(*args), evaluate(jitlib.make_ir(fn)(*args), args)):
+            np.testing.assert_allclose(got, want, rtol=2e-6, atol=1e-30, err_msg=name)

@@ -704,7 +704,13 @@ class _ReductionEmitter:
         """(elements ahead, [(input pointer, itemsize)]) for prefetch_ahead, or (None, [])
         where it does not apply: a kernel that runs whole (its data is small), reduced
         dims that are not the trailing ones (rows not contiguous), or rows so long that
-        the row ahead would not stay in L2 until its turn."""
+        the row ahead would not stay in L2 until its turn.
+        The prefetches go out from the sum passes. Where another pass reads the row
+        first (softmax's and logsumexp's max), they start that much later in the row
+        and the next row's first pass comes sooner after them: those kernels lead by
+        half a row more (4096-wide float32 rows, interleaved A/B on a loaded machine,
+        per-call time ratio: logsumexp 0.92-0.93, faster in 66% of 400 rounds, softmax
+        0.96, 60%; layernorm, whose first pass is a sum, ran 4% slower with it)."""
         plan = self.plan
         row = int(np.prod([plan.S[d] for d in plan.R], dtype=np.int64))
         full = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
@@ -717,7 +723,8 @@ class _ReductionEmitter:
         self.fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
         self.locality = 3 if row_bytes <= PREFETCH_L1_MAX_ROW_BYTES else 2
         rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter
-        return rows * row, full
+        late = plan.reductions[0].op is not Op.REDUCE_SUM
+        return rows * row + (row // 2 if late else 0), full
 
     def float_extreme(self, red, kdims, sizes):
         """A float max/min in two tries. First in vector lanes, as cheaply as x86 allows:
