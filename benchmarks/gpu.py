@@ -9,7 +9,9 @@ attention also in bfloat16), each tool gets:
 
 - first call: seconds for the first call and its sync (trace + compile + run);
 - kernel µs: GPU time per call from CUPTI (torch.profiler, which also sees JAX's and
-  Triton's kernels), summed over the kernels of K queued calls / K, and kernels per call;
+  Triton's kernels): the median over K queued calls of each call's summed device time
+  (the mean over the K calls is kept too, `kernel_us_mean`: the figure before
+  2026-12-03 12:00), and kernels per call;
 - event µs (jitlib, torch, torch.compile, which share the current stream): the median over
   reps of CUDA events around K calls queued behind a sleep kernel, so host dispatch gaps do
   not count; "host-bound" when queueing took longer than the sleep;
@@ -227,7 +229,10 @@ class EventTimer:
 
 
 def cupti_kernels(torch, call, sync, k):
-    """(µs of device activity per call, kernels per call) from a CUPTI trace of k calls."""
+    """(median µs of device activity per call, mean µs, kernels per call) from a CUPTI trace
+    of k calls. Each call queues the same work, so the activity in time order splits into
+    k equal runs, one per call; where the count does not split evenly (a tool whose calls
+    differ), the median is the mean."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:   # kernels only: cheap
@@ -235,15 +240,22 @@ def cupti_kernels(torch, call, sync, k):
             out = call(i)
         sync(out)
     try:   # kineto's raw records keep kernels no torch op launched (Triton's, JAX's)
-        device = [(e.name(), e.duration_ns() / 1e3) for e in prof.profiler.kineto_results.events()
+        device = [(e.start_ns(), e.name(), e.duration_ns() / 1e3)
+                  for e in prof.profiler.kineto_results.events()
                   if e.device_type() == DeviceType.CUDA]
     except AttributeError:
-        device = [(e.name, e.time_range.elapsed_us()) for e in prof.events()
+        device = [(e.time_range.start, e.name, e.time_range.elapsed_us()) for e in prof.events()
                   if e.device_type == DeviceType.CUDA]
     if not device:
         raise RuntimeError("the CUPTI trace holds no device activity")
-    kernels = [n for n, _ in device if not n.startswith(("Memcpy", "Memset"))]
-    return sum(us for _, us in device) / k, len(kernels) / k
+    device.sort(key=lambda event: event[0])
+    kernels = [n for _, n, _ in device if not n.startswith(("Memcpy", "Memset"))]
+    mean = sum(us for _, _, us in device) / k
+    each = len(device) // k
+    if each * k != len(device):
+        return mean, mean, len(kernels) / k
+    per_call = [sum(us for _, _, us in device[i * each:(i + 1) * each]) for i in range(k)]
+    return statistics.median(per_call), mean, len(kernels) / k
 
 
 def copy_bandwidth(torch, timer, sizes_mib, reps):
@@ -355,7 +367,8 @@ def measure(tool, fn, arrays, ref, settings, torch, timer, is_tiny):
     rec["wall_us"], queue_s = wall_us(call, tool.sync, k, reps)
     if torch is not None:
         try:
-            rec["kernel_us"], rec["kernels_per_call"] = cupti_kernels(torch, call, tool.sync, k)
+            rec["kernel_us"], rec["kernel_us_mean"], rec["kernels_per_call"] = cupti_kernels(
+                torch, call, tool.sync, k)
         except Exception as e:   # the profiler is a cross-check; keep the row
             rec["kernel_error"] = f"{type(e).__name__}: {e}"
         if tool.name in SAME_STREAM:
