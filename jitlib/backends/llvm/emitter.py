@@ -517,14 +517,14 @@ def _math(name):
     return rule
 
 
-def below_row_max(d):
-    """Whether instruction `d` is `x - max(x)` over x's own rows (reduce_max of x,
+def below_row_max(diff):
+    """Whether instruction `diff` is `x - max(x)` over x's own rows (reduce_max of x,
     broadcast back along the reduced dims, size-1 dims aside): each element is then
     <= 0 or NaN (a NaN in the row, inf - inf, -inf - -inf), whatever the dtype, since
     x <= max rounds to a difference <= 0. Softmax and logsumexp take exp of it."""
-    if d.op is not Op.SUB:
+    if diff.op is not Op.SUB:
         return False
-    x, b = d.operands
+    x, b = diff.operands
     if b.op is not Op.BROADCAST_IN_DIM or b.shape != x.shape:
         return False
     m = b.operands[0]
