@@ -36,7 +36,7 @@ be split (`splittable`): its order would change.
              the elementwise epilogue here as a loop kernel reading the dot's result.
              First step only: the target is BLAS plus the epilogue fused in one pass
              over the output, chosen by benchmark.
-  opaque     not rendered; the executable runs it on the reference interpreter.
+  opaque     a scan or a scatter: rendered by opaque.py (`rendered.render_fusion` picks it).
 
 Kernels that move at least streaming.STREAM_MIN_BYTES write a flat loop kernel's one
 output, or a row kernel's one row-shaped output, with non-temporal stores in line-aligned
@@ -913,4 +913,4 @@ def render(fusion):
         return render_reduction(name, body)
     if kind == "dot":
         return render_dot(name, body)
-    raise Unsupported(f"{kind} kernels run on the interpreter")
+    raise Unsupported(f"{kind} kernels are not rendered here (opaque ones: opaque.py)")
