@@ -282,7 +282,7 @@ def test_a_slow_worker_changes_no_bit_and_is_collected_before_its_next_job(
 
 @pytest.mark.parametrize("fn, shape, extent", [
     (anchors.gelu_tanh, (1 << 23,), 1 << 23),        # streamed stores: a flat share
-    (anchors.gelu_tanh, (1 << 18,), 1 << 18),        # plain stores
+    (anchors.gelu_tanh, (1 << 18,), (1 << 18) // kernels.SHARE_BLOCK),   # plain: by blocks
     (anchors.softmax_rows, (2048, 4096), 2048),      # rows, streamed
     (anchors.softmax_rows, (512, 300), 512)])
 def test_split_kernels_know_the_trip_count_they_share_out(fn, shape, extent):
@@ -313,3 +313,29 @@ def test_an_idle_worker_holds_no_kernel(monkeypatch):
     del runner
     gc.collect()
     assert code() is None
+
+
+@pytest.mark.parametrize("n", [128, 4773, 262147])
+def test_block_shares_write_every_element_once_for_any_split(n, monkeypatch):
+    """A flat split loop runs by blocks of SHARE_BLOCK elements, the last share taking
+    the rest: calling the kernel part by part, for any number of parts, writes every
+    element, with the bits of one whole call."""
+    import ctypes
+    from jitlib.backends.llvm.compiler import get_compiler
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    x = B.parameter(0, (n,), F32)
+    body = Module("k", [x], [B.unary(Op.TANH, x)])
+    kernel = kernels.render(B.fusion([x], body, "loop", "blocks"))
+    assert kernel.split_extent == n // kernels.SHARE_BLOCK, kernel.ir
+    code = get_compiler().load(kernel.ir, kernel.name)
+    fn = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                          ctypes.c_int64)(code.address)
+    arg = RNG.standard_normal(n).astype(F32)
+    whole = np.full(n, np.nan, F32)
+    fn(arg.ctypes.data, whole.ctypes.data, 0, 1)
+    assert not np.isnan(whole).any()
+    for parts in (2, 3, 7):
+        out = np.full(n, np.nan, F32)
+        for part in reversed(range(parts)):   # any order: the parts are independent
+            fn(arg.ctypes.data, out.ctypes.data, part, parts)
+        _same_bits(out, whole, f"{parts} parts")

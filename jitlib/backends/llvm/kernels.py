@@ -122,6 +122,31 @@ def share(fn, n, body, vectorize=False):
     _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
 
 
+# A split flat loop runs over blocks of SHARE_BLOCK elements (`share_blocks`): the inner
+# loop's trip count is a constant the vectorizer covers with no remainder loop, and only
+# the last share runs the n % SHARE_BLOCK elements left. A tanh epilogue over 262144 f32:
+# 404 -> 215 instructions, LLVM's optimizer and code generator ~30% faster.
+SHARE_BLOCK = 64
+
+
+def share_blocks(fn, n, body):
+    """`share(fn, n, body, vectorize=True)` for a flat elementwise loop, by blocks."""
+    if fn.whole or n < 2 * SHARE_BLOCK:
+        share(fn, n, body, vectorize=True)
+        return
+    blocks, rest = divmod(n, SHARE_BLOCK)
+    share(fn, blocks, lambda b: loop(
+        fn, SHARE_BLOCK, lambda j: body(iadd(fn, imul(fn, b, SHARE_BLOCK), j)), vectorize=True))
+    if rest:   # the last share (part + 1 == parts) takes the elements past the blocks
+        last = fn.op(f"icmp eq i64 {fn.op('add nuw nsw i64 %part, 1', 'p')}, %parts", "c")
+        tail, done = fn.label("tail"), fn.label("done")
+        fn.emit(f"br i1 {last}, label %{tail}, label %{done}")
+        fn.start_block(tail)
+        loop(fn, rest, lambda j: body(iadd(fn, j, blocks * SHARE_BLOCK)), vectorize=True)
+        fn.emit(f"br label %{done}")
+        fn.start_block(done)
+
+
 def share_bounds(fn, n):
     """This call's share [lo, hi) of range(n), as i64 values."""
     fn.split_extent = max(fn.split_extent, n)
@@ -313,8 +338,8 @@ def render_loop(name, inputs, outputs):
         if flat and streamed and len(group) == 1:
             _streamed_share(fn, el, shape, *group[0])
         elif flat:
-            share(fn, int(np.prod(shape, dtype=np.int64)),
-                  lambda i, shape=shape, body=body: body(Index(shape, lin=i)), vectorize=True)
+            share_blocks(fn, int(np.prod(shape, dtype=np.int64)),
+                         lambda i, shape=shape, body=body: body(Index(shape, lin=i)))
         else:
             nest(fn, shape, lambda dims, shape=shape, body=body: body(Index(shape, dims)),
                  split=True)
