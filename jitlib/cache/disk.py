@@ -20,8 +20,8 @@ the fingerprint of the jitlib sources that derive them (fingerprint.py).
 
 Entries are written to a temp file and `os.replace`d (two processes writing one entry
 leave one whole entry); a load checks owner, magic, key, size and sha256, and a bad
-entry is deleted and rebuilt, never loaded. The directory is created 0700; entries owned by another user
-are ignored (someone else's code must not run in our process).
+entry is deleted and rebuilt, never loaded. The directory is created 0700; entries
+owned by another user are ignored (someone else's code must not run in our process).
 """
 import functools
 import hashlib

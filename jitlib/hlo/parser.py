@@ -33,7 +33,7 @@ import numpy as np
 
 from jitlib.errors import SourceLocation
 from jitlib.hlo import build, dtypes
-from jitlib.hlo.ir import Literal, Module, is_multi_output, output_types
+from jitlib.hlo.ir import Literal, Module, output_types
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import float_value, format_type, implied_attrs
 from jitlib.hlo.shape_rules import IRTypeError
@@ -356,7 +356,7 @@ def _parse_plain_instr(line, env):
     operands = []
     for ref in args.split(", ") if args else ():
         operand = env.get(ref[1:])
-        if operand is None or not ref.startswith("%"):
+        if operand is None:
             return None
         operands.append(operand)
     attrs = {}
@@ -370,7 +370,7 @@ def _parse_plain_instr(line, env):
         lm = _LOC.match(loc_text)
         if lm is None:
             return None
-        loc = SourceLocation(json.loads(lm.group(1)), int(lm.group(2)), lm.group(3))
+        loc = _location(lm)
     for key, value in implied_attrs(op, shape, dtype).items():
         attrs.setdefault(key, value)
     if attr_error(op, attrs):
@@ -379,7 +379,7 @@ def _parse_plain_instr(line, env):
         instr = build.make(op, operands, attrs, loc)
     except IRTypeError:
         return None
-    if is_multi_output(instr) or (instr.shape, instr.dtype) != (shape, dtype):
+    if (instr.shape, instr.dtype) != (shape, dtype):   # one value: fusions go the long way
         return None
     return label, instr
 
@@ -437,6 +437,11 @@ def _parse_loc(line):
     m = _LOC.match(line.rest())
     if not m:
         raise line.error('bad location; expected loc("FILE":LINE FUNCTION)')
+    return _location(m)
+
+
+def _location(m):
+    """The SourceLocation of a `_LOC` match."""
     return SourceLocation(json.loads(m.group(1)), int(m.group(2)), m.group(3))
 
 

@@ -150,8 +150,12 @@ class Compiler:
             self._ahead.update(made)
 
     def _disk_key(self, store, renamed):
-        return store.key(renamed, self.target_machine.triple, self.cpu, self.features,
-                         *versions())
+        return store.key(renamed, *self.target())
+
+    def target(self):
+        """What code made for this host depends on besides its input: the triple, CPU
+        name and features, and the jitlib / llvmlite / LLVM versions."""
+        return (self.target_machine.triple, self.cpu, self.features, *versions())
 
     def assembly(self, ir_text):
         """The host assembly of `ir_text`, optimised as `compile` would."""

@@ -20,10 +20,8 @@ element is then computed whole by one thread, so any split gives the same bits.
 import math
 
 from jitlib.backends.llvm.emitter import (
-    NARROW, Unsupported, compute_type, iadd, imul, load, minmax, narrow, scalar_rules,
-    store)
+    I64, NARROW, Unsupported, convert, iadd, imul, load, minmax, narrow, scalar_rules, store)
 from jitlib.backends.llvm.kernels import _function, _native, loop, runs_whole, share
-from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
@@ -121,7 +119,6 @@ def _scatter(fn, instr, operands):
     index = instr.operands[1]
     count = index.size
     idx_dt = index.dtype
-    widen = "sext" if dtypes.is_signed(idx_dt) else "zext"
 
     def rows(b, across):
         base = imul(fn, b, n * after)
@@ -134,9 +131,7 @@ def _scatter(fn, instr, operands):
         loop(fn, n, copy)
 
         def update(j):
-            raw = load(fn, idx, j, idx_dt)
-            if compute_type(idx_dt) != "i64":
-                raw = fn.op(f"{widen} {compute_type(idx_dt)} {raw} to i64", "t")
+            raw = convert(fn, load(fn, idx, j, idx_dt), idx_dt, I64)
             # negative (as unsigned: huge) and past-the-end indices are skipped
             inside = fn.op(f"icmp ult i64 {raw}, {n}", "c")
             then, done = fn.label("hit"), fn.label("next")

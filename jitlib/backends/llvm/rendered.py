@@ -42,10 +42,8 @@ def render(fusion, optimized):
     store, module_key = disk.object_store(), entry_key(optimized)
     if store is None or module_key is None:
         return render_fusion(fusion)
-    compiler = get_compiler()
     key = store.key(_KIND, module_key, fusion.attrs["name"],
-                    source_fingerprint("backends/llvm"), compiler.target_machine.triple,
-                    compiler.cpu, compiler.features, *disk.versions())
+                    source_fingerprint("backends/llvm"), *get_compiler().target())
     data = store.load(key)
     if data is not None:
         try:
