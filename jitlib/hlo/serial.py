@@ -1,0 +1,100 @@
+"""A Module as plain data (JSON-ready lists and dicts), and back, for the disk cache.
+
+The IR text is what people read, and the parser checks every token of it; a cache entry
+that is read back on every warm start wants a form that is cheap to load instead. Here
+each instruction is one list, `[op, dtype, shape, operands, attrs, loc]`, operands being
+positions in the module's instruction list, so loading is one `Instr.make` per
+instruction with no tokens and no type inference (the module was verified when it was
+made; entries are checksummed by the disk cache). A two-kernel MLP loads in a fraction of
+the time its text parses in.
+
+Attribute values are JSON's own types where those say exactly what the value is (int,
+str, bool; tuples as lists); a constant's `Literal` and a fusion's body `Module` are
+tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
+module out of the cache rather than store something it could not read back.
+"""
+import numpy as np
+
+from jitlib.errors import SourceLocation
+from jitlib.hlo import dtypes
+from jitlib.hlo.ir import Instr, Literal, Module
+from jitlib.hlo.ops import Op
+
+VERSION = 1
+
+
+def to_data(module):
+    """`module` as plain data: `from_data(to_data(m)) == m`."""
+    locs = {}
+    return {"version": VERSION, "module": _module_data(module, locs),
+            "locs": [[loc.file, loc.line, loc.function] for loc in locs]}
+
+
+def from_data(data):
+    """The Module `to_data` described. Raises ValueError, KeyError, IndexError or
+    TypeError on data it did not write."""
+    if data.get("version") != VERSION:
+        raise ValueError(f"module data of version {data.get('version')!r}, "
+                         f"this jitlib reads {VERSION}")
+    locs = [SourceLocation(str(f), int(line), str(fn)) for f, line, fn in data["locs"]]
+    return _module(data["module"], locs)
+
+
+def _module_data(module, locs):
+    index = {}
+    rows = []
+    for instr in module.instructions:
+        index[instr] = len(rows)
+        loc = instr.loc
+        if loc is not None and loc not in locs:
+            locs[loc] = len(locs)
+        rows.append([instr.op.value, dtypes.name(instr.dtype), list(instr.shape),
+                     [index[o] for o in instr.operands],
+                     {k: _attr_data(v, locs) for k, v in instr.attrs.items()},
+                     None if loc is None else locs[loc]])
+    return {"name": module.name, "instrs": rows,
+            "params": [index[p] for p in module.params],
+            "results": [index[r] for r in module.results]}
+
+
+def _attr_data(value, locs):
+    cls = value.__class__
+    if cls is bool or cls is int or cls is str:
+        return value
+    if cls is tuple:
+        return [_attr_data(v, locs) for v in value]
+    if cls is Literal:
+        array = value.array
+        return {"literal": [dtypes.name(array.dtype), list(array.shape),
+                            np.ascontiguousarray(array).tobytes().hex()]}
+    if cls is Module:
+        return {"module": _module_data(value, locs)}
+    raise TypeError(f"no plain-data form for attribute value {value!r}")
+
+
+def _module(data, locs):
+    instrs = []
+    for op, dtype, shape, operands, attrs, loc in data["instrs"]:
+        instrs.append(Instr.make(
+            Op(op), tuple(shape), dtypes.canonicalize(dtype),
+            tuple(instrs[i] for i in operands),
+            {k: _attr(v, locs) for k, v in attrs.items()},
+            None if loc is None else locs[loc], typed=True))
+    return Module(data["name"], [instrs[i] for i in data["params"]],
+                  [instrs[i] for i in data["results"]])
+
+
+def _attr(value, locs):
+    cls = value.__class__
+    if cls is list:
+        return tuple(_attr(v, locs) for v in value)
+    if cls is dict:
+        if "literal" in value:
+            dtype, shape, hex_bytes = value["literal"]
+            dtype = dtypes.canonicalize(dtype)
+            array = np.frombuffer(bytes.fromhex(hex_bytes), dtype).reshape(shape)
+            return Literal(array, dtype)
+        return _module(value["module"], locs)
+    if cls is bool or cls is int or cls is str:
+        return value
+    raise TypeError(f"no attribute value is written as {value!r}")
