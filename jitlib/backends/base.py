@@ -12,6 +12,9 @@ class Executable:
     backend rejects a wrong argument the same way instead of casting it silently.
     """
 
+    # the disk cache key a backend saved this program under (see Backend.load_saved)
+    saved_key = None
+
     def __init__(self, module, backend_name):
         self.module = module
         self.backend_name = backend_name
@@ -30,9 +33,16 @@ class Backend:
     """Compiles modules for one target; `name` is its registry name."""
 
     name = None
+    # whether `compile` saves programs to the disk cache for `load_saved`
+    saves_programs = False
 
     def compile(self, module) -> Executable:
         raise NotImplementedError
+
+    def load_saved(self, key):
+        """The executable a `compile` of this process or an earlier one saved to the disk
+        cache under `key` (its `saved_key`), or None: backends that save nothing."""
+        return None
 
     def __repr__(self):
         return f"<{type(self).__name__} {self.name!r}>"

@@ -11,7 +11,6 @@ parses in 1.8 ms; a 181-instruction layernorm/gelu/softmax chain optimizes in 21
 and parses in 8-11 ms).
 """
 import logging
-import weakref
 
 from jitlib import fusion
 from jitlib.cache import disk
@@ -41,23 +40,10 @@ def optimize(module):
                         "cache: %s", e)
             store.discard(key)
         else:
-            _entry_keys[optimized] = key
             return optimized
     optimized = fusion.optimize(module)
     store.store(key, print_module(optimized).encode(), kind=_KIND, module=module.name)
-    _entry_keys[optimized] = key
     return optimized
-
-
-def entry_key(optimized):
-    """The disk key `optimized` was stored (or found) under, or None: entries derived
-    from it (a backend's rendered kernels) can be keyed by it without printing it."""
-    return _entry_keys.get(optimized)
-
-
-# optimized Module -> its key, by Module's structural hash: structurally equal modules
-# render the same kernels, so either one's key will do
-_entry_keys = weakref.WeakKeyDictionary()
 
 
 def _source_fingerprint():

@@ -21,6 +21,8 @@ from jitlib.hlo.ir import Instr, Literal, Module
 from jitlib.hlo.ops import Op
 
 VERSION = 1
+# what `from_data` raises on data it did not write
+READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 
 
 def to_data(module):
@@ -31,11 +33,11 @@ def to_data(module):
 
 
 def from_data(data):
-    """The Module `to_data` described. Raises ValueError, KeyError, IndexError or
-    TypeError on data it did not write."""
-    if data.get("version") != VERSION:
-        raise ValueError(f"module data of version {data.get('version')!r}, "
-                         f"this jitlib reads {VERSION}")
+    """The Module `to_data` described. Raises ValueError, KeyError, IndexError,
+    TypeError or AttributeError on data it did not write (`READ_ERRORS`)."""
+    if not isinstance(data, dict) or data.get("version") != VERSION:
+        version = data.get("version") if isinstance(data, dict) else None
+        raise ValueError(f"module data of version {version!r}, this jitlib reads {VERSION}")
     locs = [SourceLocation(str(f), int(line), str(fn)) for f, line, fn in data["locs"]]
     return _module(data["module"], locs)
 

@@ -8,15 +8,20 @@
     buffers.py     where values live: the arena planned by liveness, recycled results
     program.py     small programs: one native driver call runs every kernel
     parallel.py    large kernels: their outermost loop shared between threads
+    rendered.py    render a fusion of any kind; a rendered kernel as plain data
+    saved.py       compiled programs on disk: optimized module and rendered kernels
 
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
-and compiles each kernel, and returns an `LLVMExecutable`.
+and compiles each kernel, and returns an `LLVMExecutable`; with the disk cache on, a
+later process loads the saved program instead (no optimizer, renderer or LLVM run).
 """
 import numpy as np
 
 from jitlib.backends.base import Backend
 from jitlib.backends.llvm import blas_library
-from jitlib.backends.llvm.executable import LLVMExecutable, multiply_adds
+from jitlib.backends.llvm import saved
+from jitlib.backends.llvm.executable import LLVMExecutable, multiply_adds, render_all
+from jitlib.cache import disk
 from jitlib.cache.optimized import optimize   # jitlib.fusion.optimize, kept on disk when large
 from jitlib.hlo.ops import Op
 
@@ -28,15 +33,38 @@ class LLVMBackend(Backend):
     """Compiles each fused kernel with LLVM for this machine's CPU."""
 
     name = "cpu"
+    saves_programs = True
 
     def compile(self, module):
         """`module` optimised into kernels, each compiled (or, where the backend cannot
-        yet, run on the interpreter), as one executable."""
-        products = [i for i in module.instructions
-                    if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
-        if products:   # the BLAS loads on another thread while this compiles
-            blas_library.prepare(max(multiply_adds(p) for p in products))
-        return LLVMExecutable(module, self.name, optimize(module))
+        yet, run on the interpreter), as one executable. With the disk cache on, the
+        program is saved (saved.py) and a later process loads it instead."""
+        _prepare_blas(module)
+        store = disk.object_store()
+        key = None if store is None else saved.program_key(store, module)
+        found = None if key is None else saved.load(store, key)
+        if found is not None:
+            executable = LLVMExecutable(module, self.name, *found, ahead=False)
+        else:
+            optimized = optimize(module)
+            made = render_all(optimized)
+            executable = LLVMExecutable(module, self.name, optimized, made)
+            if key is not None:
+                saved.save(store, key, optimized, made)
+        executable.saved_key = key
+        return executable
+
+    def load_saved(self, key):
+        store = disk.object_store()
+        found = None if store is None else saved.load(store, key)
+        if found is None:
+            return None
+        optimized = found[0]
+        _prepare_blas(optimized)
+        # the optimized module takes the same parameters as the module it came from
+        executable = LLVMExecutable(optimized, self.name, *found, ahead=False)
+        executable.saved_key = key
+        return executable
 
     def kernel_sources(self, module):
         """Each kernel's LLVM IR as rendered (for `Lowered.as_text("kernels")`)."""
@@ -48,3 +76,15 @@ class LLVMBackend(Backend):
         from jitlib.backends.llvm.sources import kernel_texts
         return kernel_texts(optimize(module), assembly=True)
 
+
+
+def _prepare_blas(module):
+    """Start loading the BLAS on another thread while the program compiles or loads, if
+    it has float products (in its instructions or its kernels' bodies)."""
+    products = [i for i in module.instructions
+                if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
+    products += [i for f in module.instructions if f.op is Op.FUSION
+                 for i in f.attrs["body"].instructions
+                 if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
+    if products:
+        blas_library.prepare(max(multiply_adds(p) for p in products))

@@ -217,12 +217,9 @@ class InterpretedRunner:
                 for r in evaluate(self._body, arrays)]
 
 
-def render(fusion, optimized=None):
-    """(kernel, None) for a kernel the backend compiles, or (None, why not). With
-    `optimized`, the module holding `fusion`, the disk cache may have it rendered."""
+def render(fusion):
+    """(kernel, None) for a kernel the backend compiles, or (None, why not)."""
     try:
-        if optimized is not None:
-            return rendered.render(fusion, optimized), None
         return rendered.render_fusion(fusion), None
     except Unsupported as e:
         return None, str(e)
@@ -233,6 +230,11 @@ def native_texts(kernel):
     if isinstance(kernel, kernels.DotKernel):
         kernel = kernel.epilogue
     return [] if kernel is None else [(kernel.ir, kernel.name)]
+
+
+def render_all(optimized):
+    """{fusion: `render(fusion)`} for every kernel of `optimized`."""
+    return {instr: render(instr) for instr in optimized.instructions if instr.op is Op.FUSION}
 
 
 def make_runner(fusion, made=None):
@@ -254,16 +256,22 @@ class LLVMExecutable(Executable):
     runs on the interpreter to the reason.
     """
 
-    def __init__(self, module, backend_name, optimized):
+    def __init__(self, module, backend_name, optimized, made=None, ahead=True):
+        """`made`: each FUSION's `render` result, where the caller has them (a saved
+        program, saved.py). `ahead`: compile the kernels' object code on both cores first
+        where that pays (not for a saved program: its object code was saved with it)."""
         super().__init__(module, backend_name)
         self.optimized = optimized
         self.native, self.fallbacks = [], {}
         self._steps = []
-        made = {instr: render(instr, optimized) for instr in optimized.instructions
-                if instr.op is Op.FUSION}
+        if made is None:
+            made = render_all(optimized)
         # every kernel's object code first, on both cores where that pays
-        get_compiler().compile_ahead([text for kernel, _ in made.values()
-                                      for text in native_texts(kernel)])
+        texts = [text for kernel, _ in made.values() for text in native_texts(kernel)]
+        if ahead:
+            get_compiler().compile_ahead(texts)
+        # mapped together, by one engine; the runners below find them by their text
+        mapped = get_compiler().load_all(texts)   # noqa: F841 - held while they do
         for instr in optimized.instructions:
             runner = None
             if instr.op is Op.FUSION:

@@ -1,0 +1,117 @@
+"""Saved programs (backends/llvm/saved.py): a module compiled once per machine; a later
+compile, in this process or another, rebuilds the same kernels (same IR, the body's own
+instructions as arguments) and the same answers without optimizing or rendering, and a
+bad entry is discarded and saved again."""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib import fusion
+from jitlib.backends.llvm import LLVMBackend, executable, kernels, saved
+from jitlib.backends.llvm.emitter import Unsupported
+from jitlib.cache import disk
+from jitlib.hlo.ops import Op
+from programs import gelu_tanh, layernorm, softmax
+
+
+def _stages(x, g):
+    for _ in range(3):
+        x = softmax(gelu_tanh(layernorm(x, g, 0.0)))
+    return x
+
+
+def _with_product(x, g, w):
+    return np.maximum(_stages(x, g) @ w + 1.0, 0.0)   # a dot kernel with an epilogue
+
+
+def _module(fn, *args):
+    return jitlib.jit(fn, backend="interpreter").lower(*args).module
+
+
+def _same_kernel(a, b):
+    if isinstance(a, kernels.DotKernel):
+        assert isinstance(b, kernels.DotKernel) and a.dot is b.dot and a.results == b.results
+        if a.epilogue is None:
+            return b.epilogue is None
+        a, b = a.epilogue, b.epilogue
+    assert (a.name, a.ir, a.splittable, a.split_extent) == \
+        (b.name, b.ir, b.splittable, b.split_extent)
+    assert a.inputs == b.inputs and a.outputs == b.outputs   # the very instructions
+
+
+def _no_derivation(monkeypatch):
+    """From here on, optimizing or rendering fails the test."""
+    monkeypatch.setattr(fusion, "optimize", lambda m: pytest.fail(f"optimized {m.name}"))
+    monkeypatch.setattr(kernels, "render", lambda f: pytest.fail(f"rendered {f}"))
+
+
+@pytest.mark.parametrize("fn, shapes", [(_stages, [(5, 24), (24,)]),
+                                        (_with_product, [(5, 24), (24,), (24, 7)]),
+                                        (lambda x: np.exp(x) + 1.0, [(3,)])])
+def test_a_saved_program_rebuilds_the_kernels_and_the_answers(fn, shapes, monkeypatch):
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s) for s in shapes]
+    module = _module(fn, *args)
+    first = LLVMBackend().compile(module)
+    want = first(*args)[0]
+    store = disk.object_store()
+    assert [m["kind"] for _, m in store.entries()].count(saved.KIND) == 1
+    fresh = executable.render_all(first.optimized)
+
+    _no_derivation(monkeypatch)
+    second = LLVMBackend().compile(module)
+    assert second.saved_key == first.saved_key and second.optimized == first.optimized
+    loaded = saved.load(store, second.saved_key)[1]
+    for f, (kernel, reason) in loaded.items():
+        assert reason is None
+        _same_kernel(kernel, fresh[f][0])
+    np.testing.assert_array_equal(second(*args)[0], want)
+    np.testing.assert_array_equal(LLVMBackend().load_saved(first.saved_key)(*args)[0], want)
+    np.testing.assert_allclose(want, fn(*args), rtol=1e-12, atol=1e-300)
+
+
+def test_an_unreadable_entry_is_discarded_and_saved_again(monkeypatch):
+    args = [np.ones((3, 16)), np.ones(16)]
+    module = _module(_stages, *args)
+    key = LLVMBackend().compile(module).saved_key
+    store = disk.object_store()
+    store.store(key, b'{"optimized": 1}', kind=saved.KIND)   # checksummed, but no program
+    again = LLVMBackend().compile(module)
+    assert store.discarded == 1 and again.saved_key == key
+    np.testing.assert_allclose(again(*args)[0], _stages(*args), rtol=1e-12)
+    _no_derivation(monkeypatch)   # the entry saved again is good
+    np.testing.assert_allclose(LLVMBackend().compile(module)(*args)[0], _stages(*args),
+                               rtol=1e-12)
+
+
+def test_a_kernel_on_the_interpreter_is_saved_with_its_reason(monkeypatch):
+    args = [np.linspace(-2, 2, 12).reshape(3, 4)]
+    module = _module(lambda x: np.tanh(x) * 2.0, *args)
+
+    def refuse(fusion_instr):
+        raise Unsupported("refused by the test")
+    with monkeypatch.context() as m:
+        m.setattr(kernels, "render", refuse)
+        first = LLVMBackend().compile(module)
+    assert list(first.fallbacks.values()) == ["refused by the test"]
+    _no_derivation(monkeypatch)
+    second = LLVMBackend().compile(module)
+    assert second.fallbacks == first.fallbacks and not second.native
+    np.testing.assert_allclose(second(*args)[0], np.tanh(args[0]) * 2.0, rtol=1e-15)
+
+
+def test_without_the_disk_cache_nothing_is_saved(monkeypatch):
+    monkeypatch.setenv("JITLIB_CACHE_DIR", "")
+    executable_ = LLVMBackend().compile(_module(lambda x: x * 3.0, np.ones(4)))
+    assert executable_.saved_key is None and LLVMBackend().load_saved("0" * 64) is None
+
+
+def test_another_target_is_another_entry(monkeypatch):
+    from jitlib.backends.llvm.compiler import get_compiler
+    module = _module(lambda x: x * 3.0, np.ones(4))
+    key = LLVMBackend().compile(module).saved_key
+    compiler = get_compiler()
+    target = compiler.target()
+    monkeypatch.setattr(type(compiler), "target", lambda self: target[:2] + ("+other",)
+                        + target[3:])
+    assert saved.program_key(disk.object_store(), module) != key
