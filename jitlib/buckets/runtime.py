@@ -8,7 +8,13 @@ length the bucket serves (per bucketed axis): code whose structure changes with 
 length shows up as a difference there, and is refused. A parity test or a threshold
 anywhere inside the bucket is caught by those ends; a test for one exact length in the
 middle is not. A rule with verify = "each_size" traces each new tuple of true lengths
-once more (no compile) and checks it against the proof before it runs.
+once more (no compile) and checks it against the proof before it runs; the first call
+of a bucket is checked so in any case.
+
+With the disk cache on, that first call's own trace also keys a saved entry naming the
+program that runs it (saved.py): a new process whose first call traces the same way
+runs the saved program after one trace, and proves the bucket only when a length comes
+that no process saved.
 
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
@@ -20,7 +26,7 @@ from typing import NamedTuple
 import numpy as np
 
 from jitlib import errors, tree
-from jitlib.buckets import config, safety
+from jitlib.buckets import config, safety, saved
 from jitlib.hlo import dtypes
 
 log = logging.getLogger("jitlib")
@@ -36,12 +42,27 @@ class _Axis(NamedTuple):
     axis: int          # normalised for this call's array
 
 
-class _Entry(NamedTuple):
-    program: safety.PaddedProgram
-    out_tree: object
-    executable: object
-    traces: list          # the bucket trace and the probes the proof was built from
-    verified: set         # true-length tuples checked against the proof
+class _Entry:
+    """A bucket's compiled program. `traces` (the bucket trace and the probes the proof
+    was built from) is empty for a program found through a saved call (saved.py) until
+    a length it was not saved for proves it here; `verified` holds the true-length
+    tuples checked against the proof, or saved with the program."""
+
+    __slots__ = ("run", "out_tree", "traces", "verified")
+
+    def __init__(self, program, out_tree, executable, traces, verified):
+        self.run = (program, executable)   # one attribute: swapped whole, read whole
+        self.out_tree = out_tree
+        self.traces = traces
+        self.verified = verified
+
+    @property
+    def program(self):
+        return self.run[0]
+
+    @property
+    def executable(self):
+        return self.run[1]
 
 
 def qualified_names(fn):
@@ -92,16 +113,19 @@ class Bucketed:
         key, dynamic, flat = j._key(padded)
         key = key._replace(static=key.static + (
             ("<buckets>", tuple((a.name, a.axis) for a in padded_axes)),))
-        entry = j._entry(key, lambda: self._compile(key, padded, dynamic, padded_axes,
-                                                     buckets))
+        call = _Call(key, bound, padded, dynamic, padded_axes, lengths, buckets)
+        entry = j._entry(key, lambda: self._compile(call))
+        if lengths not in entry.verified and not entry.traces:
+            self._adopt(entry, call)
         if lengths not in entry.verified and any(
                 a.rule.verify == "each_size" for a in padded_axes):
             self._verify(entry, bound, padded_axes, lengths, buckets)
         _record(j, key, padded_axes, lengths)
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
         arrays += [np.array(n, dtype=dtypes.INDEX) for n in lengths]
-        outs = entry.executable(*arrays)
-        outs = [_slice(o, axes, lengths) for o, axes in zip(outs, entry.program.out_axes)]
+        program, executable = entry.run
+        outs = executable(*arrays)
+        outs = [_slice(o, axes, lengths) for o, axes in zip(outs, program.out_axes)]
         return tree.unflatten(entry.out_tree, outs)
 
     # -- which axes pad to which bucket
@@ -143,28 +167,80 @@ class Bucketed:
 
     # -- compile a bucket, verify a size
 
-    def _compile(self, key, padded, dynamic, axes, buckets):
+    def _compile(self, call):
+        """The bucket's entry: the program saved for this call's own trace (saved.py),
+        else proven, compiled and saved for the next process."""
         from jitlib.backends import get_backend
         from jitlib.cache import hooks
         j = self.jitted
-        hooks.before_compile(j, key, what="bucket " + ", ".join(
-            f"{a.name}[axis {a.axis}]={b}" for a, b in zip(axes, buckets)))
-        module, out_tree = j._trace(padded, dynamic, key)
-        traces = [safety.Traced(module, buckets)]
-        for i, (a, b) in enumerate(zip(axes, buckets)):
+        hooks.before_compile(j, call.key, what="bucket " + ", ".join(
+            f"{a.name}[axis {a.axis}]={b}" for a, b in zip(call.axes, call.buckets)))
+        backend = get_backend(call.key.backend)
+        true_trace, out_tree = self._trace_true(call)
+        found = saved.load(true_trace, call.axes, call.buckets, backend)
+        if found is not None:
+            executable, out_axes = found
+            program = safety.PaddedProgram(executable.module, out_axes, ())
+            return _Entry(program, out_tree, executable, [], {call.lengths})
+        traces, program = self._prove(call, true_trace)
+        executable = backend.compile(program.module)
+        saved.save(true_trace, call.axes, call.buckets, backend, executable,
+                   program.out_axes)
+        return _Entry(program, out_tree, executable, traces, {call.buckets, call.lengths})
+
+    def _prove(self, call, true_trace):
+        """(traces, PaddedProgram) for the call's bucket, the call's own trace checked
+        against the proof (so that a saved call is one the proof covers, not a guess)."""
+        j = self.jitted
+        module, _ = j._trace(call.padded, call.dynamic, call.key)
+        traces = [safety.Traced(module, call.buckets)]
+        for i, (a, b) in enumerate(zip(call.axes, call.buckets)):
             # the first probe (one below the bucket) fits the length-affine constants;
             # the bottom of the bucket checks that fit, and any threshold in between
             bottom = a.rule.smallest_in(b)
             probes = [b - 1 if b - 1 >= 2 else b + 1] + ([bottom] if bottom < b - 1 else [])
             for probe in probes:
-                sizes = buckets[:i] + (probe,) + buckets[i + 1:]
-                traces.append(safety.Traced(self._trace_at(padded, a, probe), sizes))
-        program = safety.prove(traces, [f"{a.name}{a.axis}" for a in axes])
+                sizes = call.buckets[:i] + (probe,) + call.buckets[i + 1:]
+                traced = true_trace if sizes == call.lengths else \
+                    self._trace_at(call.padded, a, probe)
+                traces.append(safety.Traced(traced, sizes))
+        names = [f"{a.name}{a.axis}" for a in call.axes]
+        program = safety.prove(traces, names)
+        if call.lengths not in [t.lengths for t in traces]:
+            safety.prove(traces + [safety.Traced(true_trace, call.lengths)], names)
         if program.masked:
             log.info("jitlib: %s: masked %s for the bucket", j.__name__,
                      ", ".join(f"{b.op.value}" for b in program.masked))
-        executable = get_backend(key.backend).compile(program.module)
-        return _Entry(program, out_tree, executable, traces, {buckets})
+        return traces, program
+
+    def _trace_true(self, call):
+        """The function traced at the call's own (unpadded) shapes: (module, out tree)."""
+        j = self.jitted
+        key, dynamic, _ = j._key(call.bound)
+        # read beside the verified traces, or as a disk key: the verifier adds nothing
+        return j._trace(call.bound, dynamic, key, check=False)
+
+    def _adopt(self, entry, call):
+        """A length the saved program was not saved for: its own saved call, else the
+        full proof here (which from then on covers the bucket as in a cold process)."""
+        from jitlib.backends import get_backend
+        backend = get_backend(call.key.backend)
+        true_trace, _ = self._trace_true(call)
+        with self._lock:
+            if call.lengths in entry.verified or entry.traces:
+                return
+            found = saved.load(true_trace, call.axes, call.buckets, backend)
+            _, executable = entry.run
+            if found is not None and found[0].saved_key == executable.saved_key:
+                entry.verified.add(call.lengths)
+                return
+            traces, program = self._prove(call, true_trace)
+            executable = backend.compile(program.module)
+            saved.save(true_trace, call.axes, call.buckets, backend, executable,
+                       program.out_axes)
+            entry.run = (program, executable)
+            entry.verified = {call.buckets, call.lengths}
+            entry.traces = traces
 
     def _trace_at(self, bound, axis, size):
         """The function traced with `axis` resized to `size` (no data needed)."""
@@ -199,6 +275,18 @@ def _record(jitted, key, axes, lengths):
             shape = shape[:axis] + (n,) + shape[axis + 1:]
         leaves.append((shape, dtype))
     shapes.record(jitted.fn, names, leaves)
+
+
+class _Call(NamedTuple):
+    """One bucketed call: its key (padded shapes), arguments as given and padded, and
+    per bucketed axis the true length and the bucket size."""
+    key: object
+    bound: object
+    padded: object
+    dynamic: object
+    axes: list
+    lengths: tuple
+    buckets: tuple
 
 
 class _Bound:

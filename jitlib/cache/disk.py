@@ -6,12 +6,15 @@ Layout: <dir>/objects/<2 hex>/<key>.obj, one file per entry:
     {"key": ..., "sha256": ..., "size": ..., ...}\\n      metadata, plain JSON
     <size bytes of payload>
 
-Three kinds of entry share the store, each named in its metadata's "kind":
+Four kinds of entry share the store, each named in its metadata's "kind":
 
     llvm-object       a kernel's object code (backends/llvm/compiler.py)
     optimized-module  the optimizer's output as IR text, for large modules (optimized.py)
-    llvm-kernel       a rendered kernel as JSON: its LLVM IR and how to call it
-                      (backends/llvm/rendered.py)
+    llvm-program      what the cpu backend made of a traced module, as JSON: the
+                      optimized module and each kernel's LLVM IR and how to call it
+                      (backends/llvm/saved.py)
+    bucket-size       for one bucketed call's traced module, which saved program runs
+                      it and how its results are sliced (buckets/saved.py)
 
 An object's key hashes what the code depends on: the LLVM IR text of the kernel (itself
 rendered from the optimized Module), its symbol, the target (triple, CPU name, CPU

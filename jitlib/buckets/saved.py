@@ -1,0 +1,68 @@
+"""Which saved program runs a bucketed call, found by the call's own trace.
+
+A bucket's program is proven from three traces (the bucket size and two probes, see
+runtime.py) before its first call runs, and that first call's own trace is checked
+against the proof. The conclusion, "the program saved under key K, given this call's
+inputs padded, gives what the function gives at these true lengths", is a fact about
+two things: the function's trace at the true lengths and the program. A `bucket-size`
+entry keeps it, keyed by that trace's text (with the bucketed axes, bucket sizes, pad
+values, backend, and the sources of the proof and the IR; not the tracer's: the claim
+is about the trace, however it was made). A new process whose call traces to the
+same text at the same lengths runs program K without proving again: one trace instead
+of three, no proof, no optimizer. Any other length, or a function whose trace changed,
+misses and is proven as in a cold process.
+
+The payload is plain JSON: the program's key (backends/llvm/saved.py) and how each
+result is sliced back.
+"""
+import json
+import logging
+
+from jitlib.cache import disk
+from jitlib.cache.fingerprint import source_fingerprint
+from jitlib.hlo.printer import print_module
+
+log = logging.getLogger("jitlib")
+KIND = "bucket-size"
+
+
+def key(store, traced, axes, buckets, backend_name):
+    """The entry's key for a call traced to `traced` (at its true lengths)."""
+    spec = [(a.name, a.axis, repr(a.rule.pad_value), b) for a, b in zip(axes, buckets)]
+    return store.key(KIND, print_module(traced), repr(spec), backend_name,
+                     source_fingerprint("buckets", "hlo"))
+
+
+def load(traced, axes, buckets, backend):
+    """(executable, out_axes) for the call traced to `traced`, or None."""
+    store = disk.object_store()
+    if store is None or not backend.saves_programs:
+        return None
+    entry_key = key(store, traced, axes, buckets, backend.name)
+    data = store.load(entry_key)
+    if data is None:
+        return None
+    try:
+        record = json.loads(data)
+        program = str(record["program"])
+        out_axes = tuple(tuple((int(axis), int(i)) for axis, i in result)
+                         for result in record["out_axes"])
+    except (ValueError, KeyError, IndexError, TypeError) as e:
+        log.warning("jitlib: discarding an unreadable bucket entry in the disk cache: %s", e)
+        store.discard(entry_key)
+        return None
+    executable = backend.load_saved(program)
+    if executable is None or len(out_axes) != len(executable.module.results):
+        return None
+    return executable, out_axes
+
+
+def save(traced, axes, buckets, backend, executable, out_axes):
+    """Note that `executable` (saved by `backend`) runs the call traced to `traced`."""
+    store = disk.object_store()
+    if store is None or executable.saved_key is None:
+        return
+    payload = {"program": executable.saved_key,
+               "out_axes": [[list(pair) for pair in result] for result in out_axes]}
+    store.store(key(store, traced, axes, buckets, backend.name),
+                json.dumps(payload).encode(), kind=KIND, module=traced.name)
