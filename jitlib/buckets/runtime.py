@@ -101,7 +101,10 @@ class Bucketed:
                                         "can be bucketed")
             self._params.append(name)
 
-    def __call__(self, args, kwargs):
+    def __call__(self, args, kwargs, verify=False):
+        """The call, padded to its buckets. `verify`: check its true lengths against the
+        proof (and save them, with the disk cache on) as `verify = "each_size"` would:
+        `python -m jitlib buckets warm` does so for every length a service recorded."""
         j = self.jitted
         bound = j._bind(args, kwargs)
         padded_axes, lengths, buckets = self._plan(bound)
@@ -117,9 +120,9 @@ class Bucketed:
         entry = j._entry(key, lambda: self._compile(call))
         if lengths not in entry.verified and not entry.traces:
             self._adopt(entry, call)
-        if lengths not in entry.verified and any(
-                a.rule.verify == "each_size" for a in padded_axes):
-            self._verify(entry, bound, padded_axes, lengths, buckets)
+        if lengths not in entry.verified and (verify or any(
+                a.rule.verify == "each_size" for a in padded_axes)):
+            self._verify(entry, call)
         _record(j, key, padded_axes, lengths)
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
         arrays += [np.array(n, dtype=dtypes.INDEX) for n in lengths]
@@ -252,15 +255,18 @@ class Bucketed:
         # probes are only walked beside the verified bucket trace: any difference refuses
         return self.jitted._trace(probe, dynamic, key, check=False)[0]
 
-    def _verify(self, entry, bound, axes, lengths, buckets):
-        """Check the proof at these true lengths: trace them and walk beside the rest."""
-        j = self.jitted
-        key, dynamic, _ = j._key(bound)
-        module, _ = j._trace(bound, dynamic, key, check=False)
+    def _verify(self, entry, call):
+        """Check the proof at the call's true lengths: trace them and walk beside the
+        rest; then a later process may run the program for them after one trace."""
+        from jitlib.backends import get_backend
+        true_trace, _ = self._trace_true(call)
         with self._lock:
-            safety.prove(entry.traces + [safety.Traced(module, lengths)],
-                         [f"{a.name}{a.axis}" for a in axes])
-            entry.verified.add(lengths)
+            safety.prove(entry.traces + [safety.Traced(true_trace, call.lengths)],
+                         [f"{a.name}{a.axis}" for a in call.axes])
+            entry.verified.add(call.lengths)
+            program, executable = entry.run
+            saved.save(true_trace, call.axes, call.buckets, get_backend(call.key.backend),
+                       executable, program.out_axes)
 
 
 def _record(jitted, key, axes, lengths):

@@ -75,7 +75,9 @@ def _suggest(directory, output, max_waste):
 
 def _warm(directory, config_path):
     """For each recorded function a rule matches: call it once per bucket size with
-    zero arrays of the recorded shapes, so every bucket program lands in the cache."""
+    zero arrays of the recorded shapes, so every bucket program lands in the cache; then
+    once per recorded length, checked against its bucket's proof and saved, so that a
+    new process's first call at any of them runs after one trace (buckets/saved.py)."""
     from jitlib.buckets import config
     rules = config.load(config_path)
     os.environ["JITLIB_BUCKETS"] = os.path.abspath(config_path)
@@ -88,18 +90,29 @@ def _warm(directory, config_path):
         fn = _import(doc["module"], doc["qualname"])
         template = max(doc["calls"], key=lambda c: c["count"])["args"]
         for rule in matching:
+            position = next(i for i, (name, _, _) in enumerate(template)
+                            if name == rule.arg or i == rule.arg)
+            recorded = sorted({c["args"][position][1][rule.axis] for c in doc["calls"]})
             for size in rule.all_buckets():
-                args = []
-                for name, shape, dtype in template:
-                    shape = list(shape)
-                    if name == rule.arg or template.index([name, shape, dtype]) == rule.arg:
-                        shape[rule.axis] = size
-                    args.append(np.zeros(shape, dtype))
-                fn(*args)
+                fn(*_zeros(template, position, rule.axis, size))
                 compiled += 1
+            layer = getattr(fn, "_buckets", None)
+            for n in recorded if layer is not None else ():
+                layer(_zeros(template, position, rule.axis, n), {}, verify=True)
         print(f"warmed {doc['module']}.{doc['qualname']}: {compiled} bucket calls")
     print(json.dumps({"bucket_calls": compiled, "cache": directory}))
     return 0
+
+
+def _zeros(template, position, axis, size):
+    """Zero arrays of the recorded shapes, argument `position`'s `axis` at `size`."""
+    args = []
+    for i, (_, shape, dtype) in enumerate(template):
+        shape = list(shape)
+        if i == position:
+            shape[axis] = size
+        args.append(np.zeros(shape, dtype))
+    return args
 
 
 def _import(module, qualname):

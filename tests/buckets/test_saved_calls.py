@@ -140,3 +140,54 @@ def test_across_processes(tmp_path):
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr
     # eager call + 4 traces, then eager call + 1 trace
     assert [int(r.stdout) for r in runs] == [5, 2]
+
+
+SERVICE = '''
+import numpy as np, jitlib
+seen = []
+
+@jitlib.jit(backend="cpu")
+def forward(x, w):
+    seen.append(x.shape[0])
+    return np.maximum(x @ w, 0.0).sum(axis=1)
+'''
+CONFIG = '''
+[[bucket]]
+function = "model.forward"
+arg = "x"
+axis = 0
+policy = "pow2"
+max = 64
+'''
+CALLS = """
+import sys, numpy as np, model
+for n in map(int, sys.argv[1:]):
+    x = np.linspace(-1.0, 1.0, 4 * n).reshape(n, 4)
+    w = np.linspace(0.5, -0.5, 12).reshape(4, 3)
+    np.testing.assert_allclose(model.forward(x, w), np.maximum(x @ w, 0.0).sum(axis=1),
+                               rtol=1e-12)
+print(len(model.seen))
+"""
+
+
+def test_warm_saves_every_recorded_length(tmp_path):
+    """A service records its shapes; `buckets warm` compiles each bucket and saves each
+    recorded length; the restarted service's first call at any of them traces once."""
+    (tmp_path / "model.py").write_text(SERVICE)
+    (tmp_path / "buckets.toml").write_text(CONFIG)
+    env = dict(os.environ, JITLIB_CACHE_DIR=str(tmp_path / "cache"),
+               JITLIB_BUCKETS=str(tmp_path / "buckets.toml"), PYTHONPATH=str(tmp_path))
+
+    def run(*argv):
+        out = subprocess.run([sys.executable, *argv], env=env, cwd=tmp_path, text=True,
+                             capture_output=True, timeout=300)
+        assert out.returncode == 0, out.stderr
+        return out.stdout
+
+    run("-c", CALLS, "20", "9", "23", "27")      # the service, recording its shapes
+    # its first calls of buckets 32 and 16 were saved, but not 23 or 27 (in bucket 32)
+    assert run("-c", CALLS, "27").strip() == "4"   # its length, the bucket, two probes
+    warmed = run("-m", "jitlib", "buckets", "warm", "buckets.toml")
+    assert '"bucket_calls": 7' in warmed          # pow2 buckets 1, 2, 4, ..., 64
+    for n in ("9", "20", "23"):                    # each a new process: one trace
+        assert run("-c", CALLS, n).strip() == "1"
