@@ -88,10 +88,23 @@ class Instr:
             shape = tuple(int(d) for d in shape)
         dtype = dtypes.canonicalize(dtype)
         operands = tuple(operands)
-        attr_items = tuple(sorted((k, _normalize_attr(v)) for k, v in attrs.items())) \
-            if attrs else ()
         # typed key: True == 1 == 1.0 in Python, but not as attributes
-        key = (op, shape, dtype, operands, tuple((k, _typed(v)) for k, v in attr_items))
+        attr_items, typed_items = [], []
+        if attrs:
+            for k in sorted(attrs):   # one pass, the common values inline: this runs
+                v = attrs[k]          # for every instruction traced, parsed or rewritten
+                c = v.__class__
+                if c is int or c is str or c is bool:
+                    t = (c, v)
+                elif c is tuple and _all_ints(v):
+                    t = (_INT_TUPLE, v)
+                else:
+                    v = _normalize_attr(v)
+                    t = _typed(v)
+                attr_items.append((k, v))
+                typed_items.append((k, t))
+        attr_items = tuple(attr_items)
+        key = (op, shape, dtype, operands, tuple(typed_items))
         with cls._intern_lock:
             found = cls._interned.get(key)
             if found is not None:

@@ -9,8 +9,8 @@ made; entries are checksummed by the disk cache). A two-kernel MLP loads in a fr
 the time its text parses in.
 
 Attribute values are JSON's own types where those say exactly what the value is (int,
-str, bool; tuples as lists); a constant's `Literal` and a fusion's body `Module` are
-tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
+str, bool; a tuple of ints as a list); other tuples, a constant's `Literal` and a
+fusion's body `Module` are tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
 module out of the cache rather than store something it could not read back.
 """
 import numpy as np
@@ -23,6 +23,9 @@ from jitlib.hlo.ops import Op
 VERSION = 1
 # what `from_data` raises on data it did not write
 READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
+# decoding looks names up here: Op(name) and canonicalize(name) cost a few calls each
+_OPS = {op.value: op for op in Op}
+_DTYPES = {dtypes.name(dt): dt for dt in dtypes.SUPPORTED}
 
 
 def to_data(module):
@@ -64,7 +67,9 @@ def _attr_data(value, locs):
     if cls is bool or cls is int or cls is str:
         return value
     if cls is tuple:
-        return [_attr_data(v, locs) for v in value]
+        if all(v.__class__ is int for v in value):
+            return list(value)   # the common case (axes, shapes): read back in one call
+        return {"tuple": [_attr_data(v, locs) for v in value]}
     if cls is Literal:
         array = value.array
         return {"literal": [dtypes.name(array.dtype), list(array.shape),
@@ -78,9 +83,8 @@ def _module(data, locs):
     instrs = []
     for op, dtype, shape, operands, attrs, loc in data["instrs"]:
         instrs.append(Instr.make(
-            Op(op), tuple(shape), dtypes.canonicalize(dtype),
-            tuple(instrs[i] for i in operands),
-            {k: _attr(v, locs) for k, v in attrs.items()},
+            _OPS[op], tuple(shape), _DTYPES[dtype], tuple([instrs[i] for i in operands]),
+            {k: _attr(v, locs) for k, v in attrs.items()} if attrs else None,
             None if loc is None else locs[loc], typed=True))
     return Module(data["name"], [instrs[i] for i in data["params"]],
                   [instrs[i] for i in data["results"]])
@@ -89,11 +93,13 @@ def _module(data, locs):
 def _attr(value, locs):
     cls = value.__class__
     if cls is list:
-        return tuple(_attr(v, locs) for v in value)
+        return tuple(value)
     if cls is dict:
+        if "tuple" in value:
+            return tuple([_attr(v, locs) for v in value["tuple"]])
         if "literal" in value:
             dtype, shape, hex_bytes = value["literal"]
-            dtype = dtypes.canonicalize(dtype)
+            dtype = _DTYPES[dtype]
             array = np.frombuffer(bytes.fromhex(hex_bytes), dtype).reshape(shape)
             return Literal(array, dtype)
         return _module(value["module"], locs)
