@@ -81,6 +81,8 @@ def compare(x, y, direction, loc=None):
 
 
 def convert(x, dtype, loc=None):
+    if x.dtype is dtype:   # a canonical dtype already: the tracer's usual call
+        return x
     dtype = dtypes.canonicalize(dtype)
     if x.dtype == dtype:
         return x

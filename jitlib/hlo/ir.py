@@ -114,18 +114,19 @@ class Instr:
     @classmethod
     def _new(cls, key, op, shape, dtype, operands, attr_items, loc, typed):
         self = object.__new__(cls)
-        self.op = op
-        self.shape = shape
-        self.dtype = dtype
-        self.operands = operands
-        self.attrs = Attrs(attr_items) if attr_items else _EMPTY_ATTRS
-        self.typed = typed
-        self.loc = loc
+        # the slots are filled past the immutability guard of __setattr__
+        _set_op(self, op)
+        _set_shape(self, shape)
+        _set_dtype(self, dtype)
+        _set_operands(self, operands)
+        _set_attrs(self, Attrs(attr_items) if attr_items else _EMPTY_ATTRS)
+        _set_typed(self, typed)
+        _set_loc(self, loc)
         cls._interned[key] = self
         return self
 
     def __setattr__(self, name, value):
-        if hasattr(self, "loc"):
+        if hasattr(self, "loc"):   # set last by _new: until then, hand-built (tests)
             raise AttributeError("Instr is immutable")
         object.__setattr__(self, name, value)
 
@@ -145,6 +146,12 @@ class Instr:
         args = ", ".join(f"%{id(o) & 0xffff:x}" for o in self.operands)
         attrs = "".join(f" {k}={v}" for k, v in self.attrs.items())
         return f"<{self.type_str} {self.op.value}({args}){attrs}>"
+
+
+# the slots' own setters: filling one costs a C call, not two Python ones
+(_set_op, _set_shape, _set_dtype, _set_operands, _set_attrs, _set_typed, _set_loc) = (
+    getattr(Instr, name).__set__ for name in
+    ("op", "shape", "dtype", "operands", "attrs", "typed", "loc"))
 
 
 def _all_ints(values):

@@ -435,6 +435,9 @@ def shape_of(x):
 
 
 def broadcast_shapes(*shapes):
+    first = shapes[0]
+    if all(s == first for s in shapes):   # the common case, without NumPy's machinery
+        return tuple(first)
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:
