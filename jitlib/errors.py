@@ -67,6 +67,7 @@ def _dir_prefix(module_file: str) -> str:
 
 
 _PKG_PREFIX = _dir_prefix(__file__)
+_PKG_AS_IMPORTED = os.path.join(os.path.dirname(__file__), "")
 _NUMPY_PREFIX = _dir_prefix(numpy.__file__)
 _INTERNAL_FILES = frozenset(_real(m.__file__) for m in (functools, contextlib))
 # Pseudo-filenames that are never user code; "<jitlib" is reserved for code jitlib generates.
@@ -80,17 +81,23 @@ _category_cache: dict[str, int] = {}
 
 # Modules shipped inside the package that are user code all the same (the demo).
 _USER_FILES: set[str] = set()
+_USER_FILES_AS_GIVEN: set[str] = set()
 
 
 def treat_as_user_code(path: str) -> None:
     """Report locations in `path` although it lies inside the jitlib package."""
     _USER_FILES.add(_real(path))
+    _USER_FILES_AS_GIVEN.add(path)
     _category_cache.clear()
 
 
 def _classify(filename: str) -> int:
     if filename.startswith("<"):
         category = _INTERNAL if filename.startswith(_INTERNAL_PSEUDO) else _USER
+    elif filename.startswith(_PKG_AS_IMPORTED) and filename not in _USER_FILES_AS_GIVEN:
+        # jitlib's own modules carry the path they were imported by: no realpath (an
+        # lstat per path component) for the frames every first trace walks through
+        category = _INTERNAL
     else:
         real = _real(filename)
         if real in _USER_FILES:
