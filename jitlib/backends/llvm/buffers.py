@@ -8,6 +8,7 @@ them are copied: they are not ours to hand out). `Recycler` hands a large result
 the next call once its caller has dropped it.
 """
 import dataclasses
+import math
 import sys
 import threading
 
@@ -27,7 +28,7 @@ class Slot:
 
 
 def _nbytes(shape, dtype):
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def plan_arena(sizes, lives):

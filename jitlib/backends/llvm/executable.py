@@ -150,7 +150,7 @@ def matmul(dot, lhs, rhs, out=None):
     lfree = tuple(i for i in range(lhs.ndim) if i not in lc + lb)
     rfree = tuple(i for i in range(rhs.ndim) if i not in rc + rb)
     batch = [lhs.shape[i] for i in lb]
-    m, n, k = (int(np.prod([x.shape[i] for i in dims], dtype=np.int64))
+    m, n, k = (math.prod([x.shape[i] for i in dims])
                for x, dims in ((lhs, lfree), (rhs, rfree), (lhs, lc)))
     # NumPy's matmul is ~3x slower on a stack of transposed matrices (q @ k^T) than on
     # contiguous ones (measured): copying an operand costs a fraction of the product
@@ -382,7 +382,7 @@ class LLVMExecutable(Executable):
 
 
 def _nbytes(shape, dtype):
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def _view(memory, offset, shape, dtype):
