@@ -223,9 +223,11 @@ def main(argv=None):
         with open(args.json, "w") as f:
             json.dump(dict(rows=rows, cold_vs_warm=cold, calls=len(sizes)), f, indent=1)
     print(textwrap.dedent("""
-        jitlib's bucketed numbers include tracing each bucket at its top, one below it
-        and its bottom, and proving the padding safe; sizes inside a proved bucket run
-        without tracing (verify = "each_size" traces each new size as well).
+        jitlib's bucketed numbers include tracing each bucket at its top, one below it,
+        its bottom and the first call's own size, and proving the padding safe; sizes
+        inside a proved bucket run without tracing (verify = "each_size" traces each
+        new size as well). A warm process's first call traces once: its own size keys
+        the program saved for it (jitlib/buckets/saved.py).
     """).strip())
 
 
