@@ -37,16 +37,26 @@ def next_pow2(n):
 
 # -- heuristics, one per kernel kind
 
-def loop_config(n):
-    """Flat elementwise: 512-element tiles at 4 warps (4 f32 per thread: one 128-bit load
-    per input and thread), smaller for small n so the masked tail is not most of the work.
-    On the H200 (2026-12-03 sweep of 35 BLOCK x warps configs, tools/gpu_tune_sweep.py)
-    512/4 ran ew_chain in 64.0 us and gelu_tanh in 35.0, against 64.5 and 35.4 with
-    1024-element tiles (8 per thread) and 36-38 for gelu with 2048 or more; torch.compile's
-    (2 per thread) and jax's (4) kernels ran 1.8% ahead of our 1024 tiles under Nsight
-    Compute. Elementwise kernels are not autotuned: their launch is most of a small one."""
+def loop_config(n, light=False):
+    """Flat elementwise: 512-element tiles, smaller for small n so the masked tail is not
+    most of the work. On the H200 (2026-12-03 sweep of 35 BLOCK x warps configs,
+    tools/gpu_tune_sweep.py) 512 at 4 warps (4 f32 per thread: one 128-bit load per input
+    and thread) ran ew_chain in 64.0 us and gelu_tanh in 35.0, against 64.5 and 35.4 with
+    1024-element tiles and 36-38 for gelu with 2048 or more.
+
+    `light` (f32 only, a few adds, multiplies and compares per element: all loads and
+    stores) takes 8 warps, 2 per thread, inductor's shape for ew_chain: in interleaved
+    CUPTI rounds on the H200 (2026-12-03d, gpu-2026-12-03d-notes.md) ew_chain ran 0.23 us
+    faster at 8 warps in all 12 paired rounds (62.09 against 62.32 us) and again 61.77
+    against 62.02 in a second call, the same time as inductor's own kernel at that shape
+    (62.06); the benchmark's queued rounds then gave 61.73-61.78 against 61.97. gelu_tanh,
+    whose tanh is some 30 instructions an element, ran 16% slower at 8 warps (38.09
+    against 32.68 us), so everything else keeps 4.
+    Elementwise kernels are not autotuned: their launch is most of a small one."""
     block = min(512, max(16, next_pow2(n)))
-    return Config({"BLOCK": block}, num_warps=4 if block >= 512 else 1)
+    if block < 512:
+        return Config({"BLOCK": block}, num_warps=1)
+    return Config({"BLOCK": block}, num_warps=8 if light else 4)
 
 
 def reduction_config(rows, row_len, row_outputs=True):

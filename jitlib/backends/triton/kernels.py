@@ -97,6 +97,22 @@ def _cdiv(a, b):
 
 # -- loop kernels
 
+# ops that cost an instruction or two per element: a float32 loop body of these alone
+# is nothing but its loads and stores, and runs best with more, thinner threads
+# (configs.loop_config)
+_LIGHT_OPS = frozenset({Op.PARAMETER, Op.CONSTANT, Op.ADD, Op.SUB, Op.MUL, Op.MAX, Op.MIN,
+                        Op.NEG, Op.ABS, Op.COMPARE, Op.SELECT, Op.CLAMP})
+
+
+def _light(body):
+    def cheap(instr):   # a scalar broadcast is a splat: no index arithmetic
+        return instr.op in _LIGHT_OPS or (instr.op is Op.BROADCAST_IN_DIM
+                                          and instr.operands[0].shape == ())
+    values = list(body.params) + list(body.results)
+    return (all(cheap(i) for i in body.instructions)
+            and all(np.dtype(v.dtype) == np.float32 for v in values))
+
+
 def render_loop(name, body, summary=""):
     fn = identifier(name)
     w = Writer()
@@ -123,7 +139,7 @@ def render_loop(name, body, summary=""):
     return TritonKernel(
         name, fn, "loop", _module_text(fn, "loop", summary, params, w.text(), w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        configs.loop_config(largest),
+        configs.loop_config(largest, light=_light(body)),
         lambda c, n=largest: (_cdiv(n, c.constexprs["BLOCK"]),),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]))

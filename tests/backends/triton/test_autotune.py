@@ -171,3 +171,28 @@ def test_small_fma_dots_take_short_row_tiles_to_fill_the_gpu(monkeypatch, knob):
         config = kernels.render(fusion).config
         assert (config.constexprs["BM"], config.constexprs["BN"]) == tile, config
         assert config.constexprs.get("TF32X3", 0) == 0, config
+
+
+def loop_kernel(fn, n, dt="f32"):
+    d = dtypes.from_name(dt)
+    xs = [B.parameter(i, (n,), d, f"x{i}") for i in range(3)]
+    (fusion,) = fusions(Module("ew", xs, [fn(*xs)]))
+    return kernels.render(fusion)
+
+
+def ew_chain(a, b, c):   # max((a + b) * c, 0), as the benchmark's ew_chain
+    y = B.binary(Op.MUL, B.binary(Op.ADD, a, b), c)
+    zero = B.broadcast_in_dim(B.constant(np.zeros((), y.dtype)), y.shape, ())
+    return B.binary(Op.MAX, y, zero)
+
+
+def test_light_f32_loops_take_eight_warps_and_the_rest_four():
+    assert loop_kernel(ew_chain, 1 << 20).config == configs.Config({"BLOCK": 512}, 8)
+    # a transcendental, f64, or a tail-sized problem: the other shapes
+    tanh = lambda a, b, c: B.binary(Op.ADD, B.unary(Op.TANH, a), b)   # noqa: E731
+    assert loop_kernel(tanh, 1 << 20).config == configs.Config({"BLOCK": 512}, 4)
+    assert loop_kernel(ew_chain, 1 << 20, "f64").config == configs.Config({"BLOCK": 512}, 4)
+    assert loop_kernel(ew_chain, 100).config == configs.Config({"BLOCK": 128}, 1)
+    kernel = loop_kernel(ew_chain, 1 << 20)
+    compiled = compiler.compile_for(kernel)   # the 8-warp kernel builds for sm_90
+    assert compiled.metadata.num_warps == 8, kernel.source
