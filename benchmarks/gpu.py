@@ -1,7 +1,8 @@
 """GPU side-by-side timing of the anchor workloads: jitlib "gpu" next to jax.jit, PyTorch
 eager and torch.compile, on one NVIDIA GPU.
 
-    python -m benchmarks.gpu [--quick] [--only NAME ...] [--out PATH] [--budget-s S]
+    python -m benchmarks.gpu [--quick] [--only NAME ...] [--rounds R] [--out PATH]
+        [--budget-s S]
     python -m benchmarks --gpu ...
 
 For each workload of `benchmarks/workloads.py` (float32 at the "large" sizes; mlp and
@@ -11,7 +12,12 @@ attention also in bfloat16), each tool gets:
 - kernel µs: GPU time per call from CUPTI (torch.profiler, which also sees JAX's and
   Triton's kernels): the median over K queued calls of each call's summed device time
   (the mean over the K calls is kept too, `kernel_us_mean`: the figure before
-  2026-12-03 12:00), and kernels per call;
+  2026-12-03 12:00), and kernels per call. For the memory-bound rows, whose tools differ
+  by less than a single pass's run-to-run spread, the figure is the median of R
+  interleaved rounds (`kernel_rounds`: every round times every tool once, in a rotating
+  order; the calls of the tools on the current stream queued behind a sleep kernel so
+  they run back to back whatever the tool's dispatch speed); the single pass stays in
+  the record as `kernel_us_single`, the plain queued rounds as `kernel_us_queued`;
 - event µs (jitlib, torch, torch.compile, which share the current stream): the median over
   reps of CUDA events around K calls queued behind a sleep kernel, so host dispatch gaps do
   not count; "host-bound" when queueing took longer than the sleep;
@@ -210,6 +216,10 @@ class EventTimer:
         end.synchronize()
         self.cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
 
+    def hold(self, ms):
+        """Queue a kernel that spins for about `ms` on the current stream."""
+        self.t.cuda._sleep(int(ms * self.cycles_per_ms))
+
     def time_us(self, call, k, reps, queue_s):
         t = self.t
         sleep_ms = max(5.0, 2e3 * queue_s)
@@ -228,14 +238,18 @@ class EventTimer:
         return statistics.median(times), host_bound
 
 
-def cupti_kernels(torch, call, sync, k):
+def cupti_kernels(torch, call, sync, k, hold_ms=0.0, timer=None):
     """(median µs of device activity per call, mean µs, kernels per call) from a CUPTI trace
     of k calls. Each call queues the same work, so the activity in time order splits into
     k equal runs, one per call; where the count does not split evenly (a tool whose calls
-    differ), the median is the mean."""
+    differ), the median is the mean. `hold_ms` > 0 (tools on the current stream only)
+    queues the calls behind a sleep kernel of that length (`timer.hold`), so they run back
+    to back however fast the tool queues them; the sleep is left out of the figures."""
     from torch.autograd import DeviceType
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA]) as prof:   # kernels only: cheap
+        if hold_ms:
+            timer.hold(hold_ms)
         for i in range(k):
             out = call(i)
         sync(out)
@@ -249,6 +263,8 @@ def cupti_kernels(torch, call, sync, k):
     if not device:
         raise RuntimeError("the CUPTI trace holds no device activity")
     device.sort(key=lambda event: event[0])
+    if hold_ms:
+        device = device[1:]   # the sleep kernel: queued first on the calls' stream
     kernels = [n for _, n, _ in device if not n.startswith(("Memcpy", "Memset"))]
     mean = sum(us for _, _, us in device) / k
     each = len(device) // k
@@ -341,9 +357,37 @@ def dispatch(call, sync, n):
                 queued_us=queued)
 
 
+# ---------------------------------------------------------------------------- rounds
+
+def round_orders(names, rounds):
+    """The order the tools run in each round: every other round reverses the one before,
+    and each pair of rounds starts one place further round, so no tool always runs
+    first, last, or right after the same tool (two tools alternate)."""
+    names = list(names)
+    out = []
+    for r in range(rounds):
+        k = (r // 2) % len(names)
+        order = names[k:] + names[:k]
+        out.append(order[::-1] if r % 2 else order)
+    return out
+
+
+def interleaved(names, rounds, time_one):
+    """{name: [figure of each round]}: every round calls `time_one(name)` once per name, in
+    `round_orders`' order."""
+    out = {n: [] for n in names}
+    for order in round_orders(names, rounds):
+        for n in order:
+            out[n].append(time_one(n))
+    return out
+
+
 # ---------------------------------------------------------------------------- one row
 
-def measure(tool, fn, arrays, ref, settings, torch, timer, is_tiny):
+def prepare(tool, fn, arrays, ref, settings, is_tiny):
+    """(record, call): the tool's inputs made, its function built and called once (first
+    call time, error against the float64 reference), then warmed. `call(i)` runs it on
+    the i-th input copy (modulo the copies)."""
     rec = {}
     copies = 1 if is_tiny else copies_needed(arrays, settings["working_set"])
     args = [[tool.put(a) for a in arrays] for _ in range(copies)]
@@ -360,11 +404,17 @@ def measure(tool, fn, arrays, ref, settings, torch, timer, is_tiny):
     rec["max_rel_err"] = float(np.max(np.abs(got - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
     call(1)
     tool.sync(call(2))                       # warm: second-call paths, autotuning
+    return rec, call
+
+
+def measure(tool, call, rec, settings, torch, timer, is_tiny):
+    """Dispatch (tiny) or wall, one CUPTI pass of K queued calls, and CUDA events."""
     if is_tiny:
         rec.update(dispatch(call, tool.sync, settings["dispatch_n"]))
         return rec
     k, reps = settings["k"], settings["reps"]
     rec["wall_us"], queue_s = wall_us(call, tool.sync, k, reps)
+    rec["queue_us"] = queue_s / k * 1e6   # host µs to queue one call
     if torch is not None:
         try:
             rec["kernel_us"], rec["kernel_us_mean"], rec["kernels_per_call"] = cupti_kernels(
@@ -374,6 +424,39 @@ def measure(tool, fn, arrays, ref, settings, torch, timer, is_tiny):
         if tool.name in SAME_STREAM:
             rec["event_us"], rec["host_bound"] = timer.time_us(call, k, reps, queue_s)
     return rec
+
+
+def kernel_rounds(torch, ready, settings, timer=None):
+    """A memory-bound row's kernel µs as the median of interleaved rounds: each round
+    takes every ready tool's CUPTI figure (the median over K calls) once, so the tools
+    share the GPU's state (clocks, temperature, whatever ran before) round by round
+    instead of one tool being timed a minute after another.
+
+    Tools on the current stream (SAME_STREAM) have their K calls queued behind a sleep
+    kernel, so they run back to back whatever the tool's dispatch speed: a tool that
+    takes about as long to queue a call as its kernel runs (torch.compile and jax on
+    ew_chain, ~61 µs against ~62) leaves the GPU idle before some of its kernels, and on
+    the H200 a kernel after an idle gap ran 0.2-1 µs faster (gpu-2026-12-03d-notes.md).
+    jax queues on its own stream and is timed as queued. Each record keeps its rounds,
+    the rounds' plain queued figures (kernel_us_queued_rounds) and the single pass of
+    `measure` (kernel_us_single)."""
+    def time_one(name):
+        tool, call, rec = ready[name]
+        plain = cupti_kernels(torch, call, tool.sync, settings["k"])[0]
+        rec.setdefault("kernel_us_queued_rounds", []).append(plain)
+        if name not in SAME_STREAM or timer is None:
+            return plain
+        hold_ms = max(5.0, 2e3 * rec.get("queue_us", 0.0) * settings["k"] / 1e6)
+        return cupti_kernels(torch, call, tool.sync, settings["k"], hold_ms, timer)[0]
+    figures = interleaved(list(ready), settings["rounds"], time_one)
+    for name, rounds in figures.items():
+        rec = ready[name][2]
+        rec["kernel_us_single"] = rec.get("kernel_us")
+        rec["kernel_us_rounds"] = rounds
+        rec["kernel_us"] = statistics.median(rounds)
+        rec["kernel_us_queued"] = statistics.median(rec["kernel_us_queued_rounds"])
+        rec["kernel_timing"] = ("back to back behind a sleep" if name in SAME_STREAM
+                                and timer is not None else "queued")
 
 
 def run_row(row, name, dtype, tools, settings, torch, timer, ceilings):
@@ -403,18 +486,31 @@ def run_row(row, name, dtype, tools, settings, torch, timer, ceilings):
         except Exception as e:
             result["cublas_error"] = f"{type(e).__name__}: {e}"
     result["flops"] = flops(shapes) or None
+    is_tiny = name == "tiny"
+    rounds = name in MEMORY_BOUND and torch is not None and settings["rounds"] > 1
+    ready = {}   # tool name -> (tool, call, record): kept for the rounds
     for tool in tools.values():
         if time.perf_counter() > settings["deadline"]:
             result["tools"][tool.name] = dict(error="skipped: the run's time budget is spent")
             continue
         try:
-            rec = measure(tool, fn, arrays, ref, settings, torch, timer, name == "tiny")
+            rec, call = prepare(tool, fn, arrays, ref, settings, is_tiny)
+            measure(tool, call, rec, settings, torch, timer, is_tiny)
+            if rounds and "kernel_us" in rec:
+                ready[tool.name] = (tool, call, rec)
         except Exception as e:
             rec = dict(error=f"{type(e).__name__}: {e}",
                        traceback=traceback.format_exc(limit=6)[-3000:])
-        derive(rec, result, ceilings)
         result["tools"][tool.name] = rec
-        print(f"  {tool.name:14s} {summary(rec)}", flush=True)
+    if ready:
+        try:
+            kernel_rounds(torch, ready, settings, timer)
+        except Exception as e:   # keep the single-pass figures
+            result["rounds_error"] = f"{type(e).__name__}: {e}"
+    ready.clear()                # the tools' inputs go before the next row's
+    for tool_name, rec in result["tools"].items():
+        derive(rec, result, ceilings)
+        print(f"  {tool_name:14s} {summary(rec)}", flush=True)
     base = result["tools"].get("jitlib", {}).get("kernel_us")
     if base:
         result["ratio_vs_jitlib"] = {t: r["kernel_us"] / base for t, r in result["tools"].items()
@@ -475,6 +571,19 @@ def render(result):
               "brackets).", "",
               "Kernel µs per call (CUPTI; kernels per call in brackets), ratio = peer / jitlib "
               "(>1: jitlib faster), wall µs = (K queued calls + sync) / K.", ""]
+    rounds = result["settings"].get("rounds", 1)
+    if rounds > 1 and any("kernel_us_rounds" in r for row in result["rows"].values()
+                          for r in row["tools"].values()):
+        lines += [f"Memory-bound rows ({', '.join(MEMORY_BOUND)}): kernel µs is the median of "
+                  f"{rounds} interleaved rounds; each round times every tool once (the median "
+                  f"over {result['settings']['k']} calls of each call's CUPTI time), the order "
+                  "rotated and reversed from round to round, so the tools share the GPU's "
+                  "state instead of being timed one after another. The calls of jitlib, torch "
+                  "and torch.compile (one stream) are queued behind a sleep kernel so they run "
+                  "back to back whatever the tool's dispatch speed (a kernel that follows an "
+                  "idle gap runs faster); jax's, on its own stream, are timed as queued. The "
+                  "rounds' range, and each tool's figure queued without the sleep, are under "
+                  "the table.", ""]
     hdr = ["row"] + [f"{t} kernel µs" for t in TOOLS] + [f"x {t}" for t in TOOLS[1:]] + \
         ["jitlib % copy bw", "jitlib TFLOP/s (% cuBLAS)", "wall µs " + " / ".join(TOOLS),
          "first call s " + " / ".join(TOOLS), "jitlib err"]
@@ -498,6 +607,16 @@ def render(result):
         cells.append(" / ".join(_f(T.get(t, {}).get("first_call_s"), ".2f") for t in TOOLS))
         cells.append(_f(j.get("max_rel_err"), ".1e"))
         lines.append("| " + " | ".join(cells) + " |")
+    spread = [(n, r) for n, r in result["rows"].items()
+              if any("kernel_us_rounds" in t for t in r["tools"].values())]
+    if spread:
+        lines += ["", "Rounds' range of kernel µs (min-max): " + "; ".join(
+            f"{n} " + ", ".join(f"{t} {min(v['kernel_us_rounds']):.2f}-"
+                                f"{max(v['kernel_us_rounds']):.2f}"
+                                + (f" (queued {v['kernel_us_queued']:.2f})"
+                                   if v.get("kernel_us_queued") else "")
+                                for t, v in r["tools"].items() if "kernel_us_rounds" in v)
+            for n, r in spread) + "."]
     mm = [(n, r) for n, r in result["rows"].items() if r.get("cublas_us")]
     if mm:
         lines += ["", "cuBLAS reference (torch.matmul at the same shapes): " + ", ".join(
@@ -557,6 +676,10 @@ def main(argv=None):
                    help="small inputs, few calls: checks every path in about a minute")
     p.add_argument("--only", nargs="*", default=None, help="row or workload names")
     p.add_argument("--out", default=None)
+    p.add_argument("--rounds", type=int, default=None,
+                   help="interleaved rounds for the memory-bound rows' kernel µs (default 15, "
+                        "3 with --quick; 1: a single pass per tool, the method before "
+                        "2026-12-03 13:00)")
     p.add_argument("--budget-s", type=float, default=360.0,
                    help="stop timing new tools after this many seconds (rows say so)")
     args = p.parse_args(argv)
@@ -564,6 +687,7 @@ def main(argv=None):
     quick = args.quick
     settings = dict(scale="small" if quick else "large", k=5 if quick else 30,
                     reps=3 if quick else 7, working_set=(16 if quick else 256) * MIB,
+                    rounds=args.rounds if args.rounds is not None else (3 if quick else 15),
                     dispatch_n=50 if quick else 400, deadline=started + args.budget_s)
     notes = []
     torch = jax = None
