@@ -17,8 +17,9 @@ the K calls of each call's CUPTI device time). Variants:
 - the kernels without their tools: jitlib's generated kernel and inductor's (its source
   taken from torch.compile's output code, compiled here at inductor's chosen config),
   each writing a torch.empty output or a jitlib pool output per call;
-- jitlib's kernel with what inductor might do and we do not: streaming (`.cs`) or
-  L1-bypassing (`.cg`) loads, streaming stores, and a grid-stride persistent form.
+- jitlib's kernel with cache hints (L1-bypassing `.cg` loads; `.cs`, `.cg` or
+  evict-first stores), at inductor's shape (512 elements, 8 warps), and as a grid-stride
+  persistent kernel.
 
 Every variant's output is checked bit for bit against NumPy's (the math is exact in f32:
 one add, one multiply, a max). The JSON holds every round's figure per variant, and the
