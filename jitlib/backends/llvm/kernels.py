@@ -15,8 +15,10 @@ be split (`splittable`): its order would change.
   reduction  per kept index k: each reduction in body order as a loop over the reduced
              dims R; then one loop over R writing the S-shaped outputs; then the
              K-shaped outputs. Float sums add blocks of SUM_BLOCK elements in vector
-             lanes (`reassoc`) and the block sums in order with compensation
-             (`float_sum`); products run through one `reassoc` accumulator. Orders and
+             lanes (`reassoc`; in kernels that prefetch, explicit vector accumulators
+             fed a group at a time: `grouped_block`) and the block sums in order with
+             compensation (`float_sum`); products run through one `reassoc`
+             accumulator. Orders and
              error bounds against NumPy's pairwise sum: docs/cpu_reductions.md. f16/bf16
              accumulate in f32 and round once. max/min give the left fold of
              np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
@@ -651,7 +653,8 @@ class _ReductionEmitter:
 
     def float_sum(self, red, kdims, sizes):
         """A float sum in blocks of SUM_BLOCK along the innermost reduced dim. Inside a
-        block the adds are `reassoc`, so LLVM keeps L partial sums in vector lanes; the
+        block the adds are `reassoc`, so LLVM keeps L partial sums in vector lanes (in a
+        kernel that prefetches, a full block sums in explicit lanes: `grouped_block`); the
         block sums are added in order with Neumaier's compensation (plain IEEE adds). The
         error is then at most about (SUM_BLOCK/L + log2 L + 2) u sum|x|, whatever the row
         length (docs/cpu_reductions.md)."""
