@@ -671,10 +671,7 @@ class _ReductionEmitter:
 
             def step(j):
                 el.push()
-                index = self.s_index(kdims, outer + [iadd(fn, start, j)])
-                v = el.value(x, index)
-                if red in self.kept_in:   # the write pass reads it back (`kept_in`)
-                    store(fn, v, *self.kept_at(self.kept_in[red], index), dt)
+                v = self.summed_value(red, self.s_index(kdims, outer + [iadd(fn, start, j)]))
                 a = fn.op(f"load {t}, ptr {block}", "a")
                 fn.emit(f"store {t} {fn.op(f'fadd reassoc {t} {a}, {v}', 'a')}, ptr {block}")
                 el.pop()
@@ -715,6 +712,15 @@ class _ReductionEmitter:
                        "a")
         el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
 
+    def summed_value(self, red, index):
+        """The value `red` sums at `index`, also stored for the write pass where the
+        kernel keeps it (`kept_in`)."""
+        x = red.operands[0]
+        v = self.el.value(x, index)
+        if red in self.kept_in:
+            store(self.fn, v, *self.kept_at(self.kept_in[red], index), x.dtype)
+        return v
+
     def grouped_block(self, red, kdims, outer, start):
         """The sum of the SUM_BLOCK elements from `start` of a kernel that prefetches,
         in explicit vectors. The block runs as a loop over groups of SUM_VECTORS * W
@@ -724,10 +730,10 @@ class _ReductionEmitter:
         and adds vector k of them to accumulator k, lane by lane. At the block's end the
         accumulators are added in order, then halved lane-wise down to one value.
         Prefetching this way, one group at a time, and not all of a block's lines before
-        it, sped 4096-wide float32 rows up on both threads (logsumexp 3.6%, softmax 4.8%
-        per call, interleaved A/Bs, docs/cpu_reductions.md); for float32 on AVX-512 the
-        order is the one LLVM's vectorizer chose before (same bits), and now it is the
-        same on every host."""
+        it, sped 4096-wide float32 rows up on both threads (per call: logsumexp 0.6-3.6%,
+        softmax 4-5%, layernorm 2%; interleaved A/Bs, docs/cpu_reductions.md); for
+        float32 on AVX-512 the order is the one LLVM's vectorizer chose before (same
+        bits), and now it is the same on every host."""
         fn, el = self.fn, self.el
         x = red.operands[0]
         dt, t = x.dtype, compute_type(x.dtype)
@@ -747,10 +753,7 @@ class _ReductionEmitter:
 
             def put(j):
                 el.push()
-                index = self.s_index(kdims, outer + [iadd(fn, first, j)])
-                v = el.value(x, index)
-                if red in self.kept_in:   # the write pass reads it back (`kept_in`)
-                    store(fn, v, *self.kept_at(self.kept_in[red], index), dt)
+                v = self.summed_value(red, self.s_index(kdims, outer + [iadd(fn, first, j)]))
                 fn.emit(f"store {t} {v}, ptr "
                         f"{fn.op(f'getelementptr inbounds {t}, ptr {buffer}, i64 {j}', 'p')}")
                 el.pop()
