@@ -808,7 +808,11 @@ class _ReductionEmitter:
         and the next row's first pass comes sooner after them: those kernels lead by
         half a row more (4096-wide float32 rows, interleaved A/B on a loaded machine,
         per-call time ratio: logsumexp 0.92-0.93, faster in 66% of 400 rounds, softmax
-        0.96, 60%; layernorm, whose first pass is a sum, ran 4% slower with it)."""
+        0.96, 60%; layernorm, whose first pass is a sum, ran 4% slower with it), or by a
+        quarter of a row where the kernel writes no row-shaped output (logsumexp: since
+        the prefetches go out a group at a time, `grouped_block`, a quarter ran 0.975-
+        0.985 per call against a half in three A/Bs of 300 calls; softmax, with its
+        write pass, 1.012 at a quarter, so it keeps the half)."""
         plan = self.plan
         row = int(np.prod([plan.S[d] for d in plan.R], dtype=np.int64))
         full = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
@@ -822,7 +826,8 @@ class _ReductionEmitter:
         self.locality = 3 if row_bytes <= PREFETCH_L1_MAX_ROW_BYTES else 2
         rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter
         late = plan.reductions[0].op is not Op.REDUCE_SUM
-        return rows * row + (row // 2 if late else 0), full
+        extra = (row // 2 if plan.s_outputs else row // 4) if late else 0
+        return rows * row + extra, full
 
     def float_extreme(self, red, kdims, sizes):
         """A float max/min in two tries. First in vector lanes, as cheaply as x86 allows:
