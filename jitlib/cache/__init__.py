@@ -5,8 +5,10 @@ recompile budget, the shapes seen, and the persistent disk cache of object code.
     explain.py  why a call missed: the differences from the nearest cached signature
     budget.py   max_compiles / on_exceed, and the JITLIB_LOG=recompiles log
     shapes.py   the shapes each function has seen (for the bucket planner)
-    disk.py     the persistent cache (JITLIB_CACHE_DIR), object code per LLVM module
+    disk.py     the persistent cache (JITLIB_CACHE_DIR): checksummed entries of every kind
     optimized.py  the optimizer's output on disk, for large modules
+    fingerprint.py  what an entry derived by jitlib's Python code depends on in its source
+  (saved programs are backends/llvm/saved.py's, saved bucketed calls buckets/saved.py's)
     planner.py  bucket sizes from the shapes seen: compiles against padding waste
     cli.py      python -m jitlib cache info|clear, buckets suggest|warm
 """
