@@ -115,3 +115,38 @@ def test_another_target_is_another_entry(monkeypatch):
     monkeypatch.setattr(type(compiler), "target", lambda self: target[:2] + ("+other",)
                         + target[3:])
     assert saved.program_key(disk.object_store(), module) != key
+
+
+def test_kernels_with_one_name_keep_their_own_code(monkeypatch):
+    """Kernel names need not be unique (a module handed to the backend may repeat one):
+    a saved program gives each kernel its own record. Found by the fuzzer (regression
+    fused_27e409c4ea): keyed by name, the second kernel's code ran for the first, a
+    wrong answer, and a crash where their arguments differed."""
+    from jitlib.hlo.interpreter import evaluate
+    from jitlib.hlo.parser import parse_module
+    module = parse_module("""
+module f(%p0: bool[], %p1: i8[4]) {
+  %0 = bool[] fusion(%p0), kind=loop, name=k {
+    module k(%p0: bool[]) {
+      %0 = bool[] not(%p0)
+      return (%0)
+    }
+  }
+  %1 = i8[4] fusion(%p1, %p1), kind=loop, name=k {
+    module k(%p0: i8[4], %p1: i8[4]) {
+      %0 = i8[4] mul(%p0, %p1)
+      %1 = i8[4] neg(%0)
+      return (%1)
+    }
+  }
+  return (%0, %1)
+}""")
+    args = [np.array(False), np.array([1, -2, 3, 12], np.int8)]
+    want = evaluate(module, args)
+    first = LLVMBackend().compile(module)
+    _no_derivation(monkeypatch)
+    second = LLVMBackend().compile(module)
+    assert second.saved_key == first.saved_key
+    for executable in (first, second):
+        for got, expected in zip(executable(*args), want):
+            np.testing.assert_array_equal(got, expected)

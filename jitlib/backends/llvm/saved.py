@@ -38,13 +38,13 @@ def save(store, key, optimized, made):
     """Store the program: `made` maps each FUSION of `optimized` to (kernel, None) or
     (None, why it runs on the interpreter), as `executable.render` gave them."""
     try:
-        kernels = {}
-        for fusion, (kernel, reason) in made.items():
+        kernels = []   # in the order of the module's FUSIONs: names need not be unique
+        for fusion in _fusions(optimized):
+            kernel, reason = made[fusion]
             record = None if kernel is None else rendered.kernel_record(
                 kernel, fusion.attrs["body"])
-            kernels[fusion.attrs["name"]] = (
-                {"fallback": reason} if kernel is None
-                else {"render": True} if record is None else {"kernel": record})
+            kernels.append({"fallback": reason} if kernel is None
+                           else {"render": True} if record is None else {"kernel": record})
         payload = json.dumps({"optimized": serial.to_data(optimized), "kernels": kernels})
     except TypeError as e:   # a value with no plain form: the program is not kept
         log.debug("jitlib: program %s is not saved: %s", optimized.name, e)
@@ -61,15 +61,20 @@ def load(store, key):
     try:
         record = json.loads(data)
         optimized = serial.from_data(record["optimized"])
-        made = {}
-        for fusion in optimized.instructions:
-            if fusion.op is Op.FUSION:
-                made[fusion] = _kernel(record["kernels"][fusion.attrs["name"]], fusion)
+        fusions, kernels = _fusions(optimized), record["kernels"]
+        if len(kernels) != len(fusions):
+            raise ValueError(f"{len(kernels)} kernel records for {len(fusions)} kernels")
+        made = {fusion: _kernel(entry, fusion) for fusion, entry in zip(fusions, kernels)}
     except serial.READ_ERRORS as e:
         log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
         store.discard(key)
         return None
     return optimized, made
+
+
+def _fusions(optimized):
+    """The module's kernels in instruction order (the order decoding gives back)."""
+    return [i for i in optimized.instructions if i.op is Op.FUSION]
 
 
 def _kernel(entry, fusion):
