@@ -173,23 +173,32 @@ class Bucketed:
     def _compile(self, call):
         """The bucket's entry: the program saved for this call's own trace (saved.py),
         else proven, compiled and saved for the next process."""
-        from jitlib.backends import get_backend
         from jitlib.cache import hooks
         j = self.jitted
         hooks.before_compile(j, call.key, what="bucket " + ", ".join(
             f"{a.name}[axis {a.axis}]={b}" for a, b in zip(call.axes, call.buckets)))
-        backend = get_backend(call.key.backend)
         true_trace, out_tree = self._trace_true(call)
-        found = saved.load(true_trace, call.axes, call.buckets, backend)
+        saved_call = self._saved_call(call, true_trace)
+        found = saved_call.load()
         if found is not None:
             executable, out_axes = found
             program = safety.PaddedProgram(executable.module, out_axes, ())
             return _Entry(program, out_tree, executable, [], {call.lengths})
-        traces, program = self._prove(call, true_trace)
-        executable = backend.compile(program.module)
-        saved.save(true_trace, call.axes, call.buckets, backend, executable,
-                   program.out_axes)
+        traces, program, executable = self._prove_and_compile(call, saved_call)
         return _Entry(program, out_tree, executable, traces, {call.buckets, call.lengths})
+
+    def _saved_call(self, call, true_trace):
+        from jitlib.backends import get_backend
+        return saved.SavedCall(true_trace, call.axes, call.buckets,
+                               get_backend(call.key.backend))
+
+    def _prove_and_compile(self, call, saved_call):
+        """(traces, program, executable) of the call's bucket, proven and compiled here;
+        saved for the call's own trace, for the next process."""
+        traces, program = self._prove(call, saved_call.traced)
+        executable = saved_call.backend.compile(program.module)
+        saved_call.save(executable, program.out_axes)
+        return traces, program, executable
 
     def _prove(self, call, true_trace):
         """(traces, PaddedProgram) for the call's bucket, the call's own trace checked
@@ -226,21 +235,16 @@ class Bucketed:
     def _adopt(self, entry, call):
         """A length the saved program was not saved for: its own saved call, else the
         full proof here (which from then on covers the bucket as in a cold process)."""
-        from jitlib.backends import get_backend
-        backend = get_backend(call.key.backend)
-        true_trace, _ = self._trace_true(call)
+        saved_call = self._saved_call(call, self._trace_true(call)[0])
         with self._lock:
             if call.lengths in entry.verified or entry.traces:
                 return
-            found = saved.load(true_trace, call.axes, call.buckets, backend)
+            found = saved_call.load()
             _, executable = entry.run
             if found is not None and found[0].saved_key == executable.saved_key:
                 entry.verified.add(call.lengths)
                 return
-            traces, program = self._prove(call, true_trace)
-            executable = backend.compile(program.module)
-            saved.save(true_trace, call.axes, call.buckets, backend, executable,
-                       program.out_axes)
+            traces, program, executable = self._prove_and_compile(call, saved_call)
             entry.run = (program, executable)
             entry.verified = {call.buckets, call.lengths}
             entry.traces = traces
@@ -258,15 +262,13 @@ class Bucketed:
     def _verify(self, entry, call):
         """Check the proof at the call's true lengths: trace them and walk beside the
         rest; then a later process may run the program for them after one trace."""
-        from jitlib.backends import get_backend
-        true_trace, _ = self._trace_true(call)
+        saved_call = self._saved_call(call, self._trace_true(call)[0])
         with self._lock:
-            safety.prove(entry.traces + [safety.Traced(true_trace, call.lengths)],
+            safety.prove(entry.traces + [safety.Traced(saved_call.traced, call.lengths)],
                          [f"{a.name}{a.axis}" for a in call.axes])
             entry.verified.add(call.lengths)
             program, executable = entry.run
-            saved.save(true_trace, call.axes, call.buckets, get_backend(call.key.backend),
-                       executable, program.out_axes)
+            saved_call.save(executable, program.out_axes)
 
 
 def _record(jitted, key, axes, lengths):

@@ -26,45 +26,51 @@ log = logging.getLogger("jitlib")
 KIND = "bucket-size"
 
 
-def key(store, traced, axes, buckets, backend_name):
-    """The entry's key for a call traced to `traced` (at its true lengths). The trace
-    goes in as its plain data (hlo/serial.py), which says all its text says (locations
-    included) in a fifth of the Python calls printing makes."""
+class SavedCall:
+    """The entry of one call traced to `traced` (at its true lengths), for `backend`:
+    `load` and `save` share its key, computed once."""
+
+    def __init__(self, traced, axes, buckets, backend):
+        self.traced, self.backend = traced, backend
+        self.store = disk.object_store() if backend.saves_programs else None
+        self.key = None if self.store is None else _key(self.store, traced, axes, buckets,
+                                                        backend.name)
+
+    def load(self):
+        """(executable, out_axes) saved for the call, or None."""
+        if self.key is None:
+            return None
+        data = self.store.load(self.key)
+        if data is None:
+            return None
+        try:
+            record = json.loads(data)
+            program = str(record["program"])
+            out_axes = tuple(tuple((int(axis), int(i)) for axis, i in result)
+                             for result in record["out_axes"])
+        except (ValueError, KeyError, IndexError, TypeError) as e:
+            log.warning("jitlib: discarding an unreadable bucket entry in the disk cache: "
+                        "%s", e)
+            self.store.discard(self.key)
+            return None
+        executable = self.backend.load_saved(program)
+        if executable is None or len(out_axes) != len(executable.module.results):
+            return None
+        return executable, out_axes
+
+    def save(self, executable, out_axes):
+        """Note that `executable` (saved by the backend) runs the call."""
+        if self.key is None or executable.saved_key is None:
+            return
+        payload = {"program": executable.saved_key,
+                   "out_axes": [[list(pair) for pair in result] for result in out_axes]}
+        self.store.store(self.key, json.dumps(payload).encode(), kind=KIND,
+                         module=self.traced.name)
+
+
+def _key(store, traced, axes, buckets, backend_name):
+    """The entry's key: the trace as its plain data (hlo/serial.py), which says all its
+    text says (locations included) in a fifth of the Python calls printing makes."""
     spec = [(a.name, a.axis, repr(a.rule.pad_value), b) for a, b in zip(axes, buckets)]
-    return store.key(KIND, json.dumps(serial.to_data(traced)), repr(spec), backend_name,
+    return store.key(KIND, serial.dumps(traced), repr(spec), backend_name,
                      source_fingerprint("buckets", "hlo"))
-
-
-def load(traced, axes, buckets, backend):
-    """(executable, out_axes) for the call traced to `traced`, or None."""
-    store = disk.object_store()
-    if store is None or not backend.saves_programs:
-        return None
-    entry_key = key(store, traced, axes, buckets, backend.name)
-    data = store.load(entry_key)
-    if data is None:
-        return None
-    try:
-        record = json.loads(data)
-        program = str(record["program"])
-        out_axes = tuple(tuple((int(axis), int(i)) for axis, i in result)
-                         for result in record["out_axes"])
-    except (ValueError, KeyError, IndexError, TypeError) as e:
-        log.warning("jitlib: discarding an unreadable bucket entry in the disk cache: %s", e)
-        store.discard(entry_key)
-        return None
-    executable = backend.load_saved(program)
-    if executable is None or len(out_axes) != len(executable.module.results):
-        return None
-    return executable, out_axes
-
-
-def save(traced, axes, buckets, backend, executable, out_axes):
-    """Note that `executable` (saved by `backend`) runs the call traced to `traced`."""
-    store = disk.object_store()
-    if store is None or executable.saved_key is None:
-        return
-    payload = {"program": executable.saved_key,
-               "out_axes": [[list(pair) for pair in result] for result in out_axes]}
-    store.store(key(store, traced, axes, buckets, backend.name),
-                json.dumps(payload).encode(), kind=KIND, module=traced.name)

@@ -13,6 +13,8 @@ str, bool; a tuple of ints as a list); other tuples, a constant's `Literal` and 
 fusion's body `Module` are tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
 module out of the cache rather than store something it could not read back.
 """
+import json
+
 import numpy as np
 
 from jitlib.errors import SourceLocation
@@ -33,6 +35,11 @@ def to_data(module):
     locs = {}
     return {"version": VERSION, "module": _module_data(module, locs),
             "locs": [[loc.file, loc.line, loc.function] for loc in locs]}
+
+
+def dumps(module):
+    """`to_data(module)` as one JSON string: what a disk cache key hashes of a module."""
+    return json.dumps(to_data(module))
 
 
 def from_data(data):

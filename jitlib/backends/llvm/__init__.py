@@ -44,13 +44,12 @@ class LLVMBackend(Backend):
         key = None if store is None else saved.program_key(store, module)
         found = None if key is None else saved.load(store, key)
         if found is not None:
-            executable = LLVMExecutable(module, self.name, *found, ahead=False)
-        else:
-            optimized = optimize(module)
-            made = render_all(optimized)
-            executable = LLVMExecutable(module, self.name, optimized, made)
-            if key is not None:
-                saved.save(store, key, optimized, made)
+            return self._from_saved(module, found, key)
+        optimized = optimize(module)
+        made = render_all(optimized)
+        executable = LLVMExecutable(module, self.name, optimized, made)
+        if key is not None:
+            saved.save(store, key, optimized, made)
         executable.saved_key = key
         return executable
 
@@ -59,10 +58,14 @@ class LLVMBackend(Backend):
         found = None if store is None else saved.load(store, key)
         if found is None:
             return None
-        optimized = found[0]
-        _prepare_blas(optimized)
+        _prepare_blas(found[0])
         # the optimized module takes the same parameters as the module it came from
-        executable = LLVMExecutable(optimized, self.name, *found, ahead=False)
+        return self._from_saved(found[0], found, key)
+
+    def _from_saved(self, module, found, key):
+        """The executable of a saved program (its object code was saved with it: nothing
+        to compile ahead)."""
+        executable = LLVMExecutable(module, self.name, *found, ahead=False)
         executable.saved_key = key
         return executable
 
@@ -75,7 +78,6 @@ class LLVMBackend(Backend):
         """Each kernel's host assembly (for `Lowered.as_text("assembly")`)."""
         from jitlib.backends.llvm.sources import kernel_texts
         return kernel_texts(optimize(module), assembly=True)
-
 
 
 def _prepare_blas(module):

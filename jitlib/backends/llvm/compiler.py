@@ -28,8 +28,8 @@ from jitlib.cache.disk import object_store, versions
 
 
 class Compiler:
-    """Compiles LLVM IR text for the host CPU; each kernel's code is mapped by an MCJIT
-    engine of its own, so that it can be unmapped when no program uses it."""
+    """Compiles LLVM IR text for the host CPU. The kernels loaded together (a program's)
+    are mapped by one MCJIT engine, unmapped when none of them is used any more."""
 
     def __init__(self):
         llvm.initialize_native_target()

@@ -29,7 +29,7 @@ def program_key(store, module):
     """The disk key of the program compiled from `module` on this host. The module goes
     in as its plain data (hlo/serial.py), which says all its text does, locations
     included, in a fraction of the time printing takes."""
-    return store.key(KIND, json.dumps(serial.to_data(module)),
+    return store.key(KIND, serial.dumps(module),
                      source_fingerprint("hlo", "fusion", "backends/llvm"),
                      *get_compiler().target())
 
