@@ -204,17 +204,37 @@ def wall_us(call, sync, k, reps):
 
 
 class EventTimer:
-    """CUDA events on the current stream around calls queued behind a sleep kernel."""
+    """CUDA events on the current stream around calls queued behind a sleep kernel.
 
-    def __init__(self, torch):
+    The sleep kernel (torch.cuda._sleep) spins for a count of SM clock cycles, so how long
+    it lasts depends on the clock. Calibrated once on an idle H200 (SM clock 345 MHz) it
+    measured 154K cycles a ms against 1.96M with the clock up (2026-12-03e): every "5 ms"
+    hold then lasted 0.39 ms, and torch.compile, which queues a call in ~70 us, left idle
+    gaps of up to 0.64 ms among the calls meant to run back to back. So the calibration
+    repeats until the rate stops rising (the clock has come up) and keeps the highest
+    rate: a hold lasts at least its nominal length at any clock up to the one seen.
+    `short_holds` counts holds that still ended before their calls were queued
+    (`cupti_kernels` checks each against the sleep kernel's own CUPTI duration)."""
+
+    def __init__(self, torch, tries=8):
         self.t = torch
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        cycles = 1 << 22
+        self.cycles_per_ms = 0.0
+        self.short_holds = 0
+        for _ in range(tries):
+            rate = self._calibrate()
+            settled = rate <= 1.02 * self.cycles_per_ms
+            self.cycles_per_ms = max(self.cycles_per_ms, rate)
+            if settled:
+                break
+
+    def _calibrate(self, cycles=1 << 22):
+        t = self.t
+        start, end = t.cuda.Event(enable_timing=True), t.cuda.Event(enable_timing=True)
         start.record()
-        torch.cuda._sleep(cycles)
+        t.cuda._sleep(cycles)
         end.record()
         end.synchronize()
-        self.cycles_per_ms = cycles / max(start.elapsed_time(end), 1e-3)
+        return cycles / max(start.elapsed_time(end), 1e-3)
 
     def hold(self, ms):
         """Queue a kernel that spins for about `ms` on the current stream."""
@@ -250,8 +270,10 @@ def cupti_kernels(torch, call, sync, k, hold_ms=0.0, timer=None):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:   # kernels only: cheap
         if hold_ms:
             timer.hold(hold_ms)
+        q0 = time.perf_counter()
         for i in range(k):
             out = call(i)
+        queued_us = (time.perf_counter() - q0) * 1e6
         sync(out)
     try:   # kineto's raw records keep kernels no torch op launched (Triton's, JAX's)
         device = [(e.start_ns(), e.name(), e.duration_ns() / 1e3)
@@ -264,7 +286,10 @@ def cupti_kernels(torch, call, sync, k, hold_ms=0.0, timer=None):
         raise RuntimeError("the CUPTI trace holds no device activity")
     device.sort(key=lambda event: event[0])
     if hold_ms:
-        device = device[1:]   # the sleep kernel: queued first on the calls' stream
+        # the sleep kernel, queued first on the calls' stream; it began before the first
+        # call was queued, so a sleep shorter than the queueing let the GPU catch up
+        timer.short_holds += device[0][2] < queued_us
+        device = device[1:]
     kernels = [n for _, n, _ in device if not n.startswith(("Memcpy", "Memset"))]
     mean = sum(us for _, _, us in device) / k
     each = len(device) // k
@@ -447,7 +472,11 @@ def kernel_rounds(torch, ready, settings, timer=None):
         if name not in SAME_STREAM or timer is None:
             return plain
         hold_ms = max(5.0, 2e3 * rec.get("queue_us", 0.0) * settings["k"] / 1e6)
-        return cupti_kernels(torch, call, tool.sync, settings["k"], hold_ms, timer)[0]
+        before = getattr(timer, "short_holds", 0)
+        us = cupti_kernels(torch, call, tool.sync, settings["k"], hold_ms, timer)[0]
+        rec["short_holds"] = (rec.get("short_holds", 0) + getattr(timer, "short_holds", 0)
+                              - before)
+        return us
     figures = interleaved(list(ready), settings["rounds"], time_one)
     for name, rounds in figures.items():
         rec = ready[name][2]
@@ -615,6 +644,8 @@ def render(result):
                                 f"{max(v['kernel_us_rounds']):.2f}"
                                 + (f" (queued {v['kernel_us_queued']:.2f})"
                                    if v.get("kernel_us_queued") else "")
+                                + (f" [{v['short_holds']} rounds' sleep ended before its "
+                                   "calls were queued]" if v.get("short_holds") else "")
                                 for t, v in r["tools"].items() if "kernel_us_rounds" in v)
             for n, r in spread) + "."]
     mm = [(n, r) for n, r in result["rows"].items() if r.get("cublas_us")]
