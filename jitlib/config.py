@@ -64,3 +64,13 @@ def cpu_blas() -> str:
     if value not in ("auto", "numpy"):
         raise ValueError(f"JITLIB_BLAS={value!r}: use auto or numpy")
     return value
+
+
+def cpu_loader() -> str:
+    """JITLIB_CPU_LOADER: what maps the cpu backend's object code into the process.
+    "auto" (the default): jitlib's own loader (jitlib/backends/llvm/loader.py) where it
+    can, else an MCJIT engine; "mcjit": always an MCJIT engine."""
+    value = os.environ.get("JITLIB_CPU_LOADER", "auto").strip().lower() or "auto"
+    if value not in ("auto", "mcjit"):
+        raise ValueError(f"JITLIB_CPU_LOADER={value!r}: use auto or mcjit")
+    return value

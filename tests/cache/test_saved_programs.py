@@ -2,6 +2,8 @@
 compile, in this process or another, rebuilds the same kernels (same IR, the body's own
 instructions as arguments) and the same answers without optimizing or rendering, and a
 bad entry is discarded and saved again."""
+import json
+
 import numpy as np
 import pytest
 
@@ -150,3 +152,34 @@ module f(%p0: bool[], %p1: i8[4]) {
     for executable in (first, second):
         for got, expected in zip(executable(*args), want):
             np.testing.assert_array_equal(got, expected)
+
+
+def test_a_saved_program_brings_its_object_code(monkeypatch):
+    # as in a new process (nothing mapped yet): one read, the program's entry, and no
+    # LLVM run; the kernels' own object entries are not read
+    from jitlib.backends.llvm import compiler
+    rng = np.random.default_rng(5)
+    args = [rng.standard_normal(s) for s in [(5, 24), (24,), (24, 7)]]
+    module = _module(_with_product, *args)
+    want = LLVMBackend().compile(module)(*args)[0]
+    fresh = compiler.Compiler()
+    monkeypatch.setattr(compiler, "_compiler", fresh)
+    monkeypatch.setattr(fresh, "object_code", lambda text: pytest.fail("compiled"))
+    store = disk.object_store()
+    hits = store.hits
+    again = LLVMBackend().compile(module)
+    assert store.hits == hits + 1 and fresh.compiled == len(again.native) > 0
+    np.testing.assert_array_equal(again(*args)[0], want)
+
+
+def test_object_code_that_does_not_decode_discards_the_entry():
+    args = [np.ones((3, 16)), np.ones(16)]
+    module = _module(_stages, *args)
+    key = LLVMBackend().compile(module).saved_key
+    store = disk.object_store()
+    record = json.loads(store.load(key))
+    coded = [k for k in record["kernels"] if k.get("code")]
+    assert coded
+    coded[0]["code"][1] = "not base64!"
+    store.store(key, json.dumps(record).encode(), kind=saved.KIND)
+    assert saved.load(store, key) is None and store.discarded == 1

@@ -49,7 +49,7 @@ class LLVMBackend(Backend):
         made = render_all(optimized)
         executable = LLVMExecutable(module, self.name, optimized, made)
         if key is not None:
-            saved.save(store, key, optimized, made)
+            saved.save(store, key, optimized, made, executable.code)
         executable.saved_key = key
         return executable
 
@@ -65,7 +65,9 @@ class LLVMBackend(Backend):
     def _from_saved(self, module, found, key):
         """The executable of a saved program (its object code was saved with it: nothing
         to compile ahead)."""
-        executable = LLVMExecutable(module, self.name, *found, ahead=False)
+        optimized, made, objects = found
+        executable = LLVMExecutable(module, self.name, optimized, made, ahead=False,
+                                    saved=objects)
         executable.saved_key = key
         return executable
 

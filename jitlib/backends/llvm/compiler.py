@@ -1,21 +1,24 @@
 """The llvmlite chain, in one place: IR text -> machine code for this CPU.
 
 parse -> verify -> optimise at O3 for the host CPU -> object code (optimizer_process.py:
-in this process for its first compiles, then in a worker process) -> MCJIT. Compiled
-functions are cached in memory by the hash of their IR text: the same kernel text
-compiles once per process, and on disk (jitlib/cache/disk.py) as object code, so it
-compiles once per machine.
+in this process for its first compiles, then in a worker process) -> mapped into the
+process (loader.py, or an MCJIT engine for what it does not handle). Compiled functions
+are cached in memory by the hash of their IR text: the same kernel text compiles once per
+process, and on disk (jitlib/cache/disk.py) as object code, so it compiles once per
+machine.
 
-Each kernel text gets its own MCJIT engine, handed out as `KernelCode` handles shared by
-every executable that runs it: MCJIT frees machine code only when its engine closes
-(`remove_module` leaves the code mapped: measured +12 KiB per removed kernel), so a
-bounded jit cache that evicts programs must be able to close the engines only they used.
-When the last handle on a text dies, its engine is kept among the `RETAIN_UNUSED` most
-recently released (a program compiled again soon finds it) and closed after that.
+The kernels loaded together (a program's) share one mapping, handed out as `KernelCode`
+handles shared by every executable that runs them; the mapping is unmapped when its last
+kernel is released (an MCJIT engine frees machine code only when it closes:
+`remove_module` leaves the code mapped, +12 KiB per removed kernel), so a bounded jit
+cache that evicts programs frees their code. When the last handle on a text dies, its
+code is kept among the `RETAIN_UNUSED` most recently released (a program compiled again
+soon finds it) and released after that.
 """
 import atexit
 import collections
 import hashlib
+import logging
 import os
 import threading
 import weakref
@@ -23,13 +26,15 @@ import weakref
 import llvmlite.binding as llvm
 
 from jitlib import config
-from jitlib.backends.llvm import optimizer_process
+from jitlib.backends.llvm import loader, optimizer_process
 from jitlib.cache.disk import object_store, versions
+
+log = logging.getLogger("jitlib")
 
 
 class Compiler:
     """Compiles LLVM IR text for the host CPU. The kernels loaded together (a program's)
-    are mapped by one MCJIT engine, unmapped when none of them is used any more."""
+    share one mapping, unmapped when none of them is used any more."""
 
     def __init__(self):
         llvm.initialize_native_target()
@@ -55,6 +60,7 @@ class Compiler:
         atexit.register(self._second.close)
         self._ahead = {}              # sha256 -> object code `compile_ahead` made
         self._several = 0             # programs that had several kernels to compile
+        self.loaded_by = {"jitlib": 0, "mcjit": 0}   # mappings made by each loader
 
     def _loader_machine(self):
         """The target machine of an engine that only loads object code. An engine owns
@@ -178,23 +184,27 @@ class Compiler:
         `quick_object_code` instead of the O3 pipeline."""
         return self.load_all([(ir_text, name)], quick)[0]
 
-    def load_all(self, kernels, quick=False):
+    def load_all(self, kernels, quick=False, saved=None):
         """`load` for each (ir_text, name) of `kernels`; the code not mapped yet is mapped
-        by one engine (a program's kernels: one engine to make instead of one each)."""
+        together (a program's kernels: one mapping instead of one each). `saved`: per
+        kernel, (digest, object code) as a saved program kept them (KernelCode's), or
+        None: no hashing of the text, and no object code to find."""
         prefix = "; jitlib: compiled at -O0\n" if quick else ""
         # the level is part of the text: hashes and disk keys tell them apart
         texts = [(prefix + ir_text, name) for ir_text, name in kernels]
-        digests = [hashlib.sha256(text.encode()).hexdigest() for text, _ in texts]
+        saved = saved or [None] * len(texts)
+        digests = [hashlib.sha256(text.encode()).hexdigest() if known is None else known[0]
+                   for (text, _), known in zip(texts, saved)]
         with self._lock:
             held, new = {}, {}   # held: strong references, `_live` holds weak ones
-            for (text, name), digest in zip(texts, digests):
+            for (text, name), digest, known in zip(texts, digests, saved):
                 if digest in held or digest in new:
                     continue
                 code = self._live.get(digest)
                 if code is None:
                     native = self._unused.pop(digest, None)
                     if native is None:
-                        new[digest] = (text, name)
+                        new[digest] = (text, name, None if known is None else known[1])
                         continue
                     code = self._live[digest] = self._handle(digest, native)
                 held[digest] = code
@@ -205,23 +215,44 @@ class Compiler:
             return [held[digest] for digest in digests]
 
     def _handle(self, digest, native):
-        code = KernelCode(native.address)
+        code = KernelCode(native.address, digest, native.object)
         weakref.finalize(code, self._release, digest, native).atexit = False
         return code
 
     def _build(self, texts, digests, quick=False):
-        """[_Native] for each (ir_text, name) of `texts`, mapped by one new engine."""
+        """[_Native] for each (ir_text, name, object code or None) of `texts`, mapped
+        together."""
+        symbols, objects = [], []
+        for (ir_text, name, obj), digest in zip(texts, digests):
+            if obj is None:
+                symbol, renamed = _renamed(ir_text, name, digest)
+                obj = self._object_for(renamed, symbol, digest, quick)
+            else:
+                symbol = _symbol(name, digest)
+            objects.append(obj)
+            symbols.append(symbol)
+        mapping, addresses = self._map(objects, symbols)
+        self.compiled += len(texts)
+        shared = _Engine(mapping, len(texts))
+        return [_Native(shared, address, obj) for address, obj in zip(addresses, objects)]
+
+    def _map(self, objects, symbols):
+        """(mapping, [address of each symbol]): by jitlib's loader (loader.py) where it
+        can, else by a new MCJIT engine. The mapping's `close()` unmaps them all."""
+        if config.cpu_loader() == "auto" and loader.SUPPORTED:
+            try:
+                mapping, addresses = loader.load(objects, symbols)
+                self.loaded_by["jitlib"] += 1
+                return mapping, addresses
+            except loader.Unloadable as e:
+                log.debug("llvm: %s mapped by MCJIT: %s", ", ".join(symbols), e)
         # an engine is made around a module; removed again, the same empty one serves
         # every engine (parsing it took 0.1-0.2 ms of a warm kernel's 0.5 ms load)
         engine = llvm.create_mcjit_compiler(self._empty, self._loader_machine())
         engine.remove_module(self._empty)   # else finalizing codegens it: 1.0 -> 0.3 ms
-        symbols = []
         try:
-            for (ir_text, name), digest in zip(texts, digests):
-                symbol, renamed = _renamed(ir_text, name, digest)
-                obj = self._object_for(renamed, symbol, digest, quick)
+            for obj in objects:
                 engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
-                symbols.append(symbol)
             engine.finalize_object()
             addresses = [engine.get_function_address(symbol) for symbol in symbols]
             for symbol, address in zip(symbols, addresses):
@@ -230,9 +261,8 @@ class Compiler:
         except BaseException:
             engine.close()
             raise
-        self.compiled += len(texts)
-        shared = _Engine(engine, len(texts))
-        return [_Native(shared, address) for address in addresses]
+        self.loaded_by["mcjit"] += 1
+        return engine, addresses
 
     def _object_for(self, renamed, symbol, digest, quick):
         """The object code of `renamed`: made ahead, on disk, or compiled now."""
@@ -281,13 +311,18 @@ SECOND_CORE_AFTER = 3
 def _renamed(ir_text, name, digest):
     """(symbol, text): function `name` renamed after the text's hash, so that the disk
     cache's key, which covers the text, covers the symbol too."""
-    symbol = f"{name}.{digest[:16]}"
+    symbol = _symbol(name, digest)
     return symbol, ir_text.replace(f'@"{name}"', f'@"{symbol}"')
 
 
+def _symbol(name, digest):
+    return f"{name}.{digest[:16]}"
+
+
 class _Engine:
-    """An MCJIT engine and how many of the kernels it maps are not released yet: the
-    last one to go closes it (and unmaps them all)."""
+    """A mapping of object code (loader.py's Image, or an MCJIT engine) and how many of
+    the kernels it maps are not released yet: the last one to go closes it (and unmaps
+    them all)."""
     __slots__ = ("engine", "kernels")
 
     def __init__(self, engine, kernels):
@@ -300,19 +335,22 @@ class _Engine:
 
 
 class _Native:
-    """One kernel text's machine code: the engine that maps it, and its entry address."""
-    __slots__ = ("engine", "address")
+    """One kernel text's machine code: the mapping that holds it, its entry address, and
+    the object code it was mapped from."""
+    __slots__ = ("engine", "address", "object")
 
-    def __init__(self, engine, address):
-        self.engine, self.address = engine, address
+    def __init__(self, engine, address, obj):
+        self.engine, self.address, self.object = engine, address, obj
 
 
 class KernelCode:
-    """A handle on compiled code: hold it as long as `address` is called."""
-    __slots__ = ("address", "__weakref__")
+    """A handle on compiled code: hold it as long as `address` is called. `digest` and
+    `object` (the IR text's hash and the object code) are what a saved program keeps
+    (saved.py), so that a later process maps the code without finding it again."""
+    __slots__ = ("address", "digest", "object", "__weakref__")
 
-    def __init__(self, address):
-        self.address = address
+    def __init__(self, address, digest=None, obj=None):
+        self.address, self.digest, self.object = address, digest, obj
 
 
 _compiler = None

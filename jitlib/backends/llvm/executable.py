@@ -42,10 +42,12 @@ class NativeRunner:
 
     writes_into = True   # takes the memory of its outputs from the caller
 
-    def __init__(self, kernel):
+    def __init__(self, kernel, code=None):
+        """`code`: the kernel's KernelCode, where the caller has it mapped already."""
         if config.debug_level() >= 4:
             log.info("llvm kernel %s:\n%s", kernel.name, kernel.ir)
-        self._code = get_compiler().load(kernel.ir, kernel.name)   # keeps the code mapped
+        # keeps the code mapped
+        self._code = code or get_compiler().load(kernel.ir, kernel.name)
         self.address = self._code.address
         self.outputs = kernel.outputs
         n_args = len(kernel.inputs) + len(kernel.outputs)
@@ -84,7 +86,7 @@ class DotRunner:
 
     writes_into = True
 
-    def __init__(self, body, kernel):
+    def __init__(self, body, kernel, code=None):
         needed, stack = set(), [kernel.dot]
         while stack:
             instr = stack.pop()
@@ -94,7 +96,7 @@ class DotRunner:
         self._params = body.params
         self._steps = [i for i in body.instructions if i in needed]
         self._dot = kernel.dot
-        self._epilogue = kernel.epilogue and NativeRunner(kernel.epilogue)
+        self._epilogue = kernel.epilogue and NativeRunner(kernel.epilogue, code)
         self._epilogue_params = kernel.epilogue.inputs[:-1] if kernel.epilogue else []
         self._results = kernel.results
         self._scratch = Scratch()
@@ -237,16 +239,17 @@ def render_all(optimized):
     return {instr: render(instr) for instr in optimized.instructions if instr.op is Op.FUSION}
 
 
-def make_runner(fusion, made=None):
+def make_runner(fusion, made=None, code=None):
     """(runner, None) for a kernel the backend compiles, or (interpreter runner, reason).
-    `made`: what `render(fusion)` gave, where the caller has it already."""
+    `made`: what `render(fusion)` gave, where the caller has it already; `code`: its
+    compiled code's KernelCode, where the caller has it mapped."""
     body = fusion.attrs["body"]
     kernel, reason = made or render(fusion)
     if kernel is None:
         return InterpretedRunner(body), reason
     if isinstance(kernel, kernels.DotKernel):
-        return DotRunner(body, kernel), None
-    return NativeRunner(kernel), None
+        return DotRunner(body, kernel, code), None
+    return NativeRunner(kernel, code), None
 
 
 class LLVMExecutable(Executable):
@@ -256,10 +259,11 @@ class LLVMExecutable(Executable):
     runs on the interpreter to the reason.
     """
 
-    def __init__(self, module, backend_name, optimized, made=None, ahead=True):
+    def __init__(self, module, backend_name, optimized, made=None, ahead=True, saved=None):
         """`made`: each FUSION's `render` result, where the caller has them (a saved
         program, saved.py). `ahead`: compile the kernels' object code on both cores first
-        where that pays (not for a saved program: its object code was saved with it)."""
+        where that pays (not for a saved program: its object code was saved with it).
+        `saved`: {kernel IR text: (digest, object code)} a saved program kept."""
         super().__init__(module, backend_name)
         self.optimized = optimized
         self.native, self.fallbacks = [], {}
@@ -270,12 +274,16 @@ class LLVMExecutable(Executable):
         texts = [text for kernel, _ in made.values() for text in native_texts(kernel)]
         if ahead:
             get_compiler().compile_ahead(texts)
-        # mapped together, by one engine; the runners below find them by their text
-        mapped = get_compiler().load_all(texts)   # noqa: F841 - held while they do
+        # mapped together; each runner holds its kernel's handle
+        mapped = get_compiler().load_all(
+            texts, saved=saved and [saved.get(text) for text, _ in texts])
+        self.code = {text: code for (text, _), code in zip(texts, mapped)}
         for instr in optimized.instructions:
             runner = None
             if instr.op is Op.FUSION:
-                runner, reason = make_runner(instr, made[instr])
+                native = native_texts(made[instr][0])
+                runner, reason = make_runner(instr, made[instr],
+                                             self.code[native[0][0]] if native else None)
                 name = instr.attrs["name"]
                 if reason is None:
                     self.native.append(name)

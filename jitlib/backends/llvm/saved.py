@@ -3,20 +3,23 @@ rendering or running LLVM.
 
 An `llvm-program` entry is what `LLVMBackend.compile` derived from one traced module, as
 plain JSON: the optimized module (hlo/serial.py) and, per kernel, its rendered record
-(rendered.py) or the reason it runs on the interpreter. The kernels' object code is in
-the disk cache under the IR text's own key (compiler.py), so building the executable
-from an entry only maps it. The key covers the traced module's text, the sources of the
+(rendered.py) with its IR text's hash and object code (base64), or the reason it runs on
+the interpreter. Building the executable from an entry reads one file and maps the code
+(loader.py), with no other lookup. The key covers the traced module's text, the sources of the
 IR, the optimizer and the code generators (a dev checkout keeps one version number
 while they change), and the target: the same key on another CPU is another entry.
 
 Measured on the bucketed MLP's warm start (two dot kernels with epilogues): optimize
-0.5-1.1 ms and render 0.2-0.4 ms become one read and a 0.15 ms decode.
+0.5-1.1 ms and render 0.2-0.4 ms become one read and a 0.15 ms decode; the object code in
+the entry saves two more reads and two hashes of the IR text (0.14 ms).
 """
+import base64
 import json
 import logging
 
 from jitlib.backends.llvm import rendered
 from jitlib.backends.llvm.compiler import get_compiler
+from jitlib.backends.llvm.executable import native_texts, render
 from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.hlo import serial
 from jitlib.hlo.ops import Op
@@ -34,9 +37,10 @@ def program_key(store, module):
                      *get_compiler().target())
 
 
-def save(store, key, optimized, made):
+def save(store, key, optimized, made, code):
     """Store the program: `made` maps each FUSION of `optimized` to (kernel, None) or
-    (None, why it runs on the interpreter), as `executable.render` gave them."""
+    (None, why it runs on the interpreter), as `executable.render` gave them; `code` maps
+    each kernel's IR text to its KernelCode (compiler.py)."""
     try:
         kernels = []   # in the order of the module's FUSIONs: names need not be unique
         for fusion in _fusions(optimized):
@@ -44,7 +48,8 @@ def save(store, key, optimized, made):
             record = None if kernel is None else rendered.kernel_record(
                 kernel, fusion.attrs["body"])
             kernels.append({"fallback": reason} if kernel is None
-                           else {"render": True} if record is None else {"kernel": record})
+                           else {"render": True} if record is None
+                           else {"kernel": record, "code": _code(kernel, code)})
         payload = json.dumps({"optimized": serial.to_data(optimized), "kernels": kernels})
     except TypeError as e:   # a value with no plain form: the program is not kept
         log.debug("jitlib: program %s is not saved: %s", optimized.name, e)
@@ -52,9 +57,20 @@ def save(store, key, optimized, made):
     store.store(key, payload.encode(), kind=KIND, module=optimized.name)
 
 
+def _code(kernel, code):
+    """[digest, base64 object code] of the kernel's compiled function, or None (a dot
+    without an epilogue, or code mapped without its object)."""
+    texts = native_texts(kernel)
+    handle = code.get(texts[0][0]) if texts else None
+    if handle is None or handle.object is None:
+        return None
+    return [handle.digest, base64.b64encode(handle.object).decode()]
+
+
 def load(store, key):
-    """(optimized module, made) of the program saved under `key`, or None. An entry that
-    does not read back is discarded (the caller compiles and saves it again)."""
+    """(optimized module, made, saved code) of the program saved under `key`, or None;
+    saved code maps kernel IR texts to (digest, object code). An entry that does not read
+    back is discarded (the caller compiles and saves it again)."""
     data = store.load(key)
     if data is None:
         return None
@@ -65,11 +81,17 @@ def load(store, key):
         if len(kernels) != len(fusions):
             raise ValueError(f"{len(kernels)} kernel records for {len(fusions)} kernels")
         made = {fusion: _kernel(entry, fusion) for fusion, entry in zip(fusions, kernels)}
-    except serial.READ_ERRORS as e:
+        objects = {}
+        for fusion, entry in zip(fusions, kernels):
+            if entry.get("code") is not None:
+                (text, _), = native_texts(made[fusion][0])
+                digest, obj = entry["code"]
+                objects[text] = (str(digest), base64.b64decode(obj, validate=True))
+    except serial.READ_ERRORS as e:   # base64's errors are ValueErrors too
         log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
         store.discard(key)
         return None
-    return optimized, made
+    return optimized, made, objects
 
 
 def _fusions(optimized):
@@ -81,10 +103,6 @@ def _kernel(entry, fusion):
     if "fallback" in entry:
         return None, str(entry["fallback"])
     if entry.get("render"):
-        return _render(fusion)
+        return render(fusion)
     return rendered.kernel_from_record(entry["kernel"], fusion.attrs["body"]), None
 
-
-def _render(fusion):
-    from jitlib.backends.llvm.executable import render
-    return render(fusion)
