@@ -25,7 +25,14 @@ calls). Variants:
   V-wide per thread, with qualifiers Triton does not offer: `.nc` (read-only path),
   `.L1::no_allocate`, `.L2::256B` (L2 fetches 256-byte blocks), `.cs` (streaming);
 - `tma R/W`: each program moves [R, 256] blocks through host tensor descriptors
-  (TMA loads, TMA or pointer stores).
+  (TMA loads, TMA or pointer stores);
+- `order ...`: the generated kernel at 512/8 visiting its tiles reversed, or spread over
+  S interleaved streams;
+- `place ...`: the generated kernel at 512/8 on a, b, c and out laid out as views of one
+  buffer at 64 MiB plus d bytes apart, or writing d bytes into a larger output buffer
+  (where the arrays sit relative to each other, against DRAM bank and channel clashes);
+- `... @t3`, `... @pool`: the forward, reversed and inductor kernels on three other torch
+  input sets, and on jitlib's pool arrays with a fresh pool output per call.
 
 Every variant's output is checked before timing: on the timing inputs bit for bit against
 NumPy, and on inputs holding NaN, inf and zeros bit for bit against `gen 512/8` (the
@@ -258,6 +265,82 @@ def main(argv=None):
             L[f"tma {R}x256/{Wp} {'tma' if tstore else 'pointer'} store"] = launch
     except Exception as e:   # noqa: BLE001
         report["errors"]["tma"] = f"{type(e).__name__}: {str(e)[:600]}"
+    # program order: the generated kernel at 512/8 with its tiles visited reversed, or
+    # spread over S interleaved streams (program p takes tile (p % S) * (N / S) + p // S)
+    import dataclasses
+    progs = n // 512
+    orders = {"order reversed": f"({progs - 1} - tl.program_id(0))"}
+    for S_ in (8, 64):
+        orders[f"order spread {S_}"] = (f"(tl.program_id(0) % {S_} * {progs // S_} "
+                                         f"+ tl.program_id(0) // {S_})")
+    for name, pid in orders.items():
+        src = kernel.source.replace("tl.program_id(0).to(tl.int64)", f"{pid}.to(tl.int64)")
+        k2 = dataclasses.replace(kernel, source=src)
+        L[name] = raw(compiler.compile_for(k2, config=Config({"BLOCK": 512}, 8)), progs,
+                      (512,))
+    # placement: a, b, c and out as views of one buffer, `stride` bytes apart, for the
+    # generated kernel at 512/8; "out +d" keeps torch's inputs and writes d bytes into a
+    # larger output buffer. Inputs copied in once per input set; in checks the output is
+    # copied back to the caller's buffer
+    gen = L["gen 512/8"]
+    nb = n * 4
+    state = dict(checking=True)
+
+    def placed(stride, out_only=0):
+        sets = {}
+
+        def views(xs):
+            if id(xs) not in sets:
+                if out_only:
+                    buf = torch.empty(nb + out_only, dtype=torch.uint8, device="cuda")
+                    sets[id(xs)] = list(xs) + [buf[out_only:].view(torch.float32)]
+                else:
+                    buf = torch.empty(3 * stride + nb, dtype=torch.uint8, device="cuda")
+                    vs = [buf[j * stride:j * stride + nb].view(torch.float32)
+                          for j in range(4)]
+                    for v, x in zip(vs, xs):
+                        v.copy_(x)
+                    sets[id(xs)] = vs
+            return sets[id(xs)]
+
+        def launch(xs, out):
+            vs = views(xs)
+            gen(vs[:3], vs[3])
+            if state["checking"]:
+                out.copy_(vs[3])
+        return launch
+    for label, stride in (("+0", 0), ("+256B", 256), ("+4KiB", 4096), ("+64KiB", 65536),
+                          ("+1MiB+4KiB", (1 << 20) + 4096)):
+        L[f"place packed 64MiB{label}"] = placed(64 * MIB + stride)
+    for label, d in (("+256B", 256), ("+4KiB", 4096), ("+1MiB", 1 << 20)):
+        L[f"place out {label}"] = placed(0, out_only=d)
+    # arrangements: the forward, reversed and inductor 512/8 kernels on other input sets,
+    # rotating their own copies when timed ("@t3": three torch sets with 1 MiB spacers
+    # allocated between them; "@pool": two sets in jitlib's pool, each call's output a
+    # fresh pool buffer, as jitlib's own calls). Checks run the kernel on the caller's
+    # buffers (the arrangement changes no bits)
+    dev = get_device()
+    arrangements = {}
+    spacers = []
+    t3 = []
+    for _ in range(3):
+        spacers.append(torch.empty(MIB, dtype=torch.uint8, device="cuda"))
+        t3.append(([torch.from_numpy(a).cuda() for a in arrays], torch.empty(n, device="cuda")))
+    arrangements["t3"] = lambda j: t3[j % 3]
+    pool = [[dev.from_numpy(a) for a in arrays] for _ in range(2)]
+    arrangements["pool"] = lambda j: (pool[j % 2], dev.empty((n,), np.float32))
+    for kname in ("gen 512/8", "order reversed", "inductor 512/8"):
+        if kname not in L:
+            continue
+        for aname, pick in arrangements.items():
+            def launch(xs, out, base=L[kname], pick=pick, count=[0], keep=[None]):
+                if state["checking"]:
+                    return base(xs, out)
+                count[0] += 1
+                xs2, out2 = pick(count[0])
+                keep[0] = out2
+                base(xs2, out2)
+            L[f"{kname} @{aname}"] = launch
     if args.only:
         L = {k: v for k, v in L.items() if k in ("gen 512/8", "inductor 512/8")
              or any(p in k for p in args.only)}
@@ -297,6 +380,7 @@ def main(argv=None):
             print(f"{name}: FAILED {report['errors'][name]}", flush=True)
             del L[name]
 
+    state["checking"] = False
     timer = EventTimer(torch)
     report["sleep_cycles_per_ms"] = dict(cold=cold_timer.cycles_per_ms,
                                          warm=[EventTimer(torch).cycles_per_ms
