@@ -39,9 +39,22 @@ class Backend:
     def compile(self, module) -> Executable:
         raise NotImplementedError
 
-    def load_saved(self, key):
+    def load_saved(self, key, record=None):
         """The executable a `compile` of this process or an earlier one saved to the disk
-        cache under `key` (its `saved_key`), or None: backends that save nothing."""
+        cache under `key` (its `saved_key`), or None: backends that save nothing.
+        `record`: what `saved_record(key)` gave, kept by the caller (no read then)."""
+        return None
+
+    def saved_context(self):
+        """What every program this backend saves depends on besides its module (its
+        sources, the target machine), as text: a caller that names a saved program from
+        an entry of its own keys that entry by it too, so that a program saved by other
+        code, or for another machine, is never named."""
+        return ""
+
+    def saved_record(self, key):
+        """The content of the entry saved under `key`, as plain data, for a caller that
+        keeps a copy beside its own entry (buckets/saved.py); None if there is none."""
         return None
 
     def __repr__(self):

@@ -12,8 +12,9 @@ same text at the same lengths runs program K without proving again: one trace in
 of three, no proof, no optimizer. Any other length, or a function whose trace changed,
 misses and is proven as in a cold process.
 
-The payload is plain JSON: the program's key (backends/llvm/saved.py) and how each
-result is sliced back.
+The payload is plain JSON: the program's key (backends/llvm/saved.py), a copy of the
+program's own entry (so a warm start reads one file, not two), and how each result is
+sliced back.
 """
 import json
 import logging
@@ -34,7 +35,7 @@ class SavedCall:
         self.traced, self.backend = traced, backend
         self.store = disk.object_store() if backend.saves_programs else None
         self.key = None if self.store is None else _key(self.store, traced, axes, buckets,
-                                                        backend.name)
+                                                        backend)
 
     def load(self):
         """(executable, out_axes) saved for the call, or None."""
@@ -48,12 +49,15 @@ class SavedCall:
             program = str(record["program"])
             out_axes = tuple(tuple((int(axis), int(i)) for axis, i in result)
                              for result in record["out_axes"])
-        except (ValueError, KeyError, IndexError, TypeError) as e:
+            copy = record.get("copy")
+            if copy is not None and not isinstance(copy, dict):
+                raise TypeError("the program's copy is not an object")
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
             log.warning("jitlib: discarding an unreadable bucket entry in the disk cache: "
                         "%s", e)
             self.store.discard(self.key)
             return None
-        executable = self.backend.load_saved(program)
+        executable = self.backend.load_saved(program, copy)
         if executable is None or len(out_axes) != len(executable.module.results):
             return None
         return executable, out_axes
@@ -63,14 +67,17 @@ class SavedCall:
         if self.key is None or executable.saved_key is None:
             return
         payload = {"program": executable.saved_key,
+                   "copy": self.backend.saved_record(executable.saved_key),
                    "out_axes": [[list(pair) for pair in result] for result in out_axes]}
         self.store.store(self.key, json.dumps(payload).encode(), kind=KIND,
                          module=self.traced.name)
 
 
-def _key(store, traced, axes, buckets, backend_name):
+def _key(store, traced, axes, buckets, backend):
     """The entry's key: the trace as its plain data (hlo/serial.py), which says all its
-    text says (locations included) in a fifth of the Python calls printing makes."""
+    text says (locations included) in a fifth of the Python calls printing makes; and
+    what the backend's saved programs depend on (its sources, the target), so that the
+    program an entry names is one this code would compile for this machine."""
     spec = [(a.name, a.axis, repr(a.rule.pad_value), b) for a, b in zip(axes, buckets)]
-    return store.key(KIND, serial.dumps(traced), repr(spec), backend_name,
-                     source_fingerprint("buckets", "hlo"))
+    return store.key(KIND, serial.dumps(traced), repr(spec), backend.name,
+                     backend.saved_context(), source_fingerprint("buckets", "hlo"))

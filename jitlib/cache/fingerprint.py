@@ -14,21 +14,35 @@ def source_fingerprint(*folders):
     """A hash of jitlib's version and of every .py file under `folders` (paths inside
     the jitlib package, like "fusion" or "backends/llvm")."""
     import jitlib
-    root = os.path.dirname(os.path.abspath(jitlib.__file__))
     h = hashlib.sha256(jitlib.__version__.encode())
-    for package in folders:
-        _visit(h, os.path.join(root, package), len(root))
+    for folder in folders:
+        h.update(_folder_digest(folder).encode())
     return h.hexdigest()
 
 
-def _visit(h, folder, strip):
-    """Hash each .py file of `folder` and its subfolders, in name order (scandir's
-    entries carry their stat: a warm start's first key costs one walk, kept short)."""
-    with os.scandir(folder) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for entry in entries:
-        if entry.name.endswith(".py") and entry.is_file():
-            st = entry.stat()
-            h.update(f"{folder[strip:]}/{entry.name}:{st.st_size}:{st.st_mtime_ns}\0".encode())
-        elif entry.is_dir() and entry.name != "__pycache__":
-            _visit(h, entry.path, strip)
+@functools.lru_cache(maxsize=None)
+def _folder_digest(folder):
+    """The hash of one folder's files (each walked once per process, however many
+    fingerprints name it)."""
+    import jitlib
+    root = os.path.dirname(os.path.abspath(jitlib.__file__))
+    stats = []
+    _visit(stats, os.path.join(root, folder), folder)
+    return hashlib.sha256("\n".join(stats).encode()).hexdigest()
+
+
+def _visit(stats, path, folder):
+    """"folder/name:size:mtime" of each .py file of `path` and its subfolders, in name
+    order. A warm start's first key pays this walk, so it is one listing and one stat
+    per file, each relative to the folder's descriptor."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        for name in sorted(os.listdir(fd)):
+            if name.endswith(".py"):
+                st = os.stat(name, dir_fd=fd)
+                stats.append(f"{folder}/{name}:{st.st_size}:{st.st_mtime_ns}")
+            elif "." not in name and name != "__pycache__" and \
+                    os.path.isdir(os.path.join(path, name)):
+                _visit(stats, os.path.join(path, name), f"{folder}/{name}")
+    finally:
+        os.close(fd)

@@ -22,7 +22,7 @@ def record(fn, names, shapes):
     """One call of `fn` with leaves `names` of `shapes` ((shape, dtype) each)."""
     global _registered
     key = (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn)))
-    sig = tuple((n, tuple(s), str(d)) for n, (s, d) in zip(names, shapes))
+    sig = tuple((n, tuple(s), _dtype_text(d)) for n, (s, d) in zip(names, shapes))
     with _lock:
         counts = _seen.setdefault(key, collections.Counter())
         if sig in counts or len(counts) < MAX_SIGNATURES:
@@ -30,6 +30,15 @@ def record(fn, names, shapes):
         if not _registered:
             atexit.register(flush)
             _registered = True
+
+
+def _dtype_text(dtype, _texts={}):
+    """str(dtype), remembered: NumPy makes it in Python, four calls a time, and every
+    bucketed call records its shapes."""
+    text = _texts.get(dtype)
+    if text is None:
+        text = _texts[dtype] = str(dtype)
+    return text
 
 
 def seen(fn):

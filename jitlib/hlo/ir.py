@@ -14,6 +14,7 @@ Module, is interned like any other.
 import math
 import threading
 import weakref
+from _weakref import _remove_dead_weakref
 
 import numpy as np
 
@@ -76,7 +77,9 @@ class Instr:
     """
 
     __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "typed", "__weakref__")
-    _interned = weakref.WeakValueDictionary()
+    # key -> _InternRef: a WeakValueDictionary, inlined (its get and set are Python
+    # calls, ~140 of a warm start's first call)
+    _interned = {}
     # Two threads tracing at once must agree on one object per structure, or CSE (and
     # the identity-based equality of Modules) silently breaks.
     _intern_lock = threading.Lock()
@@ -106,9 +109,11 @@ class Instr:
         attr_items = tuple(attr_items)
         key = (op, shape, dtype, operands, tuple(typed_items))
         with cls._intern_lock:
-            found = cls._interned.get(key)
-            if found is not None:
-                return found
+            ref = cls._interned.get(key)
+            if ref is not None:
+                found = ref()
+                if found is not None:
+                    return found
             return cls._new(key, op, shape, dtype, operands, attr_items, loc, typed)
 
     @classmethod
@@ -122,7 +127,10 @@ class Instr:
         _set_attrs(self, Attrs(attr_items) if attr_items else _EMPTY_ATTRS)
         _set_typed(self, typed)
         _set_loc(self, loc)
-        cls._interned[key] = self
+        table = cls._interned
+        ref = _InternRef(self, _forget)
+        ref.key, ref.table = key, table
+        table[key] = ref
         return self
 
     def __setattr__(self, name, value):
@@ -146,6 +154,17 @@ class Instr:
         args = ", ".join(f"%{id(o) & 0xffff:x}" for o in self.operands)
         attrs = "".join(f" {k}={v}" for k, v in self.attrs.items())
         return f"<{self.type_str} {self.op.value}({args}){attrs}>"
+
+
+class _InternRef(weakref.ref):
+    """An interned instruction's entry: it leaves its table with the instruction."""
+    __slots__ = ("key", "table")
+
+
+def _forget(ref):
+    # only if the entry is still this dead one (the C helper WeakValueDictionary uses:
+    # atomic, and takes no lock, so it may run while `make` holds the intern lock)
+    _remove_dead_weakref(ref.table, ref.key)
 
 
 # the slots' own setters: filling one costs a C call, not two Python ones

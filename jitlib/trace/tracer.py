@@ -438,6 +438,13 @@ def broadcast_shapes(*shapes):
     first = shapes[0]
     if all(s == first for s in shapes):   # the common case, without NumPy's machinery
         return tuple(first)
+    if len(shapes) == 2:   # the next most common: NumPy's rule, without its arrays
+        a, b = shapes
+        n = max(len(a), len(b))
+        a, b = (1,) * (n - len(a)) + tuple(a), (1,) * (n - len(b)) + tuple(b)
+        out = tuple(x if y == 1 or x == y else y if x == 1 else -1 for x, y in zip(a, b))
+        if -1 not in out:
+            return out
     try:
         return tuple(np.broadcast_shapes(*shapes))
     except ValueError:

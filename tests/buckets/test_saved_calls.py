@@ -104,6 +104,35 @@ def test_an_unreadable_entry_is_discarded_and_proven_again():
     assert store.discarded == 1 and len(_saved_entries()) == 1
 
 
+def test_a_warm_call_reads_one_entry():
+    # the bucket entry holds a copy of its program's entry: one read, no second lookup
+    jitlib.jit(_mean_softmax, backend="cpu", buckets=RULE)(_x(20))
+    store = disk.object_store()
+    hits = store.hits
+    later = jitlib.jit(_mean_softmax, backend="cpu", buckets=RULE)
+    np.testing.assert_allclose(later(_x(20)), _mean_softmax(_x(20)), rtol=1e-12)
+    assert store.hits == hits + 1
+
+
+def test_an_entry_made_for_another_target_or_code_generator_is_not_used(monkeypatch):
+    """Regression: the bucket entry named its program by the key that program was saved
+    under, and was keyed without the target or the code generator's sources. A cache
+    shared by two machines (a network home) ran code compiled for the other CPU, and a
+    dev checkout with an edited code generator ran what the old one compiled."""
+    from jitlib.backends.llvm import compiler
+    fn, seen = _counting(_mean_softmax)
+    jitlib.jit(fn, backend="cpu", buckets=RULE)(_x(20))
+    c = compiler.get_compiler()
+    target = c.target()
+    monkeypatch.setattr(type(c), "target", lambda self: target[:2] + ("+other",)
+                        + target[3:])
+    seen.clear()
+    later = jitlib.jit(fn, backend="cpu", buckets=RULE)
+    np.testing.assert_allclose(later(_x(20)), _mean_softmax(_x(20)), rtol=1e-12)
+    assert sorted(seen) == [17, 20, 31, 32]   # proven and compiled again, not loaded
+    assert len(_saved_entries()) == 2
+
+
 def test_the_first_call_of_a_bucket_is_checked_at_its_own_length():
     """The proof samples the bucket; the call that compiles it is traced as well, so a
     branch on exactly its length is refused before a wrong answer is saved or given."""

@@ -6,7 +6,6 @@ compares the printed text (types, attributes, constants' bits, locations, bodies
 """
 import json
 import pathlib
-import weakref
 
 import numpy as np
 import pytest
@@ -30,7 +29,7 @@ def decoded_alone(module, monkeypatch):
     """`module` through JSON text and back, built without the original's instructions."""
     text = json.dumps(serial.to_data(module))
     with monkeypatch.context() as m:
-        m.setattr(Instr, "_interned", weakref.WeakValueDictionary())
+        m.setattr(Instr, "_interned", {})
         copy = serial.from_data(json.loads(text))
         assert not any(a is b for a, b in zip(copy.instructions, module.instructions))
         verify(copy)

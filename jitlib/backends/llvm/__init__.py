@@ -53,14 +53,21 @@ class LLVMBackend(Backend):
         executable.saved_key = key
         return executable
 
-    def load_saved(self, key):
+    def load_saved(self, key, record=None):
         store = disk.object_store()
-        found = None if store is None else saved.load(store, key)
+        found = None if store is None else saved.load(store, key, record)
         if found is None:
             return None
         _prepare_blas(found[0])
         # the optimized module takes the same parameters as the module it came from
         return self._from_saved(found[0], found, key)
+
+    def saved_context(self):
+        return saved.context()
+
+    def saved_record(self, key):
+        store = disk.object_store()
+        return None if store is None else saved.read(store, key)
 
     def _from_saved(self, module, found, key):
         """The executable of a saved program (its object code was saved with it: nothing

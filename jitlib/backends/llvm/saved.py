@@ -32,9 +32,14 @@ def program_key(store, module):
     """The disk key of the program compiled from `module` on this host. The module goes
     in as its plain data (hlo/serial.py), which says all its text does, locations
     included, in a fraction of the time printing takes."""
-    return store.key(KIND, serial.dumps(module),
-                     source_fingerprint("hlo", "fusion", "backends/llvm"),
-                     *get_compiler().target())
+    return store.key(KIND, serial.dumps(module), context())
+
+
+def context():
+    """What a saved program depends on besides its module: the sources of the IR, the
+    optimizer and the code generators, and the target."""
+    return repr((source_fingerprint("hlo", "fusion", "backends/llvm"),
+                 *get_compiler().target()))
 
 
 def save(store, key, optimized, made, code):
@@ -67,15 +72,17 @@ def _code(kernel, code):
     return [handle.digest, base64.b64encode(handle.object).decode()]
 
 
-def load(store, key):
+def load(store, key, record=None):
     """(optimized module, made, saved code) of the program saved under `key`, or None;
-    saved code maps kernel IR texts to (digest, object code). An entry that does not read
-    back is discarded (the caller compiles and saves it again)."""
-    data = store.load(key)
-    if data is None:
-        return None
+    saved code maps kernel IR texts to (digest, object code). `record`: the entry's
+    content where the caller read it already (a bucketed call's entry holds a copy).
+    An entry that does not read back is discarded (the caller compiles and saves it
+    again)."""
+    if record is None:
+        record = read(store, key)
+        if record is None:
+            return None
     try:
-        record = json.loads(data)
         optimized = serial.from_data(record["optimized"])
         fusions, kernels = _fusions(optimized), record["kernels"]
         if len(kernels) != len(fusions):
@@ -92,6 +99,22 @@ def load(store, key):
         store.discard(key)
         return None
     return optimized, made, objects
+
+
+def read(store, key):
+    """The content (plain data) of the program entry under `key`, or None."""
+    data = store.load(key)
+    if data is None:
+        return None
+    try:
+        record = json.loads(data)
+        if not isinstance(record, dict):
+            raise ValueError("not an object")
+    except ValueError as e:
+        log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
+        store.discard(key)
+        return None
+    return record
 
 
 def _fusions(optimized):
