@@ -8,11 +8,11 @@ wrote rather than at tracer internals.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import functools
 import linecache
 import os
 import sys
+from typing import NamedTuple
 
 import numpy
 
@@ -31,9 +31,10 @@ __all__ = [
 ]
 
 
-@dataclasses.dataclass(frozen=True)
-class SourceLocation:
-    """A position in Python source: file path, 1-based line number and function name."""
+class SourceLocation(NamedTuple):
+    """A position in Python source: file path, 1-based line number and function name.
+    (A named tuple: every traced instruction carries one, and a frozen dataclass makes,
+    hashes and compares in Python calls where a tuple does it in C.)"""
 
     file: str
     line: int

@@ -28,6 +28,10 @@ READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 # decoding looks names up here: Op(name) and canonicalize(name) cost a few calls each
 _OPS = {op.value: op for op in Op}
 _DTYPES = {dtypes.name(dt): dt for dt in dtypes.SUPPORTED}
+# and encoding here: an Op's `.value` and `dtypes.name` are Python calls each
+_OP_NAMES = {op: name for name, op in _OPS.items()}
+_DTYPE_NAMES = {dt: name for name, dt in _DTYPES.items()}
+_PLAIN = (bool, int, str)
 
 
 def to_data(module):
@@ -60,9 +64,10 @@ def _module_data(module, locs):
         loc = instr.loc
         if loc is not None and loc not in locs:
             locs[loc] = len(locs)
-        rows.append([instr.op.value, dtypes.name(instr.dtype), list(instr.shape),
+        rows.append([_OP_NAMES[instr.op], _DTYPE_NAMES[instr.dtype], list(instr.shape),
                      [index[o] for o in instr.operands],
-                     {k: _attr_data(v, locs) for k, v in instr.attrs.items()},
+                     {k: v if v.__class__ in _PLAIN else _attr_data(v, locs)
+                      for k, v in instr.attrs.items()},
                      None if loc is None else locs[loc]])
     return {"name": module.name, "instrs": rows,
             "params": [index[p] for p in module.params],
@@ -91,7 +96,8 @@ def _module(data, locs):
     for op, dtype, shape, operands, attrs, loc in data["instrs"]:
         instrs.append(Instr.make(
             _OPS[op], tuple(shape), _DTYPES[dtype], tuple([instrs[i] for i in operands]),
-            {k: _attr(v, locs) for k, v in attrs.items()} if attrs else None,
+            {k: v if v.__class__ in _PLAIN else tuple(v) if v.__class__ is list
+             else _attr(v, locs) for k, v in attrs.items()} if attrs else None,
             None if loc is None else locs[loc], typed=True))
     return Module(data["name"], [instrs[i] for i in data["params"]],
                   [instrs[i] for i in data["results"]])

@@ -14,6 +14,8 @@ Measured on the bucketed MLP's warm start (two dot kernels with epilogues): opti
 the entry saves two more reads and two hashes of the IR text (0.14 ms).
 """
 import base64
+import functools
+import hashlib
 import json
 import logging
 
@@ -37,9 +39,15 @@ def program_key(store, module):
 
 def context():
     """What a saved program depends on besides its module: the sources of the IR, the
-    optimizer and the code generators, and the target."""
-    return repr((source_fingerprint("hlo", "fusion", "backends/llvm"),
-                 *get_compiler().target()))
+    optimizer and the code generators, and the target (as one hash: the target holds
+    the CPU's ~900 feature flags)."""
+    return _context(source_fingerprint("hlo", "fusion", "backends/llvm"),
+                    get_compiler().target())
+
+
+@functools.lru_cache(maxsize=8)
+def _context(fingerprint, target):
+    return hashlib.sha256(repr((fingerprint, target)).encode()).hexdigest()
 
 
 def save(store, key, optimized, made, code):
