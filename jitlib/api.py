@@ -115,6 +115,7 @@ class Jitted:
         self.fn = fn
         self.backend = backend
         self._signature = _python_signature(fn)
+        self._positional = _positional_names(self._signature)
         self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
         self._fast = {}   # _fast_key -> the same entries as _cache
         # the cache layer (jitlib/cache, jitlib/buckets): bounded cache, budget, buckets
@@ -227,6 +228,9 @@ class Jitted:
     def _bind(self, args, kwargs):
         if self._signature is None:
             return _Bound(dict(enumerate(args)), kwargs)
+        names = self._positional
+        if names is not None and not kwargs and len(args) == len(names):
+            return _Bound(dict(zip(names, args)), {}, names=names)
         try:
             bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
@@ -334,12 +338,15 @@ def _run(executable, args):
 class _Bound:
     """Arguments by name, and how to call the function with replacements."""
 
-    def __init__(self, arguments, kwargs, bound=None):
+    def __init__(self, arguments, kwargs, bound=None, names=None):
         self.arguments = dict(arguments)
         self.arguments.update(kwargs)
         self._bound = bound
+        self._names = names   # every parameter, in order, each given positionally
 
     def call(self, fn, values):
+        if self._names is not None:
+            return fn(*[values[name] for name in self._names])
         if self._bound is None:
             return fn(*[values[i] for i in sorted(values)])
         sig = self._bound.signature
@@ -356,6 +363,19 @@ def _jitlib_cause(exc):
         seen.add(id(exc))
         exc = exc.__cause__ or exc.__context__
     return None
+
+
+def _positional_names(signature):
+    """The parameter names where a call binds its arguments by position alone (no
+    defaults, no *args, **kwargs or keyword-only parameters), else None: such a call
+    skips inspect's binding, whose Python calls a first call pays cold."""
+    if signature is None:
+        return None
+    params = list(signature.parameters.values())
+    if any(p.kind not in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+           or p.default is not p.empty for p in params):
+        return None
+    return tuple(p.name for p in params)
 
 
 def _python_signature(fn):
