@@ -260,3 +260,31 @@ def test_uint64_against_int64_compares_exactly(backend):
     for got, want in zip(jitlib.jit(f, backend=backend)(u, i), f(u, i)):
         assert got.dtype == want.dtype
         np.testing.assert_array_equal(got, want)
+
+
+def test_the_one_type_loop_shortcut_is_numpys_choice():
+    """`same_type_loop` (the tracer's shortcut past `resolve_dtypes` for inputs of one
+    float dtype, some of them weak Python floats) picks NumPy's loop for every ufunc
+    jitlib traces, every dtype and every pattern of weak inputs; NumPy raising where it
+    answers would fail here too."""
+    from itertools import product
+
+    from jitlib.hlo import dtypes
+    from jitlib.trace.ufuncs import BUILDERS, same_type_loop
+    used = 0
+    for ufunc in BUILDERS:
+        for dt in dtypes.SUPPORTED:
+            for keys in product((dt, float), repeat=ufunc.nin):
+                fast = same_type_loop(ufunc, keys)
+                if fast is None:
+                    continue
+                used += 1
+                assert fast == tuple(ufunc.resolve_dtypes(keys + (None,) * ufunc.nout)), \
+                    (ufunc.__name__, keys)
+    assert used > 200
+    f32 = np.dtype(np.float32)
+    assert same_type_loop(np.add, (f32, f32)) == (f32, f32, f32)
+    assert same_type_loop(np.maximum, (f32, float)) == (f32, f32, f32)
+    assert same_type_loop(np.less, (float, f32)) == (f32, f32, np.dtype(bool))
+    assert same_type_loop(np.add, (f32, np.dtype(np.float64))) is None
+    assert same_type_loop(np.add, (np.dtype(np.int32),) * 2) is None
