@@ -465,20 +465,20 @@ def same_type_loop(ufunc, keys):
         strong = k
     if strong is None or strong.kind != "f":
         return None
-    types = _LOOPS.get(ufunc)
-    if types is None:
-        types = _LOOPS[ufunc] = {}
-        for t in ufunc.types:
-            ins, _, outs = t.partition("->")
-            if len(set(ins)) == 1 and ins[0] not in types:
-                types[ins[0]] = tuple(np.dtype(c) for c in outs)
-    outs = types.get(strong.char)
-    return None if outs is None else (strong,) * ufunc.nin + outs
+    key = (ufunc, strong.char)
+    outs = _LOOPS.get(key)
+    if outs is None:
+        prefix = strong.char * ufunc.nin + "->"
+        loop = next((t for t in ufunc.types if t.startswith(prefix)), None)
+        if loop is None:
+            return None
+        outs = _LOOPS[key] = tuple([np.dtype(c) for c in loop[len(prefix):]])
+    return (strong,) * ufunc.nin + outs
 
 
 # the float dtypes' classes (a weak Python float or another type is no float dtype)
 _DTYPE_CLASS_OF = {dt: dt.__class__ for dt in dtypes.FLOATS}
-_LOOPS = {}   # ufunc -> {input char: output dtypes} of its one-type loops
+_LOOPS = {}   # (ufunc, input type char) -> output dtypes of its one-type loop
 # NumPy's promoters send these to their bool loop when a Python scalar takes part
 _WEAK_TO_BOOL = {np.logical_and, np.logical_or, np.logical_xor}
 _OBJECT = np.dtype(object)
