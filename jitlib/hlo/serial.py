@@ -13,7 +13,6 @@ str, bool; a tuple of ints as a list); other tuples, a constant's `Literal` and 
 fusion's body `Module` are tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
 module out of the cache rather than store something it could not read back.
 """
-import json
 
 import numpy as np
 
@@ -42,8 +41,10 @@ def to_data(module):
 
 
 def dumps(module):
-    """`to_data(module)` as one JSON string: what a disk cache key hashes of a module."""
-    return json.dumps(to_data(module))
+    """`to_data(module)` as one string, for a disk cache key to hash: its repr, which
+    says as much as JSON text (plain lists, dicts, strings and ints, in a fixed order)
+    in half the time."""
+    return repr(to_data(module))
 
 
 def from_data(data):
