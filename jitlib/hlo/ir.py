@@ -73,7 +73,8 @@ class Instr:
 
     Build instructions through `jitlib.hlo.build`, which infers and checks the
     result type; `Instr.make` is the raw, unchecked constructor. `typed` says the
-    builder inferred this instruction's type, so the verifier need not infer it again.
+    builder inferred this instruction's type, so the verifier need not infer it again
+    (and that op, shape and dtype come as an Op, a tuple of ints and a canonical dtype).
     """
 
     __slots__ = ("op", "shape", "dtype", "operands", "attrs", "loc", "typed", "__weakref__")
@@ -86,10 +87,11 @@ class Instr:
 
     @classmethod
     def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None, typed=False):
-        op = op if op.__class__ is Op else Op(op)
-        if shape.__class__ is not tuple or not _all_ints(shape):
-            shape = tuple(int(d) for d in shape)
-        dtype = dtypes.canonicalize(dtype)
+        if not typed:   # a typed caller (the builder, serial.py) passes them normalized
+            op = op if op.__class__ is Op else Op(op)
+            if shape.__class__ is not tuple or not _all_ints(shape):
+                shape = tuple(int(d) for d in shape)
+            dtype = dtypes.canonicalize(dtype)
         operands = tuple(operands)
         # typed key: True == 1 == 1.0 in Python, but not as attributes
         attr_items, typed_items = [], []
