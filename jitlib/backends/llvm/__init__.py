@@ -4,12 +4,13 @@
     wide_math.py   sin/cos/tan past mathlib's accurate range: libm, once per vector
     kernels.py     the loop nest of each kernel kind around the emitted values
     compiler.py    IR text -> optimised machine code for the host CPU, cached by text
+    loader.py      object code mapped into the process (ELF relocation; MCJIT fallback)
     executable.py  runs the kernels in order; what is not compiled runs on the interpreter
     buffers.py     where values live: the arena planned by liveness, recycled results
     program.py     small programs: one native driver call runs every kernel
     parallel.py    large kernels: their outermost loop shared between threads
     rendered.py    render a fusion of any kind; a rendered kernel as plain data
-    saved.py       compiled programs on disk: optimized module and rendered kernels
+    saved.py       compiled programs on disk: optimized module, kernels, object code
 
 `LLVMBackend().compile(module)` optimises the module (`jitlib.fusion.optimize`), renders
 and compiles each kernel, and returns an `LLVMExecutable`; with the disk cache on, a
