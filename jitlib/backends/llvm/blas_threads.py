@@ -4,12 +4,19 @@ NumPy's OpenBLAS splits any product past a few tens of thousands of multiply-add
 between its threads. When the machine is busy, waiting for those threads to be
 scheduled costs far more than the product: on a loaded 2-core machine a float32
 (100, 64) @ (64, 256) took 12-30 ms threaded against 0.1 ms on one thread (measured).
-OpenBLAS 0.3.27+ has `openblas_set_num_threads_local`, which sets the count for the
-calling thread only, so other threads' NumPy calls keep theirs. Where it cannot be
-found (another BLAS, no /proc), `matmul` is plain np.matmul.
+OpenBLAS 0.3.27+ has `openblas_set_num_threads_local`; despite its name, in NumPy's
+build it sets the count of the whole process (set on one thread, another thread reads
+it back and its products run on one core: measured). So `one_thread()` keeps one count
+of the sections that want one thread: the first to start sets 1, the last to end gives
+the count back. Saving and restoring it per call, two threads' calls interleaved
+(set, set, restore, restore) and left it at 1 for good: every later large product on
+one core. Where the setter cannot be found (another BLAS, no /proc), `matmul` is plain
+np.matmul.
 """
+import contextlib
 import ctypes
 import os
+import threading
 
 import numpy as np
 
@@ -43,6 +50,29 @@ np.dot(np.ones((2, 2)), np.ones((2, 2)))   # NumPy loads its BLAS on first use
 _path, _set_threads = _find_setter()
 
 
+_sections_lock = threading.Lock()
+_sections = 0          # `one_thread` sections running
+_saved_count = None    # the count before the first of them
+
+
+@contextlib.contextmanager
+def one_thread():
+    """NumPy's OpenBLAS on one thread while any such section runs (the count is the
+    process's: see the module docstring)."""
+    global _sections, _saved_count
+    with _sections_lock:
+        if _sections == 0:
+            _saved_count = _set_threads(1)
+        _sections += 1
+    try:
+        yield
+    finally:
+        with _sections_lock:
+            _sections -= 1
+            if _sections == 0:
+                _set_threads(_saved_count)
+
+
 def library_path():
     """The file of NumPy's OpenBLAS, or None where it was not found."""
     return _path
@@ -52,8 +82,5 @@ def matmul(left, right, out, multiply_adds):
     """np.matmul(left, right, out=out), on this thread alone when the product is small."""
     if _set_threads is None or multiply_adds >= SMALL_PRODUCT:
         return np.matmul(left, right, out=out)
-    before = _set_threads(1)
-    try:
+    with one_thread():
         return np.matmul(left, right, out=out)
-    finally:
-        _set_threads(before)
