@@ -5,12 +5,9 @@ to the caller), or a place in one arena shared by the intermediates, at an offse
 `plan_arena` chose by liveness: memory is reused once the step after a buffer's last
 reader starts. Parameters and constants keep their own arrays (results that are one of
 them are copied: they are not ours to hand out). `Recycler` hands a large result back to
-the next call once its caller has dropped it. `Prefault` allocates a first call's
-large buffers at compile time and has another thread map their pages meanwhile.
+the next call once its caller has dropped it.
 """
-import ctypes
 import dataclasses
-import errno
 import math
 import sys
 import threading
@@ -119,93 +116,6 @@ class BufferPlan:
 
 # Outputs smaller than this come from malloc's free lists anyway: nothing to gain.
 RECYCLE_MIN_BYTES = 1 << 20
-PAGE = 4096
-# Below this much in all, a first call's faults cost well under a millisecond on memory
-# malloc hands back mapped; not worth a thread beside the compile on a busy machine.
-PREFAULT_MIN_BYTES = 8 << 20
-_MADV_POPULATE_WRITE = 23    # Linux 5.14+: map the pages writable, contents untouched
-POPULATE_PIECE = 2 << 20     # one transparent huge page
-
-
-def _madvise():
-    """libc's madvise, or None where there is none (not Linux)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        fn = ctypes.CDLL(None, use_errno=True).madvise
-    except (OSError, AttributeError):
-        return None
-    fn.restype, fn.argtypes = ctypes.c_int, [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
-    return fn
-
-
-def populate(address, nbytes):
-    """Fault in the pages of [address, address + nbytes) for writing without changing a
-    byte (MADV_POPULATE_WRITE): safe while other threads write there. False where the
-    kernel cannot (before 5.14, or not Linux); from then on it is not tried again."""
-    global _populate_fn
-    if _populate_fn is None:
-        return False
-    start = address - address % PAGE
-    if _populate_fn(start, address + nbytes - start, _MADV_POPULATE_WRITE) != 0:
-        if ctypes.get_errno() == errno.EINVAL:   # the kernel does not know the advice
-            _populate_fn = None
-        return False
-    return True
-
-
-_populate_fn = _madvise()
-_allocate = np.empty   # the tests make it fail
-
-
-class Prefault:
-    """Fresh arrays of [(shape, dtype)] whose pages a background thread faults in while
-    the caller compiles: a first call's arena, product scratch and large results.
-
-    On this 2-core VM a page the process has never had can cost far more than the
-    kernel that writes it: 32 MiB of fresh memory took 4-57 ms to touch, 512 MiB 2.8 s
-    (guest memory never used before is backed by the host at that moment). LLVM
-    compiles a program's kernels on one core, so the other takes the faults meanwhile.
-    The arrays are allocated on the caller's thread (from a background thread malloc
-    would serve them from that thread's own arena, fresh pages every time, where the
-    caller's often has freed memory still mapped), and the thread only asks the kernel
-    to map them (`populate`), which changes no byte: `take()` hands the arrays out at
-    once, without waiting, and the first call's writes race the thread harmlessly.
-    The thread holds addresses, not the arrays (a recycled result must be referenced
-    by the recycler alone). An array that could not be allocated is None (the call then
-    allocates its own, as without this); where the kernel cannot populate, none is made."""
-
-    def __init__(self, wanted):
-        self._made = []
-        for shape, dtype in wanted:
-            try:
-                self._made.append(_allocate(shape, dtype))
-            except MemoryError:
-                self._made.append(None)
-        ranges = [(a.ctypes.data, a.nbytes) for a in self._made if a is not None]
-        threading.Thread(target=self._populate, args=(ranges,), name="jitlib-prefault",
-                         daemon=True).start()
-
-    @staticmethod
-    def _populate(ranges):
-        # a piece at a time: the kernel holds the process's memory-map lock for reading
-        # through each call, and the compile's own mappings (MCJIT's code, large mallocs)
-        # wait to write: beside one call over 68 MiB of fresh pages (196 ms), a program
-        # build that takes 27 ms took 200
-        for address, nbytes in ranges:
-            for at in range(address, address + nbytes, POPULATE_PIECE):
-                if not populate(at, min(POPULATE_PIECE, address + nbytes - at)):
-                    return
-
-    @staticmethod
-    def available():
-        """Whether the kernel can populate memory (as far as known: true until tried)."""
-        return _populate_fn is not None
-
-    def take(self):
-        """The arrays, in the order asked for, at once; this object keeps none of them."""
-        made, self._made = self._made, []
-        return made
 
 
 def _refcount_works():

@@ -21,8 +21,7 @@ from jitlib import config
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
                                   program, rendered)
-from jitlib.backends.llvm.buffers import (PREFAULT_MIN_BYTES, RECYCLE_MIN_BYTES, BufferPlan,
-                                         Prefault, Recycler)
+from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo import dtypes
@@ -100,7 +99,7 @@ class DotRunner:
         self._epilogue = kernel.epilogue and NativeRunner(kernel.epilogue, code)
         self._epilogue_params = kernel.epilogue.inputs[:-1] if kernel.epilogue else []
         self._results = kernel.results
-        self.scratch = Scratch()
+        self._scratch = Scratch()
         self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
 
     def __call__(self, arrays, outs=None):
@@ -113,7 +112,7 @@ class DotRunner:
                 for instr in self._steps[:-1]:
                     env[instr] = eval_rules[instr.op](instr, *[env[o] for o in instr.operands])
             if dot_out is None and None not in self._results:
-                scratch, owned = self.scratch.acquire(self._dot_bytes)
+                scratch, owned = self._scratch.acquire(self._dot_bytes)
                 dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
             product = matmul(self._dot, *[env[o] for o in self._dot.operands], dot_out)
             if self._epilogue is None:
@@ -125,17 +124,8 @@ class DotRunner:
             done = self._epilogue([env[p] for p in self._epilogue_params] + [product],
                                   epilogue_outs)
         finally:
-            self.scratch.release(owned)
+            self._scratch.release(owned)
         return [product if r is None else done[r] for r in self._results]
-
-
-def _scratch_bytes(kernel):
-    """The bytes of scratch memory a rendered dot kernel's product goes to (a product only
-    its epilogue reads), else 0."""
-    if not isinstance(kernel, kernels.DotKernel) or kernel.epilogue is None \
-            or None in kernel.results:
-        return 0
-    return _nbytes(kernel.dot.shape, kernel.dot.dtype)
 
 
 def matmul(dot, lhs, rhs, out=None):
@@ -280,10 +270,6 @@ class LLVMExecutable(Executable):
         self._steps = []
         if made is None:
             made = render_all(optimized)
-        # where each step's outputs go; then, while LLVM compiles on this core, the first
-        # call's large buffers are made on the other (buffers.Prefault)
-        self._places = self._plan_places(made)
-        prefault = self._prefault(made) if ahead else None
         # every kernel's object code first, on both cores where that pays
         texts = [text for kernel, _ in made.values() for text in native_texts(kernel)]
         if ahead:
@@ -307,19 +293,18 @@ class LLVMExecutable(Executable):
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
+        self._places = self._plan_places()
         self._arena = Scratch()
         self._views = None       # (arena buffer, its views per step)
-        if prefault is not None:
-            self._adopt(prefault)
 
-    def _plan_places(self, made):
+    def _plan_places(self):
         """Per step, where its outputs go: [(offset, shape, dtype)] into the arena for
-        intermediates a runner can write into (a compiled kernel's: `made` says which),
-        None for fresh memory (results)."""
-        writes_into = {f: kernel is not None for f, (kernel, _) in made.items()}
+        intermediates a runner can write into, None for fresh memory (results)."""
+        runners = {instr: r for instr, r in self._steps if r is not None}
         outputs_of = {f: [(o.shape, o.dtype) for o in f.attrs["body"].results]
-                      for f in writes_into}
-        plan = BufferPlan(self.optimized, outputs_of, lambda f, j: writes_into[f])
+                      for f in runners}
+        plan = BufferPlan(self.optimized, outputs_of,
+                          lambda f, j: runners[f].writes_into)
         self.arena_bytes = plan.arena_bytes
         places = {}
         for f, outputs in outputs_of.items():
@@ -332,45 +317,10 @@ class LLVMExecutable(Executable):
             (f, j, slot.at, result_of[(f, j)], *outputs_of[f][j])
             for (f, j), slot in ((k, plan.slots[k]) for k in result_of
                                  if isinstance(k, tuple) and k in plan.slots)
-            if slot.kind == "result" and writes_into[f]
+            if slot.kind == "result" and runners[f].writes_into
             and _nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
         self._recycler = Recycler(len(plan.fresh))
         return places
-
-    def _prefault(self, made):
-        """A `Prefault` of the memory the first call would take fresh, where it is large:
-        the arena, each product's scratch, the results the recycler may hand out. None
-        where that is under PREFAULT_MIN_BYTES in all (a program the native driver runs
-        among them: all its kernels are small), or where the kernel cannot populate."""
-        if not Prefault.available():
-            return None
-        wanted = [("arena", None, ((self.arena_bytes,), np.uint8))]
-        wanted += [("scratch", f, ((_scratch_bytes(kernel),), np.uint8))
-                   for f, (kernel, _) in made.items() if _scratch_bytes(kernel)]
-        if Recycler.enabled:
-            wanted += [("result", n, (shape, dtype))
-                       for _, _, n, _, shape, dtype in self._recyclable]
-        wanted = [w for w in wanted if _nbytes(*w[2]) >= RECYCLE_MIN_BYTES]
-        if sum(_nbytes(*w[2]) for w in wanted) < PREFAULT_MIN_BYTES:
-            return None
-        self._prefaulted = [w[:2] for w in wanted]
-        return Prefault([w[2] for w in wanted])
-
-    def _adopt(self, prefault):
-        """Hand the prefaulted arrays to the arena, the products' scratch and the
-        recycler, where the first call takes them instead of fresh memory. The list
-        `take` returns dies with this call: the recycler's reference is then the only one."""
-        runners = dict(self._steps)
-        for (kind, at), array in zip(self._prefaulted, prefault.take()):
-            if array is None or self.program is not None:
-                continue
-            if kind == "arena":
-                self._arena.buffer = array
-            elif kind == "scratch" and isinstance(runners.get(at), DotRunner):
-                runners[at].scratch.buffer = array
-            elif kind == "result":
-                self._recycler.keep(at, array)
-        del self._prefaulted
 
     def _driver(self):
         """A `Program` (one native call, GIL held, per run) where every kernel compiled and
