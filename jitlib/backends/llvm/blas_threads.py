@@ -1,5 +1,4 @@
-"""Small matrix products run on the calling thread, not on OpenBLAS's threads; a large
-stack of products is shared out between jitlib's threads, one product at a time each.
+"""Small matrix products run on the calling thread, not on OpenBLAS's threads.
 
 NumPy's OpenBLAS splits any product past a few tens of thousands of multiply-adds
 between its threads. When the machine is busy, waiting for those threads to be
@@ -13,26 +12,13 @@ the count back. Saving and restoring it per call, two threads' calls interleaved
 (set, set, restore, restore) and left it at 1 for good: every later large product on
 one core. Where the setter cannot be found (another BLAS, no /proc), `matmul` is plain
 np.matmul.
-
-A stack ([batch, m, k] @ [batch, k, n], attention's q @ k^T and p @ v) goes to NumPy's
-matmul as one gemm call per product, each of which OpenBLAS splits between its threads
-and waits for all of them: when another thread holds a core (jax's or numba's pools
-spinning after their own calls, a test run beside), every one of the 32 products of
-the benchmark's attention waits for a time slice, and the stack took 230-580 ms instead
-of 7-11 ms (measured in the benchmark's order, after jax's mlp). So a large stack is
-split into groups of whole products that jitlib's threads claim one after another
-(parallel.py), each product on one OpenBLAS thread: a thread that is not scheduled
-just does fewer groups. The products, and so the bits, are the same as one thread's.
 """
 import contextlib
 import ctypes
-import itertools
 import os
 import threading
 
 import numpy as np
-
-from jitlib.backends.llvm import parallel
 
 # below this many multiply-adds (~0.5 ms on one core) threads cost more than they save
 SMALL_PRODUCT = 1 << 23
@@ -93,67 +79,8 @@ def library_path():
 
 
 def matmul(left, right, out, multiply_adds):
-    """np.matmul(left, right, out=out) for C-contiguous [..., m, k] @ [..., k, n] with the
-    same leading dimensions: on this thread alone when the product is small, a large
-    stack's products shared between jitlib's threads, else OpenBLAS's threads."""
-    if _set_threads is None:
+    """np.matmul(left, right, out=out), on this thread alone when the product is small."""
+    if _set_threads is None or multiply_adds >= SMALL_PRODUCT:
         return np.matmul(left, right, out=out)
-    if multiply_adds < SMALL_PRODUCT:
-        with one_thread():
-            return np.matmul(left, right, out=out)
-    count = out.size // (out.shape[-2] * out.shape[-1]) if out.size else 0
-    pool = parallel.get_pool()
-    if count < 2 or pool.threads < 2:
+    with one_thread():
         return np.matmul(left, right, out=out)
-    m, k, n = left.shape[-2], left.shape[-1], right.shape[-1]
-    stack = _Stack(left.reshape(count, m, k), right.reshape(count, k, n),
-                   out.reshape(count, m, n), min(count, GROUPS_PER_THREAD * pool.threads))
-    with one_thread():     # for both threads' products: the count is the process's
-        pool.run(_stack_part, (stack,))
-    if stack.error is not None:
-        raise stack.error
-    return out
-
-
-# groups per thread a stack is cut into: enough that a late thread's share is small, few
-# enough that a group is many products (one NumPy call each, ~10 us of Python)
-GROUPS_PER_THREAD = 4
-
-
-class _Stack:
-    """A stack of products cut into `groups` runs of whole products, claimed in order."""
-
-    def __init__(self, left, right, out, groups):
-        self.left, self.right, self.out = left, right, out
-        self.groups = groups
-        self.claims = itertools.count()    # next() is atomic under the GIL
-        self.lock = threading.Lock()
-        self.finished = 0
-        self.done = threading.Event()
-        self.error = None
-
-    def run(self, group):
-        count = self.out.shape[0]
-        lo, hi = group * count // self.groups, (group + 1) * count // self.groups
-        np.matmul(self.left[lo:hi], self.right[lo:hi], out=self.out[lo:hi])
-
-
-def _stack_part(stack, part, parts):
-    """Claim and run groups of the stack until none is left (OpenBLAS on one thread: the
-    caller's `one_thread` section). The caller's part (0) returns 1 once every group is
-    written (parallel.Pool then waits for no late worker: it finds nothing to claim)."""
-    while (group := next(stack.claims)) < stack.groups:
-        try:
-            stack.run(group)
-        except BaseException as e:   # `matmul` raises it, once
-            stack.error = e
-            stack.done.set()
-            return None
-        with stack.lock:
-            stack.finished += 1
-            if stack.finished == stack.groups:
-                stack.done.set()
-    if part != 0:
-        return None
-    stack.done.wait()
-    return 1
