@@ -40,7 +40,9 @@ class LLVMBackend(Backend):
         """`module` optimised into kernels, each compiled (or, where the backend cannot
         yet, run on the interpreter), as one executable. With the disk cache on, the
         program is saved (saved.py) and a later process loads it instead."""
-        _prepare_blas(module)
+        largest = largest_product(module)
+        if largest:   # the BLAS loads on another thread while the program compiles or loads
+            blas_library.prepare(largest)
         store = disk.object_store()
         key = None if store is None else saved.program_key(store, module)
         found = None if key is None else saved.load(store, key)
@@ -50,7 +52,7 @@ class LLVMBackend(Backend):
         made = render_all(optimized)
         executable = LLVMExecutable(module, self.name, optimized, made)
         if key is not None:
-            saved.save(store, key, optimized, made, executable.code)
+            saved.save(store, key, optimized, made, executable.code, largest)
         executable.saved_key = key
         return executable
 
@@ -59,9 +61,13 @@ class LLVMBackend(Backend):
         found = None if store is None else saved.load(store, key, record)
         if found is None:
             return None
-        _prepare_blas(found[0])
+        optimized, _, _, largest = found
+        if largest is None:
+            largest = largest_product(optimized)
+        if largest:
+            blas_library.prepare(largest)
         # the optimized module takes the same parameters as the module it came from
-        return self._from_saved(found[0], found, key)
+        return self._from_saved(optimized, found, key)
 
     def saved_context(self):
         return saved.context()
@@ -73,7 +79,7 @@ class LLVMBackend(Backend):
     def _from_saved(self, module, found, key):
         """The executable of a saved program (its object code was saved with it: nothing
         to compile ahead)."""
-        optimized, made, objects = found
+        optimized, made, objects, _ = found
         executable = LLVMExecutable(module, self.name, optimized, made, ahead=False,
                                     saved=objects)
         executable.saved_key = key
@@ -90,13 +96,12 @@ class LLVMBackend(Backend):
         return kernel_texts(optimize(module), assembly=True)
 
 
-def _prepare_blas(module):
-    """Start loading the BLAS on another thread while the program compiles or loads, if
-    it has float products (in its instructions or its kernels' bodies)."""
+def largest_product(module):
+    """The multiply-adds of the module's largest float product (in its instructions or
+    its kernels' bodies), 0 if it has none: what decides which BLAS it loads."""
     products = [i for i in module.instructions
                 if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
     products += [i for f in module.instructions if f.op is Op.FUSION
                  for i in f.attrs["body"].instructions
                  if i.op is Op.DOT_GENERAL and i.dtype in _BLAS_TYPES]
-    if products:
-        blas_library.prepare(max(multiply_adds(p) for p in products))
+    return max((multiply_adds(p) for p in products), default=0)

@@ -50,10 +50,11 @@ def _context(fingerprint, target):
     return hashlib.sha256(repr((fingerprint, target)).encode()).hexdigest()
 
 
-def save(store, key, optimized, made, code):
+def save(store, key, optimized, made, code, largest_product):
     """Store the program: `made` maps each FUSION of `optimized` to (kernel, None) or
     (None, why it runs on the interpreter), as `executable.render` gave them; `code` maps
-    each kernel's IR text to its KernelCode (compiler.py)."""
+    each kernel's IR text to its KernelCode (compiler.py); `largest_product` is the
+    multiply-adds of its largest float product (which BLAS a load prepares)."""
     try:
         kernels = []   # in the order of the module's FUSIONs: names need not be unique
         for fusion in _fusions(optimized):
@@ -63,7 +64,8 @@ def save(store, key, optimized, made, code):
             kernels.append({"fallback": reason} if kernel is None
                            else {"render": True} if record is None
                            else {"kernel": record, "code": _code(kernel, code)})
-        payload = json.dumps({"optimized": serial.to_data(optimized), "kernels": kernels})
+        payload = json.dumps({"optimized": serial.to_data(optimized), "kernels": kernels,
+                              "largest_product": largest_product})
     except TypeError as e:   # a value with no plain form: the program is not kept
         log.debug("jitlib: program %s is not saved: %s", optimized.name, e)
         return
@@ -81,8 +83,9 @@ def _code(kernel, code):
 
 
 def load(store, key, record=None):
-    """(optimized module, made, saved code) of the program saved under `key`, or None;
-    saved code maps kernel IR texts to (digest, object code). `record`: the entry's
+    """(optimized module, made, saved code, largest product) of the program saved under
+    `key`, or None; saved code maps kernel IR texts to (digest, object code), the largest
+    product is its multiply-adds (0: no float product; None: not recorded). `record`: the entry's
     content where the caller read it already (a bucketed call's entry holds a copy).
     An entry that does not read back is discarded (the caller compiles and saves it
     again)."""
@@ -102,11 +105,13 @@ def load(store, key, record=None):
                 (text, _), = native_texts(made[fusion][0])
                 digest, obj = entry["code"]
                 objects[text] = (str(digest), base64.b64decode(obj, validate=True))
+        largest = record.get("largest_product")
+        largest = None if largest is None else int(largest)
     except serial.READ_ERRORS as e:   # base64's errors are ValueErrors too
         log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
         store.discard(key)
         return None
-    return optimized, made, objects
+    return optimized, made, objects, largest
 
 
 def read(store, key):
