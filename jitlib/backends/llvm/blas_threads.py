@@ -59,18 +59,27 @@ _saved_count = None    # the count before the first of them
 def one_thread():
     """NumPy's OpenBLAS on one thread while any such section runs (the count is the
     process's: see the module docstring)."""
+    _enter()
+    try:
+        yield
+    finally:
+        _leave()
+
+
+def _enter():
     global _sections, _saved_count
     with _sections_lock:
         if _sections == 0:
             _saved_count = _set_threads(1)
         _sections += 1
-    try:
-        yield
-    finally:
-        with _sections_lock:
-            _sections -= 1
-            if _sections == 0:
-                _set_threads(_saved_count)
+
+
+def _leave():
+    global _sections
+    with _sections_lock:
+        _sections -= 1
+        if _sections == 0:
+            _set_threads(_saved_count)
 
 
 def library_path():
@@ -82,5 +91,8 @@ def matmul(left, right, out, multiply_adds):
     """np.matmul(left, right, out=out), on this thread alone when the product is small."""
     if _set_threads is None or multiply_adds >= SMALL_PRODUCT:
         return np.matmul(left, right, out=out)
-    with one_thread():
+    _enter()   # one_thread(), without a generator on every small product
+    try:
         return np.matmul(left, right, out=out)
+    finally:
+        _leave()
