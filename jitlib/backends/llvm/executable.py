@@ -108,9 +108,11 @@ class DotRunner:
         dot_out = next((o for o, r in zip(outs, self._results) if r is None), None)
         scratch, owned = None, False
         try:
-            with np.errstate(all="ignore"):
-                for instr in self._steps[:-1]:
-                    env[instr] = eval_rules[instr.op](instr, *[env[o] for o in instr.operands])
+            if len(self._steps) > 1:   # steps before the product (most dots have none)
+                with np.errstate(all="ignore"):
+                    for instr in self._steps[:-1]:
+                        env[instr] = eval_rules[instr.op](instr,
+                                                          *[env[o] for o in instr.operands])
             if dot_out is None and None not in self._results:
                 scratch, owned = self._scratch.acquire(self._dot_bytes)
                 dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
@@ -149,6 +151,12 @@ def matmul(dot, lhs, rhs, out=None):
         out = np.empty(dot.shape, dot.dtype)
     a = dot.attrs
     lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    if (lc == (1,) and rc == (0,) and not lb and lhs.ndim == rhs.ndim == 2
+            and wide.kind == "f" and lhs.dtype == rhs.dtype == out.dtype == wide
+            and lhs.flags.c_contiguous and rhs.flags.c_contiguous):
+        # a plain matrix product (an MLP layer's): the operands are the BLAS's already
+        blas_library.matmul(lhs, rhs, out, multiply_adds(dot))
+        return out
     lfree = tuple(i for i in range(lhs.ndim) if i not in lc + lb)
     rfree = tuple(i for i in range(rhs.ndim) if i not in rc + rb)
     batch = [lhs.shape[i] for i in lb]
