@@ -11,10 +11,11 @@ Four kinds of entry share the store, each named in its metadata's "kind":
     llvm-object       a kernel's object code (backends/llvm/compiler.py)
     optimized-module  the optimizer's output as IR text, for large modules (optimized.py)
     llvm-program      what the cpu backend made of a traced module, as JSON: the
-                      optimized module and each kernel's LLVM IR and how to call it
-                      (backends/llvm/saved.py)
+                      optimized module and each kernel's LLVM IR, how to call it and
+                      its object code (backends/llvm/saved.py)
     bucket-size       for one bucketed call's traced module, which saved program runs
-                      it and how its results are sliced (buckets/saved.py)
+                      it (its key and a copy of its entry) and how its results are
+                      sliced (buckets/saved.py)
 
 An object's key hashes what the code depends on: the LLVM IR text of the kernel (itself
 rendered from the optimized Module), its symbol, the target (triple, CPU name, CPU

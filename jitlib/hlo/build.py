@@ -13,7 +13,7 @@ import threading
 import numpy as np
 
 from jitlib.hlo import dtypes
-from jitlib.hlo.ir import Instr, Literal, _all_ints, is_multi_output
+from jitlib.hlo.ir import Instr, Literal, all_ints, is_multi_output
 from jitlib.hlo.ops import Op
 from jitlib.hlo.shape_rules import infer
 
@@ -43,7 +43,7 @@ def make(op, operands=(), attrs=None, loc=None):
 
 
 def _ints(xs):
-    if xs.__class__ is tuple and _all_ints(xs):
+    if xs.__class__ is tuple and all_ints(xs):
         return xs   # the common case, without a generator
     return tuple(int(x) for x in xs)
 

@@ -89,7 +89,7 @@ class Instr:
     def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None, typed=False):
         if not typed:   # a typed caller (the builder, serial.py) passes them normalized
             op = op if op.__class__ is Op else Op(op)
-            if shape.__class__ is not tuple or not _all_ints(shape):
+            if shape.__class__ is not tuple or not all_ints(shape):
                 shape = tuple(int(d) for d in shape)
             dtype = dtypes.canonicalize(dtype)
         operands = tuple(operands)
@@ -101,7 +101,7 @@ class Instr:
                 c = v.__class__
                 if c is int or c is str or c is bool:
                     t = (c, v)
-                elif c is tuple and _all_ints(v):
+                elif c is tuple and all_ints(v):
                     t = (_INT_TUPLE, v)
                 else:
                     v = _normalize_attr(v)
@@ -175,7 +175,8 @@ def _forget(ref):
     ("op", "shape", "dtype", "operands", "attrs", "typed", "loc"))
 
 
-def _all_ints(values):
+def all_ints(values):
+    """Whether every value is a plain Python int (not bool, not a NumPy integer)."""
     for v in values:
         if v.__class__ is not int:
             return False
@@ -184,7 +185,7 @@ def _all_ints(values):
 
 def _normalize_attr(value):
     cls = value.__class__
-    if cls is int or cls is str or cls is bool or (cls is tuple and _all_ints(value)):
+    if cls is int or cls is str or cls is bool or (cls is tuple and all_ints(value)):
         return value   # the common attributes (names, axes, shapes) are already plain
     if isinstance(value, (bool, np.bool_)):
         return bool(value)
@@ -202,7 +203,7 @@ _INT_TUPLE = object()
 
 def _typed(value):
     if value.__class__ is tuple:
-        if _all_ints(value):
+        if all_ints(value):
             return (_INT_TUPLE, value)
         return tuple(_typed(v) for v in value)
     return (type(value), value)

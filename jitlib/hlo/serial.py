@@ -10,15 +10,15 @@ the time its text parses in.
 
 Attribute values are JSON's own types where those say exactly what the value is (int,
 str, bool; a tuple of ints as a list); other tuples, a constant's `Literal` and a
-fusion's body `Module` are tagged dicts. Anything else is a `TypeError` from `to_data`: the caller keeps the
-module out of the cache rather than store something it could not read back.
+fusion's body `Module` are tagged dicts. Anything else is a `TypeError` from `to_data`:
+the caller keeps the module out of the cache rather than store something it could not
+read back.
 """
-
 import numpy as np
 
 from jitlib.errors import SourceLocation
 from jitlib.hlo import dtypes
-from jitlib.hlo.ir import Instr, Literal, Module
+from jitlib.hlo.ir import Instr, Literal, Module, all_ints
 from jitlib.hlo.ops import Op
 
 VERSION = 1
@@ -80,7 +80,7 @@ def _attr_data(value, locs):
     if cls is bool or cls is int or cls is str:
         return value
     if cls is tuple:
-        if all(v.__class__ is int for v in value):
+        if all_ints(value):
             return list(value)   # the common case (axes, shapes): read back in one call
         return {"tuple": [_attr_data(v, locs) for v in value]}
     if cls is Literal:

@@ -8,7 +8,7 @@ import numpy as np
 
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import Module, _all_ints, is_multi_output
+from jitlib.hlo.ir import Module, all_ints, is_multi_output
 from jitlib.hlo.ops import Op
 
 
@@ -356,6 +356,6 @@ def infer(op, operands, attrs):
                 _fail(op, operands, f"operand {i} is a multi-output fusion: "
                                     "use its results through get_output")
     shape, dtype = RULES[op](op, operands, attrs)
-    if shape.__class__ is not tuple or not _all_ints(shape):
+    if shape.__class__ is not tuple or not all_ints(shape):
         shape = tuple(int(d) for d in shape)
     return shape, dtypes.canonicalize(dtype)

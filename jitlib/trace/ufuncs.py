@@ -3,8 +3,9 @@
 NumPy itself picks each ufunc's loop (`ufunc.resolve_dtypes`, with Python scalars
 passed as the weak types they are), so the result dtype is eager NumPy's by
 construction; inputs of one float dtype take the loop of that type from `ufunc.types`
-(`same_type_loop`, checked against `resolve_dtypes` for every traced ufunc). A builder then sees operands already converted to the loop's
-input dtype and broadcast to one shape, and emits IR in the loop's output dtype.
+(`same_type_loop`, checked against `resolve_dtypes` for every traced ufunc). A builder
+then sees operands already converted to the loop's input dtype and broadcast to one
+shape, and emits IR in the loop's output dtype.
 """
 import math
 

@@ -62,8 +62,6 @@ class LLVMBackend(Backend):
         if found is None:
             return None
         optimized, _, _, largest = found
-        if largest is None:
-            largest = largest_product(optimized)
         if largest:
             blas_library.prepare(largest)
         # the optimized module takes the same parameters as the module it came from

@@ -6,14 +6,13 @@ scheduled costs far more than the product: on a loaded 2-core machine a float32
 (100, 64) @ (64, 256) took 12-30 ms threaded against 0.1 ms on one thread (measured).
 OpenBLAS 0.3.27+ has `openblas_set_num_threads_local`; despite its name, in NumPy's
 build it sets the count of the whole process (set on one thread, another thread reads
-it back and its products run on one core: measured). So `one_thread()` keeps one count
-of the sections that want one thread: the first to start sets 1, the last to end gives
-the count back. Saving and restoring it per call, two threads' calls interleaved
+it back and its products run on one core: measured). So the sections that want one
+thread (`_enter` ... `_leave`) share one count: the first to start sets 1, the last to
+end gives the count back. Saving and restoring it per call, two threads' calls interleaved
 (set, set, restore, restore) and left it at 1 for good: every later large product on
 one core. Where the setter cannot be found (another BLAS, no /proc), `matmul` is plain
 np.matmul.
 """
-import contextlib
 import ctypes
 import os
 import threading
@@ -51,22 +50,13 @@ _path, _set_threads = _find_setter()
 
 
 _sections_lock = threading.Lock()
-_sections = 0          # `one_thread` sections running
+_sections = 0          # one-thread sections running
 _saved_count = None    # the count before the first of them
 
 
-@contextlib.contextmanager
-def one_thread():
-    """NumPy's OpenBLAS on one thread while any such section runs (the count is the
-    process's: see the module docstring)."""
-    _enter()
-    try:
-        yield
-    finally:
-        _leave()
-
-
 def _enter():
+    """Start a section that wants NumPy's OpenBLAS on one thread (the count is the
+    process's: see the module docstring); `_leave` ends it."""
     global _sections, _saved_count
     with _sections_lock:
         if _sections == 0:
@@ -91,7 +81,7 @@ def matmul(left, right, out, multiply_adds):
     """np.matmul(left, right, out=out), on this thread alone when the product is small."""
     if _set_threads is None or multiply_adds >= SMALL_PRODUCT:
         return np.matmul(left, right, out=out)
-    _enter()   # one_thread(), without a generator on every small product
+    _enter()
     try:
         return np.matmul(left, right, out=out)
     finally:

@@ -45,13 +45,13 @@ class Compiler:
         self.target_machine = optimizer_process.target_machine(llvm, self.cpu, self.features)
         self._triple_target = llvm.Target.from_default_triple()
         self._quick_machine = None    # -O0 code generator of `quick_object_code`
-        self._empty = llvm.parse_assembly("")   # what engines are made around (`_build`)
+        self._empty = llvm.parse_assembly("")   # what MCJIT engines are made around (`_map`)
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
         self._pinned = {}             # address -> handle of `compile` callers: kept for good
         self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
-        self.released = 0             # kernels unmapped (or due to be, with their engine)
+        self.released = 0             # kernels unmapped (or due to be, with their mapping)
         self.optimized_here = 0       # LLVM optimizer runs in this process
         self._worker = optimizer_process.OptimizerProcess(self.cpu, self.features)
         atexit.register(self._worker.close)
@@ -68,7 +68,7 @@ class Compiler:
             # generators) is walked here too, once a process, as the code imported
             # before the compiler starts: 48 files stat'ed, 0.2 ms that a warm first
             # call paid before
-            source_fingerprint("hlo", "fusion", "backends/llvm")
+            source_fingerprint(*CODEGEN_SOURCES)
         self._several = 0             # programs that had several kernels to compile
         self.loaded_by = {"jitlib": 0, "mcjit": 0}   # mappings made by each loader
 
@@ -243,7 +243,7 @@ class Compiler:
             symbols.append(symbol)
         mapping, addresses = self._map(objects, symbols)
         self.compiled += len(texts)
-        shared = _Engine(mapping, len(texts))
+        shared = _Mapping(mapping, len(texts))
         return [_Native(shared, address, obj) for address, obj in zip(addresses, objects)]
 
     def _map(self, objects, symbols):
@@ -293,12 +293,13 @@ class Compiler:
         return obj
 
     def _release(self, digest, native):
-        """The last handle on `digest` died: keep its engine a while, then close it."""
+        """The last handle on `digest` died: keep its code mapped a while, then
+        release it from its mapping."""
         with self._lock:
             self._unused[digest] = native
             while len(self._unused) > RETAIN_UNUSED:
                 _, old = self._unused.popitem(last=False)
-                old.engine.release()
+                old.mapping.release()
                 self.released += 1
 
     def engines(self):
@@ -308,8 +309,11 @@ class Compiler:
             return len(self._live) - len(self._pinned), len(self._unused)
 
 
-# engines kept after their last user is gone (see the module docstring)
+# kernels kept mapped after their last user is gone (see the module docstring)
 RETAIN_UNUSED = 64
+# the jitlib folders whose sources decide what a saved program holds (saved.py keys by
+# their fingerprint): the IR, the optimizer and the code generators
+CODEGEN_SOURCES = ("hlo", "fusion", "backends/llvm")
 # `compile_ahead` starts its worker at the third program with several kernels to
 # compile: a process that compiles that much (a service's buckets, a test suite) gains
 # from the second core, while a script's first calls do not pay the start (measured on
@@ -345,28 +349,28 @@ def _symbol(name, digest):
     return f"{name}.{digest[:16]}"
 
 
-class _Engine:
-    """A mapping of object code (loader.py's Image, or an MCJIT engine) and how many of
-    the kernels it maps are not released yet: the last one to go closes it (and unmaps
-    them all)."""
-    __slots__ = ("engine", "kernels")
+class _Mapping:
+    """Mapped object code (loader.py's Image, or an MCJIT engine) and how many of the
+    kernels it maps are not released yet: the last one to go closes it (and unmaps them
+    all)."""
+    __slots__ = ("code", "kernels")
 
-    def __init__(self, engine, kernels):
-        self.engine, self.kernels = engine, kernels
+    def __init__(self, code, kernels):
+        self.code, self.kernels = code, kernels
 
     def release(self):
         self.kernels -= 1
         if self.kernels == 0:
-            self.engine.close()
+            self.code.close()
 
 
 class _Native:
     """One kernel text's machine code: the mapping that holds it, its entry address, and
     the object code it was mapped from."""
-    __slots__ = ("engine", "address", "object")
+    __slots__ = ("mapping", "address", "object")
 
-    def __init__(self, engine, address, obj):
-        self.engine, self.address, self.object = engine, address, obj
+    def __init__(self, mapping, address, obj):
+        self.mapping, self.address, self.object = mapping, address, obj
 
 
 class KernelCode:

@@ -18,9 +18,9 @@ be split (`splittable`): its order would change.
              lanes (`reassoc`; in kernels that prefetch, explicit vector accumulators
              fed a group at a time: `grouped_block`) and the block sums in order with
              compensation (`float_sum`); products run through one `reassoc`
-             accumulator. Orders and
-             error bounds against NumPy's pairwise sum: docs/cpu_reductions.md. f16/bf16
-             accumulate in f32 and round once. max/min give the left fold of
+             accumulator. Orders and error bounds against NumPy's pairwise sum:
+             docs/cpu_reductions.md. f16/bf16 accumulate in f32 and round once.
+             max/min give the left fold of
              np.maximum's rule (NaN wins, NumPy's tie rule); floats get there through a
              vectorized pass (`float_extreme`), without its NaN detector where no
              output can show the max of a NaN row (`_nan_blind_maxima`: softmax,

@@ -3,8 +3,8 @@
 Rendering (kernels.py, opaque.py) walks the kernel's body in Python: 7 ms for the
 181-instruction layernorm/gelu/softmax chain's one kernel, a third of that program's
 warm start, so saved programs (saved.py) keep what it made. A record is plain JSON: the
-LLVM IR text (whose object code the disk cache holds under the text's own hash), the
-function name and how calls may be split; for a dot kernel its epilogue, which body
+LLVM IR text (saved.py keeps its object code beside the record), the function name and
+how calls may be split; for a dot kernel its epilogue, which body
 parameters that reads, and where the results come from. The kernel's inputs and outputs
 are the fusion body's own instructions, found again on load.
 """

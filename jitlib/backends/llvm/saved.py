@@ -20,7 +20,7 @@ import json
 import logging
 
 from jitlib.backends.llvm import rendered
-from jitlib.backends.llvm.compiler import get_compiler
+from jitlib.backends.llvm.compiler import CODEGEN_SOURCES, get_compiler
 from jitlib.backends.llvm.executable import native_texts, render
 from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.hlo import serial
@@ -41,8 +41,7 @@ def context():
     """What a saved program depends on besides its module: the sources of the IR, the
     optimizer and the code generators, and the target (as one hash: the target holds
     the CPU's ~900 feature flags)."""
-    return _context(source_fingerprint("hlo", "fusion", "backends/llvm"),
-                    get_compiler().target())
+    return _context(source_fingerprint(*CODEGEN_SOURCES), get_compiler().target())
 
 
 @functools.lru_cache(maxsize=8)
@@ -85,10 +84,9 @@ def _code(kernel, code):
 def load(store, key, record=None):
     """(optimized module, made, saved code, largest product) of the program saved under
     `key`, or None; saved code maps kernel IR texts to (digest, object code), the largest
-    product is its multiply-adds (0: no float product; None: not recorded). `record`: the entry's
-    content where the caller read it already (a bucketed call's entry holds a copy).
-    An entry that does not read back is discarded (the caller compiles and saves it
-    again)."""
+    product is its multiply-adds (0: no float product). `record`: the entry's content
+    where the caller read it already (a bucketed call's entry holds a copy). An entry
+    that does not read back is discarded (the caller compiles and saves it again)."""
     if record is None:
         record = read(store, key)
         if record is None:
@@ -105,8 +103,7 @@ def load(store, key, record=None):
                 (text, _), = native_texts(made[fusion][0])
                 digest, obj = entry["code"]
                 objects[text] = (str(digest), base64.b64decode(obj, validate=True))
-        largest = record.get("largest_product")
-        largest = None if largest is None else int(largest)
+        largest = int(record["largest_product"])
     except serial.READ_ERRORS as e:   # base64's errors are ValueErrors too
         log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
         store.discard(key)
