@@ -54,15 +54,18 @@ class _DriftingGPU:
         return us, us, 1
 
 
-def _ready(rec_a, rec_b):
-    class Tool:
-        sync = staticmethod(lambda out: None)
+class _Tool:
+    sync = staticmethod(lambda out: None)
 
-    def call(name):
-        c = lambda i: None   # noqa: E731
-        c.tool = name
-        return c
-    return {"a": (Tool, call("a"), rec_a), "b": (Tool, call("b"), rec_b)}
+
+def _call(name):
+    c = lambda i: None   # noqa: E731
+    c.tool = name
+    return c
+
+
+def _ready(rec_a, rec_b):
+    return {"a": (_Tool, _call("a"), rec_a), "b": (_Tool, _call("b"), rec_b)}
 
 
 def test_median_of_rounds_orders_tools_as_their_true_speed(monkeypatch):
@@ -94,16 +97,8 @@ def test_same_stream_tools_are_timed_back_to_back_and_keep_the_queued_figure(mon
         us = 62.0 if hold_ms else 61.5   # queued: gaps make the kernels look faster
         return us, us, 1
     monkeypatch.setattr(G, "cupti_kernels", cupti_kernels)
-
-    class Tool:
-        sync = staticmethod(lambda out: None)
-
-    def call(name):
-        c = lambda i: None   # noqa: E731
-        c.tool = name
-        return c
     recs = {t: dict(kernel_us=61.5, queue_us=61.0) for t in ("torch.compile", "jax")}
-    ready = {t: (Tool, call(t), recs[t]) for t in recs}
+    ready = {t: (_Tool, _call(t), recs[t]) for t in recs}
     G.kernel_rounds(None, ready, dict(k=30, rounds=4), timer=object())
     assert recs["torch.compile"]["kernel_us"] == 62.0
     assert recs["torch.compile"]["kernel_us_queued"] == 61.5
