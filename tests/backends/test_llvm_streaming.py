@@ -74,15 +74,26 @@ def test_row_kernels_prefetch_the_next_row_only_when_shared_out():
     assert "@llvm.prefetch" not in kernel.ir, kernel.ir
 
 
-@pytest.mark.parametrize("row_bytes, locality", [
-    (kernels.PREFETCH_L1_MAX_ROW_BYTES, 3), (kernels.PREFETCH_L1_MAX_ROW_BYTES + 64, 2)])
-def test_short_rows_are_prefetched_into_l1_longer_ones_into_l2(row_bytes, locality):
-    # prefetcht0 for a row that fits beside the one being computed in L1, else prefetcht1
+def _prefetch_hints(ir):
+    return set(re.findall(r"@llvm\.prefetch\.p0\(ptr %\w+, i32 0, i32 (\d), i32 1\)", ir))
+
+
+@pytest.mark.parametrize("l1_host", [True, False])
+@pytest.mark.parametrize("row_bytes, short", [
+    (kernels.PREFETCH_L1_MAX_ROW_BYTES, True), (kernels.PREFETCH_L1_MAX_ROW_BYTES + 64, False)])
+def test_short_rows_are_prefetched_into_l1_on_l1_hosts_the_rest_into_l2(
+        monkeypatch, l1_host, row_bytes, short):
+    # prefetcht0 for a row that fits beside the one being computed in L1, on a host that
+    # takes it well (AMD Zen); prefetcht1 for longer rows, and for every row elsewhere
+    monkeypatch.setattr(streaming, "l1_prefetch_host", lambda: l1_host)
     x = np.ones((parallel.MIN_PARALLEL_BYTES // row_bytes + 1, row_bytes // 4), np.float32)
     (kernel,) = _kernels(jitlib.make_ir(_logsumexp)(x))
-    hints = set(re.findall(r"@llvm\.prefetch\.p0\(ptr %\w+, i32 0, i32 (\d), i32 1\)",
-                           kernel.ir))
-    assert hints == {str(locality)}, kernel.ir[:3000]
+    assert _prefetch_hints(kernel.ir) == {"3" if short and l1_host else "2"}, kernel.ir[:3000]
+
+
+def test_the_l1_prefetch_host_rule_names_amd_zen():
+    import llvmlite.binding as llvm
+    assert streaming.l1_prefetch_host() == llvm.get_host_cpu_name().startswith("znver")
 
 
 def test_no_prefetch_for_rows_too_long_to_stay_in_cache():
@@ -143,6 +154,29 @@ def test_large_loop_kernels_stream_and_fence_small_ones_do_not():
     below = _loop_kernel(lambda x: np.exp(x) * 2.0, np.ones(n // 4, np.float32))
     assert "!nontemporal" not in below.ir and "sfence" not in below.ir
     assert "@llvm.prefetch" not in below.ir
+
+
+@pytest.mark.parametrize("l1_host", [True, False])
+def test_streamed_loop_kernels_prefetch_each_full_size_input_ahead(monkeypatch, l1_host):
+    # one prefetch per line of each block of every input read at the output's index
+    # (float64 `a`: twice the lines of the float32 output), none for the broadcast row
+    monkeypatch.setattr(streaming, "l1_prefetch_host", lambda: l1_host)
+    n = _streamed_size(np.float32, inputs=2)
+    kernel = _loop_kernel(lambda a, b, c: (a * b + c[0]).astype(np.float32),
+                          np.ones(n), np.ones(n, np.float32), np.ones((1,), np.float32))
+    assert "!nontemporal" in kernel.ir
+    assert _prefetch_hints(kernel.ir) == {"3" if l1_host else "2"}, kernel.ir[:3000]
+    block = re.search(r"^blocks\d+:$(.*?)^\w+\d+:$", kernel.ir, re.M | re.S).group(1)
+    assert block.count("@llvm.prefetch") == 3 * streaming.BLOCK_BYTES // streaming.LINE, \
+        kernel.ir[:3000]
+    ahead = re.findall(r"add i64 %\w+, (\d+)\n\s+%\w+ = getelementptr i8, ptr (%in\d)",
+                       block)
+    by_input = {}
+    for d, ptr in ahead:
+        by_input.setdefault(ptr, set()).add(int(d) - streaming.INPUT_PREFETCH_BYTES)
+    lines = streaming.BLOCK_BYTES // streaming.LINE
+    assert sorted(map(sorted, by_input.values())) == [
+        list(range(0, lines * 64, 64)), list(range(0, 2 * lines * 64, 64))], block
 
 
 def _positive_terms(x):   # exp inlined from mathlib; no cancellation to magnify its ulps

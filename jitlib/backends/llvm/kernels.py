@@ -74,10 +74,12 @@ SUM_VECTORS = 4
 # until used), and at least PREFETCH_MIN_BYTES ahead (short rows: several rows on).
 PREFETCH_MAX_ROW_BYTES = 64 << 10
 PREFETCH_MIN_BYTES = 2 << 10
-# Rows of at most this many bytes (all full-size inputs) are prefetched into L1 as well
+# On hosts that take L1 prefetches well (streaming.l1_prefetch_host: AMD Zen), rows of at
+# most this many bytes (all full-size inputs) are prefetched into L1 as well
 # (prefetcht0), longer ones into L2 (prefetcht1): the row ahead then sits beside the row
 # being computed in the 48 KiB L1. The row's first pass reads it from L1 instead of L2:
-# logsumexp 74-75 -> 79-82% of the triad, softmax 90-92 -> 92-95% (two quiet paired runs).
+# logsumexp 74-75 -> 79-82% of the triad, softmax 90-92 -> 92-95% (two quiet paired runs,
+# Zen 5). Elsewhere every row goes to L2.
 PREFETCH_L1_MAX_ROW_BYTES = 16 << 10
 # Forcing `llvm.loop.vectorize.enable` gains nothing here (O3 vectorizes these loops on its
 # own) and makes LLVM print a warning for every loop it cannot vectorize (libm calls).
@@ -278,17 +280,23 @@ def _flat(outputs, inputs):
 
 def _streamed_share(fn, el, shape, j, out):
     """This call's share of a flat loop kernel with one output, its stores streamed."""
-    lo, hi = share_bounds(fn, int(np.prod(shape, dtype=np.int64)))
+    size = int(np.prod(shape, dtype=np.int64))
+    lo, hi = share_bounds(fn, size)
+    # the inputs read element for element with the output (flat: same shape)
+    full = [(ptr, instr.dtype.itemsize) for instr, ptr in el.inputs.items()
+            if instr.size == size]
     _streamed_range(fn, el, f"%out{j}", out.dtype, lo, hi,
-                    lambda i: el.value(out, Index(shape, lin=i)))
+                    lambda i: el.value(out, Index(shape, lin=i)), prefetched=full)
 
 
-def _streamed_range(fn, el, ptr, dt, lo, hi, value_at):
+def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
     """ptr[i] = value_at(i) for i in [lo, hi), with streaming stores (streaming.py):
     blocks that start on a line of the output, each computed into a block buffer in a
     constant-trip loop (vectorized, the buffer kept in registers) and stored with
     non-temporal vector stores; the elements before the first block and after the last
-    one in one loop of plain stores. value_at runs inside a fresh scope of `el`."""
+    one in one loop of plain stores. value_at runs inside a fresh scope of `el`.
+    `prefetched`: [(pointer, itemsize)] of inputs read at the output's index, which each
+    block prefetches ahead (`streaming.prefetch_block`)."""
     buffer, per = streaming.block_buffer(fn, dt)
     start = streaming.aligned_start(fn, ptr, dt, lo, hi)
     blocks = fn.op(f"udiv i64 {fn.op(f'sub i64 {hi}, {start}', 's')}, {per}", "s")
@@ -296,6 +304,7 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at):
 
     def block(b):
         base = fn.op(f"add nsw i64 {start}, {imul(fn, b, per)}", "s")
+        streaming.prefetch_block(fn, prefetched, base, per)
 
         def element(k):
             el.push()
@@ -823,7 +832,8 @@ class _ReductionEmitter:
                 or row_bytes > PREFETCH_MAX_ROW_BYTES:
             return None, []
         self.fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
-        self.locality = 3 if row_bytes <= PREFETCH_L1_MAX_ROW_BYTES else 2
+        self.locality = (streaming.prefetch_locality()
+                         if row_bytes <= PREFETCH_L1_MAX_ROW_BYTES else 2)
         rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter
         late = plan.reductions[0].op is not Op.REDUCE_SUM
         extra = (row // 2 if plan.s_outputs else row // 4) if late else 0

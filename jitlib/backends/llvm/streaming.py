@@ -20,6 +20,7 @@ reads and writes then take turns instead of overlapping. Non-temporal stores are
 ordered: `fence` makes them visible before the kernel returns (so before a worker
 thread reports its part done).
 """
+import functools
 import platform
 
 from jitlib.backends.llvm.emitter import memory_type
@@ -40,6 +41,13 @@ ROW_BUFFER_BYTES = 64 << 10
 # and the streamed form costs ~10 ms more LLVM work at first call. Attention's 512-wide
 # softmax rows (2 KiB) ran no faster streamed (16.3-16.6 vs 15.6-17.5 ms, one core busy).
 ROW_STREAM_MIN_BYTES = 4 << 10
+
+# A streamed flat loop kernel prefetches each full-size input this many bytes ahead of
+# the block it computes. The hardware prefetchers alone leave memory idle while a block
+# with transcendental work computes: on the 2-vCPU Intel VM (paired with the triad,
+# 30 calls, % of the triad) gelu 64 -> 93, exp 92 -> 116, x * 2.0 108 -> 123. Further
+# ahead was worse (8 KiB: gelu 84, 16 KiB: 87); 1-4 KiB about the same.
+INPUT_PREFETCH_BYTES = 2 << 10
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
 
@@ -67,6 +75,40 @@ def aligned_start(fn, ptr, dt, lo, hi):
     start = fn.op(f"select i1 {odd}, i64 {hi}, i64 {start}", "s")
     fn.declare("llvm.umin.i64", "declare i64 @llvm.umin.i64(i64, i64)")
     return fn.op(f"call i64 @llvm.umin.i64(i64 {start}, i64 {hi})", "s")
+
+
+@functools.lru_cache(maxsize=None)
+def l1_prefetch_host():
+    """Whether data a kernel reads next is best prefetched into L1 (prefetcht0), not L2
+    (prefetcht1): on AMD Zen, where the row kernels measured faster so (logsumexp 74-75
+    -> 79-82% of the triad). On the Intel VM the L1 prefetches of a whole row held the
+    row kernels back (paired, % of the triad: layernorm 75 -> 88-90 into L2, softmax
+    77 -> 81-83, logsumexp 68 -> 70-77); the flat kernels' prefetches ran the same
+    either way there."""
+    import llvmlite.binding as llvm   # here only: kernels render without a compiler
+    return llvm.get_host_cpu_name().startswith("znver")
+
+
+def prefetch_locality():
+    """llvm.prefetch's locality argument for data the kernel reads soon."""
+    return 3 if l1_prefetch_host() else 2
+
+
+def prefetch_block(fn, inputs, base, per):
+    """Prefetch, for each (pointer, itemsize) of `inputs`, the lines that hold elements
+    [base, base + per) (a block), INPUT_PREFETCH_BYTES further on. Past the
+    end of an input the address points nowhere; a prefetch of it is a no-op, never a
+    fault."""
+    if not inputs:
+        return
+    fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+    locality = prefetch_locality()
+    for ptr, item in inputs:
+        start = fn.op(f"mul i64 {base}, {item}", "s")
+        for q in range(0, per * item, LINE):
+            at = fn.op(f"add i64 {start}, {q + INPUT_PREFETCH_BYTES}", "s")
+            at = fn.op(f"getelementptr i8, ptr {ptr}, i64 {at}", "p")
+            fn.emit(f"call void @llvm.prefetch.p0(ptr {at}, i32 0, i32 {locality}, i32 1)")
 
 
 def store_block(fn, dt, ptr, base, buffer):
