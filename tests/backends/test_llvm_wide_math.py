@@ -114,3 +114,24 @@ def test_the_loop_is_vectorized_and_calls_libm_only_through_the_vector_form(name
     assert re.search(rf"\$jl_{name}_f32_wide_v(8|16)\b", kernel), kernel
     assert re.search(r"\bv(fmadd\d+|mul)ps\s+[^\n]*%[yz]mm", kernel), kernel
     assert f"{name}f" not in kernel, kernel
+
+
+@pytest.mark.parametrize("name", sorted(FUNCTIONS))
+@pytest.mark.parametrize("dtype", ["f16", "f32", "f64"])
+def test_a_constant_argument_keeps_the_call_whole(name, dtype):
+    # sin of an empty max: the kernel passes the identity (-inf) as a constant, and LLVM
+    # used to strip the scalar form's arguments, leaving a vector-function-abi-variant
+    # that names arguments it no longer had: the vectorizer asserted and the process
+    # aborted (found by the fuzzer, 2026-12-03)
+    from jitlib.backends.llvm import LLVMBackend
+    from jitlib.hlo.interpreter import evaluate
+    from jitlib.hlo.parser import parse_module
+    module = parse_module(f"""module f(%p0: {dtype}[0,3]) {{
+  %0 = {dtype}[3] reduce_max(%p0), dims=[0]
+  %1 = {dtype}[3] {name}(%0)
+  return (%1)
+}}""")
+    x = np.zeros((0, 3), {"f16": np.float16, "f32": np.float32, "f64": np.float64}[dtype])
+    (got,), (want,) = LLVMBackend().compile(module)(x), evaluate(module, [x])
+    np.testing.assert_array_equal(got, want)
+    assert np.isnan(got).all()

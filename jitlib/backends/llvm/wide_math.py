@@ -16,7 +16,7 @@ huge arguments get libm's result, as eager NumPy does.
 
 The functions are `internal` and kept alive through the optimizer by
 `@llvm.compiler.used` (`FunctionText.render` writes it from `fn.used`): nothing calls
-the vector forms until the vectorizer does.
+the vector forms until the vectorizer does, and the scalar form keeps its signature.
 """
 from jitlib.backends.llvm.emitter import F32, F64, literal
 
@@ -49,7 +49,11 @@ def call(fn, name, ty, x, r):
     if scalar not in fn.decls:
         for key, text in _definitions(fn, name, ty):   # keyed by symbol, as fn.intrinsic's
             fn.declare(key, text)
-        fn.used.extend([_vector_name(name, ty, n) for n in LANES[ty]])
+        # the scalar form too: a function only ever called directly has its arguments
+        # stripped where every call passes constants (sin of an empty max's -inf), and
+        # its vector-function-abi-variant then names arguments it no longer has, which
+        # LLVM's vectorizer asserts on (the process aborts)
+        fn.used.extend([scalar] + [_vector_name(name, ty, n) for n in LANES[ty]])
     variants = ",".join(f"_ZGV_LLVM_N{n}vv_{scalar}({_vector_name(name, ty, n)})"
                         for n in LANES[ty])
     return fn.op(f'call {ty} @{scalar}({ty} {x}, {ty} {r}) '
