@@ -120,6 +120,45 @@ def test_shared_out_row_kernels_match_the_interpreter(fn, dtype, rtol):
         _same(got, want, rtol, f"{fn.__name__} {np.dtype(dtype)}", atol)
 
 
+def _carried(fn, x):
+    (kernel,) = _kernels(jitlib.make_ir(fn)(x))
+    return "carried" in kernel.ir
+
+
+def test_the_next_rows_max_is_carried_only_by_blind_maxima_of_whole_blocks():
+    x = np.ones((parallel.MIN_PARALLEL_BYTES // 4096 + 1, 1024), np.float32)
+    assert _carried(_softmax, x) and _carried(_logsumexp, x)
+    assert _carried(_softmax, x.astype(np.float64))
+    assert not _carried(_layernorm, x)                             # no max
+    assert not _carried(lambda x: (np.max(x, axis=1), np.sum(x, axis=1)), x)   # shown
+    assert not _carried(_softmax, x.astype(np.float16))             # not loaded as it is
+    assert not _carried(lambda x: _softmax(x * 2.0), x)             # max of a computed value
+    odd = np.ones((parallel.MIN_PARALLEL_BYTES // 4000 + 1, 1000), np.float32)
+    assert not _carried(_softmax, odd)                              # a partial sum block
+
+
+@pytest.mark.parametrize("fn", [_softmax, _logsumexp])
+@pytest.mark.parametrize("dtype, rtol", [(np.float32, 4e-6), (np.float64, 1e-13)])
+@pytest.mark.parametrize("parts", [1, 2, 3, 7])
+def test_carried_maxima_give_the_interpreters_results_in_any_split(fn, dtype, rtol, parts):
+    # every row but the first of each part takes its max from the previous row's sum
+    # pass; the rows of specials (NaN, infinities, zeros of both signs, all equal) sit
+    # first, last and between
+    x = _special_rows(301, 1024, dtype, seed=7)
+    x[150] = -np.inf
+    x[151] = 0.0
+    x[152, ::2] = -0.0
+    module = jitlib.make_ir(fn)(x)
+    (kernel,) = _kernels(module)
+    assert "carried" in kernel.ir
+    runner = NativeRunner(kernel)
+    outs = [np.empty(o.shape, o.dtype) for o in kernel.outputs]
+    for part in range(parts):
+        runner._fn(x.ctypes.data, *[o.ctypes.data for o in outs], part, parts)
+    for got, want in zip(outs, evaluate(module, [x])):
+        _same(got, want, rtol, f"{fn.__name__} {np.dtype(dtype)} parts={parts}")
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_shared_out_row_max_and_min_are_exact(dtype):
     # the vector max has no NaN semantics of its own: a detector in the same loop sends
