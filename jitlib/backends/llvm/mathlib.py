@@ -591,11 +591,35 @@ def _exp(f, x, upper_clamp=True):
     return _scale2(f, _horner(r, _EXP_POLY[f.suffix]), k, ki)
 
 
+# exp(x) for x <= 0 (clamped at -110 / -760) has k in [-159, 0] / [-1097, 0], so 2^(k + c)
+# is a normal number for these c; the polynomial's coefficients carry the 2^-c.
+_EXP_NONPOSITIVE_SHIFT = {"f32": 33, "f64": 75}
+
+
 def _exp_nonpositive(f, x):
     """exp(x) for x <= 0 or NaN, such as x - max(x) of x's own row (softmax, logsumexp):
-    `_exp` without the upper clamp, which these arguments never reach, so the same bits
-    with one vector operation fewer."""
-    return _exp(f, x, upper_clamp=False)
+    the same bits as `_exp` in two vector operations fewer, as these arguments allow.
+
+    - No upper clamp (never reached).
+    - The scale is one multiplication by 2^(k + c), whose bits are those of the
+      shifter fma's result shifted into the exponent field (the low bits of
+      1.5*2^mant + bias + c + k are bias + c + k, in [1, 2*bias]: a normal number),
+      against an integer subtraction, a conversion and vscalef. The polynomial's
+      coefficients are scaled by 2^-c, exactly (powers of two, nothing subnormal), so
+      it returns p*2^-c to the bit, and p*2^-c * 2^(k + c) rounds once, to a subnormal
+      where exp is one: RN(p * 2^k), as vscalef's.
+    - NaN: the clamp lets it through (`ugt`), the polynomial returns it, and NaN times
+      the garbage scale is NaN. -inf is clamped, and exp(-110) rounds to 0."""
+    lo = -110.0 if f is _F32 else -760.0
+    xc = _select(x.ugt(lo), x, lo)
+    c = _EXP_NONPOSITIVE_SHIFT[f.suffix]
+    shifter = 1.5 * 2.0 ** f.mant + f.bias + c
+    kf = _fma(xc, _LOG2E, shifter)
+    k = kf - shifter                             # exact
+    scale = x.e.cast("bitcast", x.e.cast("bitcast", kf, f.ity) << f.mant, f.ty)
+    r = _fma(-k, _LN2, xc)                       # exact, as in _exp_reduce
+    r = _fma(-k, _LN2_LO[f.suffix], r)
+    return _horner(r, [v * 2.0 ** -c for v in _EXP_POLY[f.suffix]]) * scale
 
 
 def _expm1(f, x):
