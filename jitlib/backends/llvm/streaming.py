@@ -8,17 +8,18 @@ so a kernel uses it when it moves at least STREAM_MIN_BYTES.
 The vectorizer will not emit non-temporal stores itself (it needs them aligned to the
 vector, which it cannot prove), so the kernel (kernels.py, `_streamed_range`) splits
 the range it writes (its share of a loop kernel, or one row) into an unaligned head,
-blocks of BLOCK_BYTES that start on a 64-byte boundary of the output, and a tail. Each block computes its elements into a
-small stack buffer in a loop of constant trip count, which LLVM vectorizes whole (four
-interleaved vectors: one trip),
+blocks of BLOCK_BYTES that start on a 64-byte boundary of the output, and a tail. Each
+block first prefetches the inputs it will read INPUT_PREFETCH_BYTES on
+(`prefetch_block`), computes its elements into a small stack buffer in a loop of
+constant trip count, which LLVM vectorizes whole (four interleaved vectors: one trip),
 and `store_block` moves the buffer out with aligned vector stores marked `!nontemporal`
 (vmovntps); LLVM forwards the buffer's values in registers, so the buffer never exists.
 The head and the tail use plain stores in one scalar loop, so no line is written partly
-by a streaming store. Measured: moving the block's stores out of the compute loop (a 4 KiB buffer,
-then a copy loop) made ew_chain slower than plain stores (10.2 vs 7.3 ms, one core):
-reads and writes then take turns instead of overlapping. Non-temporal stores are weakly
-ordered: `fence` makes them visible before the kernel returns (so before a worker
-thread reports its part done).
+by a streaming store. Measured: moving the block's stores out of the compute loop (a
+4 KiB buffer, then a copy loop) made ew_chain slower than plain stores (10.2 vs 7.3 ms,
+one core): reads and writes then take turns instead of overlapping. Non-temporal stores
+are weakly ordered: `fence` makes them visible before the kernel returns (so before a
+worker thread reports its part done).
 """
 import functools
 import platform
