@@ -556,6 +556,9 @@ def _row_buffer_plan(plan, body, kept_in, fn):
             for m in sorted(chosen, key=order.get)}
 
 
+_CARRIED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))   # loaded as they are
+
+
 @dataclasses.dataclass
 class _Carry:
     """The next row's maximum, taken during this row's sum pass (`_carry_plan`).
@@ -662,7 +665,7 @@ class _ReductionEmitter:
         row = plan.S[plan.R[0]]
         if first.op is not Op.REDUCE_MAX or first not in self.nan_blind \
                 or x not in body.params or x.shape != plan.S \
-                or x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)) or row % SUM_BLOCK:
+                or x.dtype not in _CARRIED_TYPES or row % SUM_BLOCK:
             return None
         sums = [r for r in plan.reductions[1:]
                 if r.op is Op.REDUCE_SUM and dtypes.is_float(r.operands[0].dtype)]
