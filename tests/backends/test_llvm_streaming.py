@@ -159,6 +159,19 @@ def test_carried_maxima_give_the_interpreters_results_in_any_split(fn, dtype, rt
         _same(got, want, rtol, f"{fn.__name__} {np.dtype(dtype)} parts={parts}")
 
 
+@pytest.mark.parametrize("fn", [_softmax, _logsumexp])
+def test_carried_maxima_of_rows_in_a_batch(fn):
+    # kept dims (batch, row): the next row's start crosses from one batch to the next
+    x = np.random.default_rng(8).normal(0, 3, (6, 100, 512)).astype(np.float32)
+    x[2, 99, 7], x[3, 0], x[3, 1], x[3, 2, ::2] = np.nan, -np.inf, 0.0, -0.0
+    module = jitlib.make_ir(fn)(x)
+    (kernel,) = _kernels(module)
+    assert "carried" in kernel.ir
+    exe = LLVM.compile(module)
+    for got, want in zip(exe(x), evaluate(module, [x])):
+        _same(got, want, 4e-6, fn.__name__)
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_shared_out_row_max_and_min_are_exact(dtype):
     # the vector max has no NaN semantics of its own: a detector in the same loop sends
