@@ -221,7 +221,7 @@ def test_streamed_loop_kernels_prefetch_each_full_size_input_ahead(monkeypatch, 
     block = re.search(r"^blocks\d+:$(.*?)^\w+\d+:$", kernel.ir, re.M | re.S).group(1)
     assert block.count("@llvm.prefetch") == 3 * streaming.BLOCK_BYTES // streaming.LINE, \
         kernel.ir[:3000]
-    ahead = re.findall(r"add i64 %\w+, (\d+)\n\s+%\w+ = getelementptr i8, ptr (%in\d)",
+    ahead = re.findall(r"add (?:nsw )?i64 %\w+, (\d+)\n\s+%\w+ = getelementptr i8, ptr (%in\d)",
                        block)
     by_input = {}
     for d, ptr in ahead:

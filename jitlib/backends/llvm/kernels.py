@@ -909,13 +909,8 @@ class _ReductionEmitter:
         fn = self.fn
         lin = self.el.linear(self.s_index(kdims, rdims))
         for ptr, item in self.prefetched:
-            # a plain getelementptr: past the last row it points nowhere, and a prefetch
-            # of such an address is a no-op, never a fault
-            base = imul(fn, iadd(fn, lin, self.ahead), item)
-            for q in range(0, size * item, 64):
-                at = fn.op(f"getelementptr i8, ptr {ptr}, i64 {iadd(fn, base, q)}", "p")
-                fn.emit(f"call void @llvm.prefetch.p0(ptr {at}, i32 0, "
-                        f"i32 {self.locality}, i32 1)")
+            streaming.prefetch_lines(fn, ptr, imul(fn, iadd(fn, lin, self.ahead), item),
+                                     size * item, self.locality)
 
     def _prefetch_plan(self, body):
         """(elements ahead, [(input pointer, itemsize)]) for prefetch_ahead, or (None, [])
@@ -941,7 +936,6 @@ class _ReductionEmitter:
         if self.fn.whole or not full or not trailing or row == 0 \
                 or row_bytes > PREFETCH_MAX_ROW_BYTES:
             return None, []
-        self.fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
         self.locality = (streaming.prefetch_locality()
                          if row_bytes <= PREFETCH_L1_MAX_ROW_BYTES else 2)
         rows = -(-PREFETCH_MIN_BYTES // row_bytes)   # short rows: far enough to matter

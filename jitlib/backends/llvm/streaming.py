@@ -24,7 +24,7 @@ worker thread reports its part done).
 import functools
 import platform
 
-from jitlib.backends.llvm.emitter import memory_type
+from jitlib.backends.llvm.emitter import iadd, imul, memory_type
 
 # A kernel moving this many bytes (inputs and outputs) has outputs that leave the caches
 # before anyone reads them: 32 MiB is the L3 of the test machine (2-core Zen 5 VM).
@@ -95,21 +95,22 @@ def prefetch_locality():
     return 3 if l1_prefetch_host() else 2
 
 
+def prefetch_lines(fn, ptr, start, nbytes, locality, ahead=0):
+    """Prefetch the lines that hold bytes [start, start + nbytes) of `ptr`, `ahead`
+    bytes further on. A plain getelementptr: past the end of an array it points
+    nowhere, and a prefetch of such an address is a no-op, never a fault."""
+    fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
+    for q in range(0, nbytes, LINE):
+        at = fn.op(f"getelementptr i8, ptr {ptr}, i64 {iadd(fn, start, ahead + q)}", "p")
+        fn.emit(f"call void @llvm.prefetch.p0(ptr {at}, i32 0, i32 {locality}, i32 1)")
+
+
 def prefetch_block(fn, inputs, base, per):
     """Prefetch, for each (pointer, itemsize) of `inputs`, the lines that hold elements
-    [base, base + per) (a block), INPUT_PREFETCH_BYTES further on. Past the
-    end of an input the address points nowhere; a prefetch of it is a no-op, never a
-    fault."""
-    if not inputs:
-        return
-    fn.declare("llvm.prefetch", "declare void @llvm.prefetch.p0(ptr, i32, i32, i32)")
-    locality = prefetch_locality()
+    [base, base + per) (a block), INPUT_PREFETCH_BYTES further on."""
     for ptr, item in inputs:
-        start = fn.op(f"mul i64 {base}, {item}", "s")
-        for q in range(0, per * item, LINE):
-            at = fn.op(f"add i64 {start}, {q + INPUT_PREFETCH_BYTES}", "s")
-            at = fn.op(f"getelementptr i8, ptr {ptr}, i64 {at}", "p")
-            fn.emit(f"call void @llvm.prefetch.p0(ptr {at}, i32 0, i32 {locality}, i32 1)")
+        prefetch_lines(fn, ptr, imul(fn, base, item), per * item, prefetch_locality(),
+                       INPUT_PREFETCH_BYTES)
 
 
 def store_block(fn, dt, ptr, base, buffer):
