@@ -559,6 +559,29 @@ def _row_buffer_plan(plan, body, kept_in, fn):
 _CARRIED_TYPES = (np.dtype(np.float32), np.dtype(np.float64))   # loaded as they are
 
 
+def _vector_max(fn, width, t, a, b):
+    """max(a, b) lane by lane for `width` lanes of `t`, as vmaxps: b where the compare is
+    false (NaN)."""
+    vt = f"<{width} x {t}>"
+    greater = fn.op(f"fcmp ogt {vt} {a}, {b}", "c")
+    return fn.op(f"select <{width} x i1> {greater}, {vt} {a}, {vt} {b}", "a")
+
+
+def _fold_lanes(fn, v, t, width, combine):
+    """Lane 0 of v (`width` lanes of `t`) folded by halves: lanes [0, w/2) combined with
+    [w/2, w), down to one. `combine(w, a, b)` emits one step on vectors of w lanes."""
+    vt = f"<{width} x {t}>"
+    while width > 1:
+        width //= 2
+        low = ", ".join(f"i32 {i}" for i in range(width))
+        high = ", ".join(f"i32 {i + width}" for i in range(width))
+        halves = [fn.op(f"shufflevector {vt} {v}, {vt} poison, <{width} x i32> <{m}>", "a")
+                  for m in (low, high)]
+        vt = f"<{width} x {t}>"
+        v = combine(width, *halves)
+    return fn.op(f"extractelement {vt} {v}, i64 0", "a")
+
+
 @dataclasses.dataclass
 class _Carry:
     """The next row's maximum, taken during this row's sum pass (`_carry_plan`).
@@ -578,36 +601,34 @@ class _Carry:
     red: object        # the max reduction
     sum: object        # the sum reduction whose grouped blocks load the next row
     ptr: str           # the max's input (a kernel parameter)
-    t: str             # its compute type
-    width: int         # lanes of a 64-byte vector
     row: int           # elements per row
     total: int         # elements of the input
-    acc: str           # <width x t> alloca: the lanes' maxima of the next row
+    acc: str           # vector alloca (`vector`): the lanes' maxima of the next row
     at: str            # i64 alloca: the row start whose max `acc` holds (-1: none)
+
+    @property
+    def dtype(self):
+        return self.red.operands[0].dtype
+
+    @property
+    def t(self):
+        return compute_type(self.dtype)
+
+    @property
+    def width(self):
+        """Lanes of a 64-byte vector."""
+        return 64 // self.dtype.itemsize
 
     def vector(self):
         return f"<{self.width} x {self.t}>"
 
     def fold(self, fn, a, b):
-        """max(a, b) lane by lane, as vmaxps: b where the compare is false (NaN)."""
-        vt = self.vector()
-        return fn.op(f"select <{self.width} x i1> {fn.op(f'fcmp ogt {vt} {a}, {b}', 'c')}, "
-                     f"{vt} {a}, {vt} {b}", "a")
+        return _vector_max(fn, self.width, self.t, a, b)
 
     def reduce(self, fn, v):
-        """The maximum of v's lanes, halving."""
-        width, t = self.width, self.t
-        while width > 1:
-            width //= 2
-            vt = f"<{width} x {t}>"
-            halves = [fn.op(f"shufflevector <{2 * width} x {t}> {v}, <{2 * width} x {t}> "
-                            f"poison, <{width} x i32> <"
-                            + ", ".join(f"i32 {i + o}" for i in range(width)) + ">", "a")
-                      for o in (0, width)]
-            greater = fn.op(f"fcmp ogt {vt} {halves[0]}, {halves[1]}", "c")
-            v = fn.op(f"select <{width} x i1> {greater}, {vt} {halves[0]}, {vt} {halves[1]}",
-                      "a")
-        return fn.op(f"extractelement <1 x {t}> {v}, i64 0", "a")
+        """The maximum of v's lanes."""
+        return _fold_lanes(fn, v, self.t, self.width,
+                           lambda w, a, b: _vector_max(fn, w, self.t, a, b))
 
 
 class _ReductionEmitter:
@@ -671,12 +692,10 @@ class _ReductionEmitter:
                 if r.op is Op.REDUCE_SUM and dtypes.is_float(r.operands[0].dtype)]
         if not sums:
             return None
-        t = compute_type(x.dtype)
-        width = 64 // x.dtype.itemsize
-        fn = self.fn
-        return _Carry(first, sums[0], f"%in{body.params.index(x)}", t, width, row,
+        vector = f"<{64 // x.dtype.itemsize} x {compute_type(x.dtype)}>"
+        return _Carry(first, sums[0], f"%in{body.params.index(x)}", row,
                       int(np.prod(plan.S, dtype=np.int64)),
-                      fn.alloca(f"<{width} x {t}>, align 64"), fn.alloca("i64"))
+                      self.fn.alloca(f"{vector}, align 64"), self.fn.alloca("i64"))
 
     def kept_at(self, j, index):
         """Where the summed value kept in output j's row lives at `index`: the output
@@ -862,15 +881,8 @@ class _ReductionEmitter:
         total = fn.op(f"load {vt}, ptr {accumulators[0]}", "a")
         for acc in accumulators[1:]:
             total = fn.op(f"fadd {vt} {total}, {fn.op(f'load {vt}, ptr {acc}', 'a')}", "a")
-        while width > 1:   # lanes [0, w/2) + [w/2, w)
-            width //= 2
-            low = ", ".join(f"i32 {i}" for i in range(width))
-            high = ", ".join(f"i32 {i + width}" for i in range(width))
-            halves = [fn.op(f"shufflevector {vt} {total}, {vt} poison, <{width} x i32> <{m}>",
-                            "a") for m in (low, high)]
-            vt = f"<{width} x {t}>"
-            total = fn.op(f"fadd {vt} {halves[0]}, {halves[1]}", "a")
-        return fn.op(f"extractelement {vt} {total}, i64 0", "a")
+        return _fold_lanes(fn, total, t, width,
+                           lambda w, a, b: fn.op(f"fadd <{w} x {t}> {a}, {b}", "a"))
 
     def row_start(self, kdims):
         """The linear index of this row's first element (rows are contiguous)."""
@@ -884,7 +896,7 @@ class _ReductionEmitter:
         nxt = fn.op(f"call i64 @llvm.umin.i64(i64 {iadd(fn, start, carry.row)}, "
                     f"i64 {carry.total - carry.row})", "i")
         fn.declare("llvm.umin.i64", "declare i64 @llvm.umin.i64(i64, i64)")
-        item = 8 if carry.t == "double" else 4
+        item = carry.dtype.itemsize
         vectors = []
         for k in range(group // carry.width):
             at = fn.op(f"getelementptr inbounds {carry.t}, ptr {carry.ptr}, "
@@ -1059,7 +1071,7 @@ class _ReductionEmitter:
             self.buffer_rows(kdims, i)
             if self.carry and red is self.carry.sum:   # the next row's lanes start empty
                 c = self.carry
-                lowest = literal(-np.inf, c.red.operands[0].dtype)
+                lowest = literal(-np.inf, c.dtype)
                 fn.emit(f"store {c.vector()} splat ({c.t} {lowest}), ptr {c.acc}")
             self.reduction(red, kdims)
             if self.carry and red is self.carry.sum:
