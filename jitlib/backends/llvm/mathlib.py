@@ -365,12 +365,23 @@ _NAN = float("nan")
 
 # ---------------------------------------------------------------- shared cores
 
+def _minus_k_ln2(f, k, x):
+    """x - k*ln2 for an integer-valued float k near x/ln2, in two fmas (Cody-Waite). The
+    first is exact: x and k*LN2 are multiples of ulp(LN2)/2 (or k = 0) and differ by
+    less than 1."""
+    return _fma(-k, _LN2_LO[f.suffix], _fma(-k, _LN2, x))
+
+
+def _exponent_field(f, kf):
+    """The float whose exponent field (sign included) holds the low bits of kf's
+    mantissa: 2^(those bits - bias) where a shifter fma left them in [1, 2*bias]."""
+    return kf.e.cast("bitcast", kf.e.cast("bitcast", kf, f.ity) << f.mant, f.ty)
+
+
 def _exp_reduce(f, x, lo=None):
     """(k, r) with x + lo = k*ln2 + r, |r| <= ~ln2/2; `x` finite and clamped by the caller."""
     k = _rint(x * _LOG2E)
-    # Exact: x and k*LN2 are multiples of ulp(LN2)/2 (or k = 0) and differ by less than 1.
-    r = _fma(-k, _LN2, x)
-    r = _fma(-k, _LN2_LO[f.suffix], r)
+    r = _minus_k_ln2(f, k, x)
     if lo is not None:
         r = r + lo
     return k, r
@@ -586,9 +597,7 @@ def _exp(f, x, upper_clamp=True):
     k = kf - shifter                             # exact
     shifter_bits = int(np.array(shifter, f.dtype).view(f"i{f.dtype.itemsize}"))
     ki = x.e.cast("bitcast", kf, f.ity) - shifter_bits
-    r = _fma(-k, _LN2, xc)                       # exact, as in _exp_reduce
-    r = _fma(-k, _LN2_LO[f.suffix], r)
-    return _scale2(f, _horner(r, _EXP_POLY[f.suffix]), k, ki)
+    return _scale2(f, _horner(_minus_k_ln2(f, k, xc), _EXP_POLY[f.suffix]), k, ki)
 
 
 # exp(x) for x <= 0 (clamped at -110 / -760) has k in [-159, 0] / [-1097, 0], so 2^(k + c)
@@ -616,10 +625,8 @@ def _exp_nonpositive(f, x):
     shifter = 1.5 * 2.0 ** f.mant + f.bias + c
     kf = _fma(xc, _LOG2E, shifter)
     k = kf - shifter                             # exact
-    scale = x.e.cast("bitcast", x.e.cast("bitcast", kf, f.ity) << f.mant, f.ty)
-    r = _fma(-k, _LN2, xc)                       # exact, as in _exp_reduce
-    r = _fma(-k, _LN2_LO[f.suffix], r)
-    return _horner(r, [v * 2.0 ** -c for v in _EXP_POLY[f.suffix]]) * scale
+    p = _horner(_minus_k_ln2(f, k, xc), [v * 2.0 ** -c for v in _EXP_POLY[f.suffix]])
+    return p * _exponent_field(f, kf)
 
 
 def _expm1(f, x):
@@ -690,7 +697,7 @@ def _tanh_f32(f, x):
     ac = _select(a.lt(10.0), a, 10.0)                # tanh(10) rounds to 1
     kf = _fma(ac, 2.0 * _LOG2E, _TANH_SHIFTER)
     k = kf - _TANH_SHIFTER
-    s2 = x.e.cast("bitcast", x.e.cast("bitcast", kf, "i32") << f.mant, f.ty)   # 2^(k+1)
+    s2 = _exponent_field(f, kf)                      # 2^(k+1)
     h = _fma(-k, _LN2 / 2, ac)                       # exact, as in _exp_reduce
     h = _fma(-k, _LN2_LO[f.suffix] / 2, h)           # r/2
     # small lanes: fma(x*z, P(z), x) = tanh(x); the others: fma(h*h, Q(h), h) = expm1(r)/2
