@@ -83,8 +83,8 @@ def l1_prefetch_host():
     """Whether data a kernel reads next is best prefetched into L1 (prefetcht0), not L2
     (prefetcht1): on AMD Zen, where the row kernels measured faster so (logsumexp 74-75
     -> 79-82% of the triad). On the Intel VM the L1 prefetches of a whole row held the
-    row kernels back (paired, % of the triad: layernorm 75 -> 88-90 into L2, softmax
-    77 -> 81-83, logsumexp 68 -> 70-77); the flat kernels' prefetches ran the same
+    row kernels back (paired, % of the triad: layernorm 75 -> 86-90 into L2, softmax
+    77 -> 81-84, logsumexp 68 -> 69-77); the flat kernels' prefetches ran the same
     either way there."""
     import llvmlite.binding as llvm   # here only: kernels render without a compiler
     return llvm.get_host_cpu_name().startswith("znver")
