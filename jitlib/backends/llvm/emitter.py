@@ -9,7 +9,9 @@ The renderer is two tables (tinygrad's renderers-as-tables):
 `Elemental.value(instr, index)` walks the body from an output back to its inputs, asking
 each operand for the element its consumer needs (XLA's elemental IR emitter). Values are
 memoised per (instr, index) inside a scope; kernels open a scope per loop body, since a
-value computed inside a loop does not dominate the code after it.
+value computed inside a loop does not dominate the code after it. The walk, `Index` and
+the rules of the movement ops are shared with the Triton backend
+(jitlib/backends/elemental.py).
 
 Types. Values live in registers in a compute type: bool is i1, integers are iN, f32 and
 the 16-bit floats are `float`, f64 is `double`. In memory bool is i8, f16 is `half`, bf16
@@ -27,6 +29,7 @@ import struct
 
 import numpy as np
 
+from jitlib.backends.elemental import MOVEMENT_RULES, ElementalBase, Index
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -253,34 +256,29 @@ def all_of(fn, conds):
     return out
 
 
-def strides(shape):
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
+class IndexMath:
+    """Index arithmetic for the shared movement rules (jitlib/backends/elemental.py)."""
 
+    def __init__(self, fn):
+        self.fn = fn
 
-class Index:
-    """A position in `shape`: per-dim i64 values (SSA names or ints), or the linear one."""
+    def add(self, a, b):
+        return iadd(self.fn, a, b)
 
-    __slots__ = ("shape", "dims", "lin")
+    def sub(self, a, b):
+        return isub(self.fn, a, b)
 
-    def __init__(self, shape, dims=None, lin=None):
-        self.shape = tuple(shape)
-        if dims is not None:
-            # size-1 dims are always 0: keeps keys canonical and folds index math
-            dims = tuple(0 if n == 1 else d for n, d in zip(self.shape, dims))
-        self.dims = dims
-        self.lin = lin
+    def mul(self, a, c):
+        return imul(self.fn, a, c)
 
-    @classmethod
-    def zero(cls, shape):
-        return cls(shape, (0,) * len(shape), 0)
+    def clamp(self, a, lo, hi):
+        return iclamp(self.fn, a, lo, hi)
 
-    @property
-    def key(self):
-        return ("d",) + self.dims if self.dims is not None else ("l", self.lin)
+    def digit(self, lin, stride, n, outermost):
+        """The position along a dim of `n` elements and `stride` of a linear position
+        (non-negative, so unsigned division)."""
+        d = lin if stride == 1 else self.fn.op(f"udiv i64 {lin}, {stride}", "i")
+        return d if outermost else self.fn.op(f"urem i64 {d}, {n}", "i")
 
 
 # -- conversions between compute values
@@ -737,67 +735,15 @@ assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rul
 
 # -- the elemental generator
 
-class Elemental:
-    """Emits the value of body instructions at indices, reading `inputs` from memory.
-
-    `inputs` maps an instruction to the pointer argument holding it (C order); `fixed`
-    maps an instruction to a value that holds at every index the kernel asks for (a
-    reduction's result for the current kept index).
-    """
+class Elemental(ElementalBase):
+    """Emits the value of body instructions at indices, reading `inputs` from memory
+    (see ElementalBase); `buffered` maps an instruction to a (pointer, index -> offset)
+    pair where a kernel keeps its values in a buffer of its own."""
 
     def __init__(self, fn, inputs):
+        super().__init__(IndexMath(fn), inputs)
         self.fn = fn
-        self.inputs = dict(inputs)
-        self.fixed = {}
-        self.buffered = {}   # instr -> (pointer, offset of an index): read from memory
-        self.scopes = [{}]
-
-    def push(self):
-        self.scopes.append({})
-
-    def pop(self):
-        self.scopes.pop()
-
-    def linear(self, index):
-        if index.lin is None:
-            lin = 0
-            for d, s in zip(index.dims, strides(index.shape)):
-                lin = iadd(self.fn, lin, imul(self.fn, d, s))
-            index.lin = lin
-        return index.lin
-
-    def dims(self, index):
-        if index.dims is None:
-            dims, fn, lin = [], self.fn, index.lin
-            for i, (n, s) in enumerate(zip(index.shape, strides(index.shape))):
-                if n == 1:
-                    dims.append(0)
-                    continue
-                d = lin
-                if isinstance(d, int):
-                    d = (d // s) % n
-                else:
-                    if s != 1:
-                        d = fn.op(f"udiv i64 {d}, {s}", "i")
-                    if i > 0:   # the outermost quotient is already < n
-                        d = fn.op(f"urem i64 {d}, {n}", "i")
-                dims.append(d)
-            index.dims = tuple(dims)
-        return index.dims
-
-    def value(self, instr, index):
-        """`instr`'s compute value at `index` (an Index into instr.shape)."""
-        if instr in self.fixed:
-            return self.fixed[instr]
-        if instr.size == 1:
-            index = Index.zero(instr.shape)
-        key = (instr, index.key)
-        for scope in reversed(self.scopes):
-            if key in scope:
-                return scope[key]
-        v = self._compute(instr, index)
-        self.scopes[-1][key] = v
-        return v
+        self.buffered = {}
 
     def _compute(self, instr, index):
         if instr in self.inputs:
@@ -818,10 +764,22 @@ class Elemental:
             raise Unsupported(f"{instr.op} has no elemental rule")
         return rule(self, instr, index)
 
+    def as_index(self, value, dt, hi):
+        """An integer scalar value as an i64 clamped into [0, hi] (u64 never goes
+        negative)."""
+        fn, n = self.fn, bits(dt)
+        if dtypes.is_unsigned(dt) and n == 64:
+            return fn.intrinsic("umin", "i64", value, str(hi))
+        if n < 64:
+            value = fn.op(f"{'sext' if dtypes.is_signed(dt) else 'zext'} i{n} {value} to i64",
+                          "i")
+        return iclamp(fn, value, 0, hi)
 
-# -- index rules: leaves and movement
 
-index_rules = {}
+# -- index rules: leaves and movement (the ops that only move positions share their
+# rules with the Triton backend: MOVEMENT_RULES, jitlib/backends/elemental.py)
+
+index_rules = dict(MOVEMENT_RULES)
 
 
 def _constant(el, instr, index):
@@ -834,43 +792,6 @@ def _constant(el, instr, index):
 def _iota(el, instr, index):
     d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
     return convert(el.fn, str(d), I64, instr.dtype)
-
-
-def _broadcast_in_dim(el, instr, index):
-    (x,) = instr.operands
-    if x.size == 1:
-        return el.value(x, Index.zero(x.shape))
-    dims = el.dims(index)
-    return el.value(x, Index(x.shape, [0 if n == 1 else dims[d]
-                                       for n, d in zip(x.shape, instr.attrs["dims"])]))
-
-
-def _reshape(el, instr, index):
-    (x,) = instr.operands
-    return el.value(x, Index(x.shape, lin=el.linear(index)))
-
-
-def _transpose(el, instr, index):
-    (x,) = instr.operands
-    dims, sub = el.dims(index), [0] * x.ndim
-    for i, p in enumerate(instr.attrs["perm"]):
-        sub[p] = dims[i]
-    return el.value(x, Index(x.shape, sub))
-
-
-def _slice(el, instr, index):
-    (x,) = instr.operands
-    a, fn = instr.attrs, el.fn
-    sub = [iadd(fn, s, imul(fn, d, st))
-           for d, s, st in zip(el.dims(index), a["start"], a["strides"])]
-    return el.value(x, Index(x.shape, sub))
-
-
-def _reverse(el, instr, index):
-    (x,) = instr.operands
-    sub = [isub(el.fn, n - 1, d) if i in instr.attrs["dims"] else d
-           for i, (n, d) in enumerate(zip(x.shape, el.dims(index)))]
-    return el.value(x, Index(x.shape, sub))
 
 
 def _pad(el, instr, index):
@@ -919,26 +840,6 @@ def _concatenate(el, instr, index):
     return out
 
 
-def _as_index(el, value, dt, hi):
-    """An integer scalar value as an i64 clamped into [0, hi] (u64 never goes negative)."""
-    fn, n = el.fn, bits(dt)
-    if dtypes.is_unsigned(dt) and n == 64:
-        return fn.intrinsic("umin", "i64", value, str(hi))
-    if n < 64:
-        value = fn.op(f"{'sext' if dtypes.is_signed(dt) else 'zext'} i{n} {value} to i64", "i")
-    return iclamp(fn, value, 0, hi)
-
-
-def _dynamic_slice(el, instr, index):
-    x, *starts = instr.operands
-    fn = el.fn
-    sub = []
-    for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
-        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
-        sub.append(iadd(fn, start, d))
-    return el.value(x, Index(x.shape, sub))
-
-
 def _dynamic_update_slice(el, instr, index):
     x, update, *starts = instr.operands
     xv = el.value(x, index)
@@ -946,7 +847,7 @@ def _dynamic_update_slice(el, instr, index):
         return xv
     fn, inside, sub = el.fn, [], []
     for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
-        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - u)
+        start = el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
         t = isub(fn, d, start)
         inside.append(icmp(fn, "ult", t, u))   # 0 <= t < u, as one unsigned compare
         sub.append(iclamp(fn, t, 0, u - 1))
@@ -955,19 +856,7 @@ def _dynamic_update_slice(el, instr, index):
     return fn.op(f"select i1 {all_of(fn, inside)}, {ty} {uv}, {ty} {xv}")
 
 
-def _gather(el, instr, index):
-    x, idx = instr.operands
-    axis = instr.attrs["axis"]
-    dims = el.dims(index)
-    i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
-    at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
-    sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
-    return el.value(x, Index(x.shape, sub))
-
-
 index_rules.update({
-    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.BROADCAST_IN_DIM: _broadcast_in_dim,
-    Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.REVERSE: _reverse,
-    Op.PAD: _pad, Op.CONCATENATE: _concatenate, Op.DYNAMIC_SLICE: _dynamic_slice,
-    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
+    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.PAD: _pad, Op.CONCATENATE: _concatenate,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice,
 })

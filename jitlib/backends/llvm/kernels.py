@@ -1082,7 +1082,7 @@ class _ReductionEmitter:
         def reload(index):   # the kept summed values, before any store overwrites them
             for red, j in self.kept_in.items():
                 x = red.operands[0]
-                el.scopes[-1][(x, index.key)] = load(fn, *self.kept_at(j, index), x.dtype)
+                el.remember(x, index, load(fn, *self.kept_at(j, index), x.dtype))
 
         if self.stream_row:
             ((j, out),) = plan.s_outputs

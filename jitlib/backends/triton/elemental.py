@@ -20,6 +20,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 """
 import numpy as np
 
+from jitlib.backends.elemental import MOVEMENT_RULES, ElementalBase, Index
 from jitlib.backends.triton import tanh as tanh_f32
 from jitlib.backends.triton.source import (
     F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, spread)
@@ -31,35 +32,6 @@ from jitlib.hlo.ops import Op
 # float results the interpreter rounds to the 16-bit grid after the op
 ROUNDED = frozenset({Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT, Op.TANH, Op.SIN, Op.COS,
                      Op.TAN, Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.REM, Op.POW, Op.ATAN2})
-
-
-def strides(shape):
-    out, step = [], 1
-    for d in reversed(shape):
-        out.append(step)
-        step *= d
-    return tuple(reversed(out))
-
-
-class Index:
-    """Positions in `shape`: per-dim int64 expressions (names or ints), or a linear one."""
-
-    __slots__ = ("shape", "dims", "lin")
-
-    def __init__(self, shape, dims=None, lin=None):
-        self.shape = tuple(shape)
-        if dims is not None:
-            dims = tuple(0 if n == 1 else d for n, d in zip(self.shape, dims))
-        self.dims = dims
-        self.lin = lin
-
-    @classmethod
-    def zero(cls, shape):
-        return cls(shape, (0,) * len(shape), 0)
-
-    @property
-    def key(self):
-        return ("d",) + self.dims if self.dims is not None else ("l", self.lin)
 
 
 # -- integer index arithmetic, folded where both sides are known
@@ -97,6 +69,13 @@ class IndexMath:
         if isinstance(a, int):
             return min(max(a, lo), hi)
         return self.w.let(f"tl.minimum(tl.maximum({a}, {lo}), {hi})", "i")
+
+    def digit(self, lin, stride, n, outermost):
+        """The position along a dim of `n` elements and `stride` of a linear position."""
+        d = lin if stride == 1 else f"{lin} // {stride}"
+        if not outermost:
+            d = f"({d}) % {n}"
+        return d if d == lin else self.w.let(d, "i")
 
 
 # -- scalar rules
@@ -354,67 +333,18 @@ LIBDEVICE = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "atan2
 
 # -- the elemental generator
 
-class Elemental:
-    """Emits values of body instructions at index tiles, loading `inputs` from memory.
-
-    `inputs` maps an instruction to the pointer argument holding it (C order); `fixed`
-    maps an instruction to a value already computed for the tile being written (a
+class Elemental(ElementalBase):
+    """Emits values of body instructions at index tiles, loading `inputs` from memory
+    (see ElementalBase; `fixed` values are those of the tile being written: a
     reduction's row result, a dot's product). `mask` guards every load. With `raw` set,
     loads keep the memory type (a dot's operand tiles) and only movement is allowed.
     """
 
     def __init__(self, w, inputs):
+        super().__init__(IndexMath(w), inputs)
         self.w = w
-        self.im = IndexMath(w)
-        self.inputs = dict(inputs)
-        self.fixed = {}
         self.mask = None
         self.raw = False
-        self.scopes = [{}]
-
-    def push(self):
-        self.scopes.append({})
-
-    def pop(self):
-        self.scopes.pop()
-
-    def linear(self, index):
-        if index.lin is None:
-            lin = 0
-            for d, s in zip(index.dims, strides(index.shape)):
-                lin = self.im.add(lin, self.im.mul(d, s))
-            index.lin = lin
-        return index.lin
-
-    def dims(self, index):
-        if index.dims is None:
-            dims, lin = [], index.lin
-            for i, (n, s) in enumerate(zip(index.shape, strides(index.shape))):
-                if n <= 1 or s == 0:   # an empty shape (n or s 0): no lane is live
-                    dims.append(0)
-                elif isinstance(lin, int):
-                    dims.append((lin // s) % n)
-                else:
-                    d = lin if s == 1 else f"{lin} // {s}"
-                    if i > 0:   # the outermost quotient is already < n
-                        d = f"({d}) % {n}"
-                    dims.append(d if d == lin else self.w.let(d, "i"))
-            index.dims = tuple(dims)
-        return index.dims
-
-    def value(self, instr, index):
-        """A variable (or literal) holding `instr` at `index`, an Index into instr.shape."""
-        if instr in self.fixed and not self.raw:
-            return self.fixed[instr]
-        if instr.size == 1:
-            index = Index.zero(instr.shape)
-        key = (instr, index.key, self.raw)
-        for scope in reversed(self.scopes):
-            if key in scope:
-                return scope[key]
-        v = self._compute(instr, index)
-        self.scopes[-1][key] = v
-        return v
 
     def load(self, ptr, instr, index):
         lin = self.linear(index)
@@ -461,6 +391,17 @@ class Elemental:
             raise Unsupported(f"{instr.op} has no elemental rule")
         return rule(self, instr, index)
 
+    def as_index(self, value, dt, hi):
+        """An integer scalar value as an int64 clamped into [0, hi]."""
+        dt = np.dtype(dt)
+        if dt == np.uint64:   # past int64's range it is out of range anyway: clamp first
+            return self.w.let(f"tl.where({value} > {hi}, {hi}, {value}.to(tl.int64))", "i")
+        if dt == dtypes.BOOL:
+            value = f"{value}.to(tl.int64)"
+        elif dt != np.int64:
+            value = self.w.let(f"{value}.to(tl.int64)", "i")
+        return self.im.clamp(value, 0, hi)
+
 
 def _describe(instr):
     loc = instr.loc
@@ -474,9 +415,10 @@ def store_value(value, dt):
     return f"{value}.to({memory_type(dt)})" if dt in NARROW else value
 
 
-# -- index rules: leaves and movement
+# -- index rules: leaves and movement (the ops that only move positions share their
+# rules with the LLVM backend: MOVEMENT_RULES, jitlib/backends/elemental.py)
 
-index_rules = {}
+index_rules = dict(MOVEMENT_RULES)
 
 
 def _constant(el, instr, index):
@@ -491,43 +433,6 @@ def _iota(el, instr, index):
     if isinstance(d, int):
         return literal(d, instr.dtype)
     return el.w.let(convert(el.w, d, np.int64, instr.dtype))
-
-
-def _broadcast_in_dim(el, instr, index):
-    (x,) = instr.operands
-    if x.size == 1:
-        return el.value(x, Index.zero(x.shape))
-    dims = el.dims(index)
-    return el.value(x, Index(x.shape, [0 if n == 1 else dims[d]
-                                       for n, d in zip(x.shape, instr.attrs["dims"])]))
-
-
-def _reshape(el, instr, index):
-    (x,) = instr.operands
-    return el.value(x, Index(x.shape, lin=el.linear(index)))
-
-
-def _transpose(el, instr, index):
-    (x,) = instr.operands
-    dims, sub = el.dims(index), [0] * x.ndim
-    for i, p in enumerate(instr.attrs["perm"]):
-        sub[p] = dims[i]
-    return el.value(x, Index(x.shape, sub))
-
-
-def _slice(el, instr, index):
-    (x,) = instr.operands
-    a, im = instr.attrs, el.im
-    sub = [im.add(s, im.mul(d, st))
-           for d, s, st in zip(el.dims(index), a["start"], a["strides"])]
-    return el.value(x, Index(x.shape, sub))
-
-
-def _reverse(el, instr, index):
-    (x,) = instr.operands
-    sub = [el.im.sub(n - 1, d) if i in instr.attrs["dims"] else d
-           for i, (n, d) in enumerate(zip(x.shape, el.dims(index)))]
-    return el.value(x, Index(x.shape, sub))
 
 
 def _all(conds):
@@ -591,27 +496,6 @@ def _concatenate(el, instr, index):
     return out
 
 
-def _as_index(el, value, dt, hi):
-    """An integer scalar value as an int64 clamped into [0, hi]."""
-    dt = np.dtype(dt)
-    if dt == np.uint64:   # past int64's range it is out of range anyway: clamp first
-        return el.w.let(f"tl.where({value} > {hi}, {hi}, {value}.to(tl.int64))", "i")
-    if dt == dtypes.BOOL:
-        value = f"{value}.to(tl.int64)"
-    elif dt != np.int64:
-        value = el.w.let(f"{value}.to(tl.int64)", "i")
-    return el.im.clamp(value, 0, hi)
-
-
-def _dynamic_slice(el, instr, index):
-    x, *starts = instr.operands
-    sub = []
-    for d, s, size, n in zip(el.dims(index), starts, instr.attrs["sizes"], x.shape):
-        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - size)
-        sub.append(el.im.add(start, d))
-    return el.value(x, Index(x.shape, sub))
-
-
 def _dynamic_update_slice(el, instr, index):
     x, update, *starts = instr.operands
     xv = el.value(x, index)
@@ -619,7 +503,7 @@ def _dynamic_update_slice(el, instr, index):
         return xv
     inside, sub = [], []
     for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
-        start = _as_index(el, el.value(s, Index.zero(())), s.dtype, n - u)
+        start = el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
         t = el.im.sub(d, start)
         inside += [_cmp(t, ">=", 0), _cmp(t, "<", u)]
         sub.append(el.im.clamp(t, 0, u - 1))
@@ -630,19 +514,7 @@ def _dynamic_update_slice(el, instr, index):
     return el.w.let(f"tl.where({cond}, {uv}, {xv})")
 
 
-def _gather(el, instr, index):
-    x, idx = instr.operands
-    axis = instr.attrs["axis"]
-    dims = el.dims(index)
-    i = el.value(idx, Index(idx.shape, dims[axis:axis + idx.ndim]))
-    at = _as_index(el, i, idx.dtype, max(x.shape[axis] - 1, 0))
-    sub = list(dims[:axis]) + [at] + list(dims[axis + idx.ndim:])
-    return el.value(x, Index(x.shape, sub))
-
-
 index_rules.update({
-    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.BROADCAST_IN_DIM: _broadcast_in_dim,
-    Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.REVERSE: _reverse,
-    Op.PAD: _pad, Op.CONCATENATE: _concatenate, Op.DYNAMIC_SLICE: _dynamic_slice,
-    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
+    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.PAD: _pad, Op.CONCATENATE: _concatenate,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice,
 })
