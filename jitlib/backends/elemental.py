@@ -4,17 +4,29 @@ Each backend emits an op's value at an index from two tables: scalar rules (elem
 math, written in the backend's own language) and index rules (leaves and movement).
 A movement op only moves positions: the element of its output at an index is its
 operand's element at another index. Those rules are integer arithmetic on the index,
-the same for both backends, and live here once, written against what each backend's
+the same for both backends, and live here once (`INDEX_RULES`; only iota, a conversion
+of a position, stays with each backend), written against what each backend's
 `Elemental` provides:
 
     el.im.add(a, b), .sub(a, b), .mul(a, c), .clamp(a, lo, hi)   # folded where known
     el.im.digit(lin, stride, n, outermost)   # one dim's position from a linear one
+    el.im.divmod(a, k)                       # (a // k, a % k); a < 0: a lane outside
+    el.im.ge(a, b), .lt(a, b), .eq(a, b)     # conditions on positions
+    el.im.in_range(a, n)                     # [conditions] that 0 <= a < n
+    el.im.all(conditions)                    # their conjunction
+    el.select(cond, a, b, dtype)             # a where cond holds, else b
     el.as_index(value, dtype, hi)            # an integer scalar, clamped into [0, hi]
+    el.literal(value, dtype)                 # a constant value
     el.value(instr, index)                   # the operand's value there
 
 A position is a Python int where it is known when the kernel is generated (constant
 folded here), else the backend's expression: an LLVM i64 value (one element) or a
-Triton int64 tile (a block of elements).
+Triton int64 tile (a block of elements). A condition is True or False where it is known,
+and `select` then picks its operand without emitting anything.
+
+Ops that can reach outside their operand (pad, concatenate, dynamic_update_slice) clamp
+the position they read at and select: every read stays inside its buffer, even in lanes
+whose value is not taken.
 """
 from jitlib.hlo.ops import Op
 
@@ -54,7 +66,9 @@ class Index:
 class ElementalBase:
     """Values of a kernel body's instructions at indices, memoised per (instr, index)
     inside a scope: kernels open a scope per loop body, since a value computed inside a
-    loop is not available after it. Subclasses set `im` and define `_compute`.
+    loop is not available after it. Subclasses pass their index math (`im`), define
+    `_compute`, and set `index_rules` (INDEX_RULES and their iota), `unsupported` (the
+    exception for what they cannot emit) and the methods of the module docstring.
 
     `inputs` maps an instruction to the pointer argument holding it (C order); `fixed`
     maps an instruction to a value that holds at every index the kernel asks for (a
@@ -122,8 +136,15 @@ class ElementalBase:
     def _compute(self, instr, index):
         raise NotImplementedError
 
+    def index_rule(self, instr, index):
+        """The value of a leaf or movement op at `index`, by the backend's table."""
+        rule = self.index_rules.get(instr.op)
+        if rule is None:
+            raise self.unsupported(f"{instr.op} has no elemental rule")
+        return rule(self, instr, index)
 
-# -- index rules of the ops that only move positions
+
+# -- index rules: which operand element an output element is (leaves and movement)
 
 def _broadcast_in_dim(el, instr, index):
     (x,) = instr.operands
@@ -181,8 +202,68 @@ def _gather(el, instr, index):
     return el.value(x, Index(x.shape, sub))
 
 
-MOVEMENT_RULES = {
-    Op.BROADCAST_IN_DIM: _broadcast_in_dim, Op.RESHAPE: _reshape, Op.TRANSPOSE: _transpose,
-    Op.SLICE: _slice, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
-    Op.GATHER: _gather,
+def _constant(el, instr, index):
+    value = instr.attrs["value"].array
+    if value.size != 1:
+        raise el.unsupported(f"a constant of {value.size} elements inside a kernel")
+    return el.literal(value.reshape(-1)[0], instr.dtype)
+
+
+def _pad(el, instr, index):
+    x, pad_value = instr.operands
+    a, im = instr.attrs, el.im
+    pv = el.value(pad_value, Index.zero(()))
+    if x.size == 0:
+        return pv
+    inside, sub = [], []
+    for d, n, lo, it in zip(el.dims(index), x.shape, a["low"], a["interior"]):
+        t = im.sub(d, lo)
+        q = t
+        inside.append(im.ge(t, 0))
+        if it:   # t may be negative: its lanes are outside anyway, clamped below
+            q, r = im.divmod(t, it + 1)
+            inside.append(im.eq(r, 0))
+        inside.append(im.lt(q, n))
+        sub.append(im.clamp(q, 0, n - 1))
+    xv = el.value(x, Index(x.shape, sub))
+    return el.select(im.all(inside), xv, pv, instr.dtype)
+
+
+def _concatenate(el, instr, index):
+    axis, im = instr.attrs["dim"], el.im
+    dims = el.dims(index)
+    pos, out, offset = dims[axis], None, 0
+    for x in instr.operands:
+        n = x.shape[axis]
+        if x.size == 0:
+            offset += n
+            continue
+        sub = list(dims)
+        sub[axis] = im.clamp(im.sub(pos, offset), 0, n - 1)
+        v = el.value(x, Index(x.shape, sub))
+        out = v if out is None else el.select(im.ge(pos, offset), v, out, instr.dtype)
+        offset += n
+    return out
+
+
+def _dynamic_update_slice(el, instr, index):
+    x, update, *starts = instr.operands
+    xv = el.value(x, index)
+    if update.size == 0:
+        return xv
+    im, inside, sub = el.im, [], []
+    for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
+        start = el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
+        t = im.sub(d, start)
+        inside += im.in_range(t, u)
+        sub.append(im.clamp(t, 0, u - 1))
+    uv = el.value(update, Index(update.shape, sub))
+    return el.select(im.all(inside), uv, xv, instr.dtype)
+
+
+INDEX_RULES = {
+    Op.CONSTANT: _constant, Op.BROADCAST_IN_DIM: _broadcast_in_dim, Op.RESHAPE: _reshape,
+    Op.TRANSPOSE: _transpose, Op.SLICE: _slice, Op.REVERSE: _reverse, Op.PAD: _pad,
+    Op.CONCATENATE: _concatenate, Op.DYNAMIC_SLICE: _dynamic_slice,
+    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
 }

@@ -134,6 +134,15 @@ def test_every_op_has_a_rule_or_a_documented_fallback():
     assert handled == set(Op), sorted(set(Op) - handled)
 
 
+def test_the_gpu_backend_moves_positions_by_the_same_rules():
+    # one copy of each index rule (jitlib/backends/elemental.py): a fix reaches both
+    from jitlib.backends.elemental import INDEX_RULES
+    from jitlib.backends.triton.elemental import index_rules as triton_rules
+    assert set(index_rules) == set(triton_rules) == set(INDEX_RULES) | {Op.IOTA}
+    for op, rule in INDEX_RULES.items():
+        assert index_rules[op] is rule and triton_rules[op] is rule, op
+
+
 # -- elementwise
 
 @pytest.mark.parametrize("name", ALL)

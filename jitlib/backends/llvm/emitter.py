@@ -29,7 +29,7 @@ import struct
 
 import numpy as np
 
-from jitlib.backends.elemental import MOVEMENT_RULES, ElementalBase, Index
+from jitlib.backends.elemental import INDEX_RULES, ElementalBase, Index
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -279,6 +279,36 @@ class IndexMath:
         (non-negative, so unsigned division)."""
         d = lin if stride == 1 else self.fn.op(f"udiv i64 {lin}, {stride}", "i")
         return d if outermost else self.fn.op(f"urem i64 {d}, {n}", "i")
+
+    def divmod(self, a, k):
+        if isinstance(a, int):
+            return a // k, a % k
+        return self.fn.op(f"sdiv i64 {a}, {k}", "i"), self.fn.op(f"srem i64 {a}, {k}", "i")
+
+    def ge(self, a, b):
+        return self._cmp("sge", a, b)
+
+    def lt(self, a, b):
+        return self._cmp("slt", a, b)
+
+    def eq(self, a, b):
+        return self._cmp("eq", a, b)
+
+    def in_range(self, a, n):
+        return [self._cmp("ult", a, n)]   # 0 <= a < n, as one unsigned compare
+
+    def all(self, conds):
+        cond = all_of(self.fn, [_i1(c) for c in conds])
+        return {"true": True, "false": False}.get(cond, cond)
+
+    def _cmp(self, pred, a, b):
+        cond = icmp(self.fn, pred, a, b)
+        return {"true": True, "false": False}.get(cond, cond)
+
+
+def _i1(cond):
+    """A condition as LLVM spells it: True and False as i1 constants."""
+    return {True: "true", False: "false"}.get(cond, cond) if isinstance(cond, bool) else cond
 
 
 # -- conversions between compute values
@@ -733,6 +763,17 @@ scalar_rules.update({
 assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
 
 
+# -- index rules: leaves and movement (shared with the Triton backend but for iota:
+# INDEX_RULES, jitlib/backends/elemental.py)
+
+def _iota(el, instr, index):
+    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
+    return convert(el.fn, str(d), I64, instr.dtype)
+
+
+index_rules = {**INDEX_RULES, Op.IOTA: _iota}
+
+
 # -- the elemental generator
 
 class Elemental(ElementalBase):
@@ -759,10 +800,17 @@ class Elemental(ElementalBase):
             if instr.op in ROUNDED and instr.dtype in NARROW:
                 v = narrow(self.fn, v, instr.dtype)
             return v
-        rule = index_rules.get(instr.op)
-        if rule is None:
-            raise Unsupported(f"{instr.op} has no elemental rule")
-        return rule(self, instr, index)
+        return self.index_rule(instr, index)
+
+    index_rules = index_rules
+    unsupported = Unsupported
+    literal = staticmethod(literal)
+
+    def select(self, cond, a, b, dt):
+        if isinstance(cond, bool):
+            return a if cond else b
+        t = compute_type(dt)
+        return self.fn.op(f"select i1 {cond}, {t} {a}, {t} {b}")
 
     def as_index(self, value, dt, hi):
         """An integer scalar value as an i64 clamped into [0, hi] (u64 never goes
@@ -774,89 +822,3 @@ class Elemental(ElementalBase):
             value = fn.op(f"{'sext' if dtypes.is_signed(dt) else 'zext'} i{n} {value} to i64",
                           "i")
         return iclamp(fn, value, 0, hi)
-
-
-# -- index rules: leaves and movement (the ops that only move positions share their
-# rules with the Triton backend: MOVEMENT_RULES, jitlib/backends/elemental.py)
-
-index_rules = dict(MOVEMENT_RULES)
-
-
-def _constant(el, instr, index):
-    value = instr.attrs["value"].array
-    if value.size != 1:
-        raise Unsupported(f"constant of {value.size} elements inside a kernel")
-    return literal(value.reshape(-1)[0], instr.dtype)
-
-
-def _iota(el, instr, index):
-    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
-    return convert(el.fn, str(d), I64, instr.dtype)
-
-
-def _pad(el, instr, index):
-    x, pad_value = instr.operands
-    fn, a = el.fn, instr.attrs
-    pv = el.value(pad_value, Index.zero(()))
-    if x.size == 0:
-        return pv
-    inside, sub = [], []
-    for d, n, lo, it in zip(el.dims(index), x.shape, a["low"], a["interior"]):
-        t = isub(fn, d, lo)
-        q = t
-        inside.append(icmp(fn, "sge", t, 0))
-        if it:
-            q = fn.op(f"sdiv i64 {t}, {it + 1}", "i") if not isinstance(t, int) else t // (it + 1)
-            r = fn.op(f"srem i64 {t}, {it + 1}", "i") if not isinstance(t, int) else t % (it + 1)
-            inside.append(icmp(fn, "eq", r, 0))
-        inside.append(icmp(fn, "slt", q, n))
-        sub.append(iclamp(fn, q, 0, n - 1))
-    xv = el.value(x, Index(x.shape, sub))
-    cond = all_of(fn, inside)
-    if cond in ("true", "false"):
-        return xv if cond == "true" else pv
-    t = compute_type(instr.dtype)
-    return fn.op(f"select i1 {cond}, {t} {xv}, {t} {pv}")
-
-
-def _concatenate(el, instr, index):
-    axis, fn = instr.attrs["dim"], el.fn
-    dims = el.dims(index)
-    pos, t, out, offset = dims[axis], compute_type(instr.dtype), None, 0
-    for x in instr.operands:
-        n = x.shape[axis]
-        if x.size == 0:
-            offset += n
-            continue
-        sub = list(dims)
-        sub[axis] = iclamp(fn, isub(fn, pos, offset), 0, n - 1)
-        v = el.value(x, Index(x.shape, sub))
-        if out is None:
-            out = v
-        else:
-            take = icmp(fn, "sge", pos, offset)
-            out = fn.op(f"select i1 {take}, {t} {v}, {t} {out}")
-        offset += n
-    return out
-
-
-def _dynamic_update_slice(el, instr, index):
-    x, update, *starts = instr.operands
-    xv = el.value(x, index)
-    if update.size == 0:
-        return xv
-    fn, inside, sub = el.fn, [], []
-    for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
-        start = el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
-        t = isub(fn, d, start)
-        inside.append(icmp(fn, "ult", t, u))   # 0 <= t < u, as one unsigned compare
-        sub.append(iclamp(fn, t, 0, u - 1))
-    uv = el.value(update, Index(update.shape, sub))
-    ty = compute_type(instr.dtype)
-    return fn.op(f"select i1 {all_of(fn, inside)}, {ty} {uv}, {ty} {xv}")
-
-
-index_rules.update({
-    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.PAD: _pad, Op.CONCATENATE: _concatenate,
-    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice,
-})

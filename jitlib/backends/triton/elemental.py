@@ -20,7 +20,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 """
 import numpy as np
 
-from jitlib.backends.elemental import MOVEMENT_RULES, ElementalBase, Index
+from jitlib.backends.elemental import INDEX_RULES, ElementalBase, Index
 from jitlib.backends.triton import tanh as tanh_f32
 from jitlib.backends.triton.source import (
     F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, spread)
@@ -76,6 +76,36 @@ class IndexMath:
         if not outermost:
             d = f"({d}) % {n}"
         return d if d == lin else self.w.let(d, "i")
+
+    def divmod(self, a, k):
+        if isinstance(a, int):
+            return a // k, a % k
+        return self.w.let(f"{a} // {k}", "i"), self.w.let(f"{a} % {k}", "i")
+
+    def ge(self, a, b):
+        return _cmp(a, ">=", b)
+
+    def lt(self, a, b):
+        return _cmp(a, "<", b)
+
+    def eq(self, a, b):
+        return _cmp(a, "==", b)
+
+    def in_range(self, a, n):
+        return [_cmp(a, ">=", 0), _cmp(a, "<", n)]
+
+    def all(self, conds):
+        conds = [c for c in conds if c is not True]
+        if False in conds:
+            return False
+        return " & ".join(f"({c})" for c in conds) if conds else True
+
+
+def _cmp(a, op, b):
+    """`a op b` as a Triton expression, or as a bool where both sides are known."""
+    if isinstance(a, int) and isinstance(b, int):
+        return {">=": a >= b, "<": a < b, "==": a == b}[op]
+    return f"{a} {op} {b}"
 
 
 # -- scalar rules
@@ -331,6 +361,19 @@ LIBDEVICE = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "atan2
              "rint", "fmod")
 
 
+# -- index rules: leaves and movement (shared with the LLVM backend but for iota:
+# INDEX_RULES, jitlib/backends/elemental.py)
+
+def _iota(el, instr, index):
+    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
+    if isinstance(d, int):
+        return literal(d, instr.dtype)
+    return el.w.let(convert(el.w, d, np.int64, instr.dtype))
+
+
+index_rules = {**INDEX_RULES, Op.IOTA: _iota}
+
+
 # -- the elemental generator
 
 class Elemental(ElementalBase):
@@ -386,10 +429,16 @@ class Elemental(ElementalBase):
             if instr.op in ROUNDED:
                 expr = narrow(expr, instr.dtype)
             return self.w.let(expr, comment=_describe(instr))
-        rule = index_rules.get(instr.op)
-        if rule is None:
-            raise Unsupported(f"{instr.op} has no elemental rule")
-        return rule(self, instr, index)
+        return self.index_rule(instr, index)
+
+    index_rules = index_rules
+    unsupported = Unsupported
+    literal = staticmethod(literal)
+
+    def select(self, cond, a, b, dt):
+        if isinstance(cond, bool):
+            return a if cond else b
+        return self.w.let(f"tl.where({cond}, {a}, {b})")
 
     def as_index(self, value, dt, hi):
         """An integer scalar value as an int64 clamped into [0, hi]."""
@@ -413,108 +462,3 @@ def store_value(value, dt):
     """The expression stored for a compute value of dtype `dt`."""
     dt = np.dtype(dt)
     return f"{value}.to({memory_type(dt)})" if dt in NARROW else value
-
-
-# -- index rules: leaves and movement (the ops that only move positions share their
-# rules with the LLVM backend: MOVEMENT_RULES, jitlib/backends/elemental.py)
-
-index_rules = dict(MOVEMENT_RULES)
-
-
-def _constant(el, instr, index):
-    value = instr.attrs["value"].array
-    if value.size != 1:
-        raise Unsupported(f"a constant of {value.size} elements inside a kernel")
-    return literal(value.reshape(-1)[0], instr.dtype)
-
-
-def _iota(el, instr, index):
-    d = el.dims(index)[instr.attrs["dimension"]] if instr.shape else 0
-    if isinstance(d, int):
-        return literal(d, instr.dtype)
-    return el.w.let(convert(el.w, d, np.int64, instr.dtype))
-
-
-def _all(conds):
-    conds = [c for c in conds if c is not True]
-    if False in conds:
-        return False
-    return " & ".join(f"({c})" for c in conds) if conds else True
-
-
-def _cmp(a, op, b):
-    if isinstance(a, int) and isinstance(b, int):
-        return {">=": a >= b, "<": a < b, "==": a == b}[op]
-    return f"{a} {op} {b}"
-
-
-def _pad(el, instr, index):
-    x, pad_value = instr.operands
-    a, im, w = instr.attrs, el.im, el.w
-    pv = el.value(pad_value, Index.zero(()))
-    if x.size == 0:
-        return pv
-    inside, sub = [], []
-    for d, n, lo, it in zip(el.dims(index), x.shape, a["low"], a["interior"]):
-        t = im.sub(d, lo)
-        q = t
-        inside.append(_cmp(t, ">=", 0))
-        if it:
-            if isinstance(t, int):
-                q, r = t // (it + 1), t % (it + 1)
-            else:   # t may be negative: its lanes are outside anyway, clamped below
-                q, r = w.let(f"{t} // {it + 1}", "i"), w.let(f"{t} % {it + 1}", "i")
-            inside.append(_cmp(r, "==", 0))
-        inside.append(_cmp(q, "<", n))
-        sub.append(im.clamp(q, 0, n - 1))
-    xv = el.value(x, Index(x.shape, sub))
-    cond = _all(inside)
-    if cond is True or cond is False:
-        return xv if cond else pv
-    return w.let(f"tl.where({cond}, {xv}, {pv})")
-
-
-def _concatenate(el, instr, index):
-    axis = instr.attrs["dim"]
-    dims = el.dims(index)
-    pos, out, offset = dims[axis], None, 0
-    for x in instr.operands:
-        n = x.shape[axis]
-        if x.size == 0:
-            offset += n
-            continue
-        sub = list(dims)
-        sub[axis] = el.im.clamp(el.im.sub(pos, offset), 0, n - 1)
-        v = el.value(x, Index(x.shape, sub))
-        if out is None:
-            out = v
-        else:
-            take = _cmp(pos, ">=", offset)
-            out = v if take is True else out if take is False else \
-                el.w.let(f"tl.where({take}, {v}, {out})")
-        offset += n
-    return out
-
-
-def _dynamic_update_slice(el, instr, index):
-    x, update, *starts = instr.operands
-    xv = el.value(x, index)
-    if update.size == 0:
-        return xv
-    inside, sub = [], []
-    for d, s, u, n in zip(el.dims(index), starts, update.shape, x.shape):
-        start = el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
-        t = el.im.sub(d, start)
-        inside += [_cmp(t, ">=", 0), _cmp(t, "<", u)]
-        sub.append(el.im.clamp(t, 0, u - 1))
-    uv = el.value(update, Index(update.shape, sub))
-    cond = _all(inside)
-    if cond is True or cond is False:
-        return uv if cond else xv
-    return el.w.let(f"tl.where({cond}, {uv}, {xv})")
-
-
-index_rules.update({
-    Op.CONSTANT: _constant, Op.IOTA: _iota, Op.PAD: _pad, Op.CONCATENATE: _concatenate,
-    Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice,
-})
