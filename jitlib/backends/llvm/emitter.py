@@ -239,23 +239,6 @@ def iclamp(fn, a, lo, hi):
     return fn.intrinsic("smin", "i64", a, str(hi))
 
 
-def icmp(fn, cond, a, b):
-    if isinstance(a, int) and isinstance(b, int):
-        ops = {"sge": a >= b, "slt": a < b, "eq": a == b, "ult": 0 <= a < b}
-        return "true" if ops[cond] else "false"
-    return fn.op(f"icmp {cond} i64 {a}, {b}", "c")
-
-
-def all_of(fn, conds):
-    conds = [c for c in conds if c != "true"]
-    if "false" in conds:
-        return "false"
-    out = "true"
-    for c in conds:
-        out = c if out == "true" else fn.op(f"and i1 {out}, {c}", "c")
-    return out
-
-
 class IndexMath:
     """Index arithmetic for the shared movement rules (jitlib/backends/elemental.py)."""
 
@@ -298,17 +281,19 @@ class IndexMath:
         return [self._cmp("ult", a, n)]   # 0 <= a < n, as one unsigned compare
 
     def all(self, conds):
-        cond = all_of(self.fn, [_i1(c) for c in conds])
-        return {"true": True, "false": False}.get(cond, cond)
+        conds = [c for c in conds if c is not True]
+        if False in conds:
+            return False
+        out = True
+        for c in conds:
+            out = c if out is True else self.fn.op(f"and i1 {out}, {c}", "c")
+        return out
 
     def _cmp(self, pred, a, b):
-        cond = icmp(self.fn, pred, a, b)
-        return {"true": True, "false": False}.get(cond, cond)
-
-
-def _i1(cond):
-    """A condition as LLVM spells it: True and False as i1 constants."""
-    return {True: "true", False: "false"}.get(cond, cond) if isinstance(cond, bool) else cond
+        """An i1 comparison of two positions, or a bool where both are known."""
+        if isinstance(a, int) and isinstance(b, int):
+            return {"sge": a >= b, "slt": a < b, "eq": a == b, "ult": 0 <= a < b}[pred]
+        return self.fn.op(f"icmp {pred} i64 {a}, {b}", "c")
 
 
 # -- conversions between compute values
