@@ -14,7 +14,7 @@ of a position, stays with each backend), written against what each backend's
     el.im.ge(a, b), .lt(a, b), .eq(a, b)     # conditions on positions
     el.im.in_range(a, n)                     # [conditions] that 0 <= a < n
     el.im.all(conditions)                    # their conjunction
-    el.select(cond, a, b, dtype)             # a where cond holds, else b
+    el._select(cond, a, b, dtype)            # a where cond (not known) holds, else b
     el.as_index(value, dtype, hi)            # an integer scalar, clamped into [0, hi]
     el.literal(value, dtype)                 # a constant value
     el.value(instr, index)                   # the operand's value there
@@ -134,6 +134,21 @@ class ElementalBase:
         return instr, index.key, self.raw
 
     def _compute(self, instr, index):
+        raise NotImplementedError
+
+    def operand_values(self, instr, index):
+        """The values of an elementwise op's operands at `index` (a scalar operand at
+        its one element)."""
+        return [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
+                for o in instr.operands]
+
+    def select(self, cond, a, b, dt):
+        """`a` where `cond` holds, else `b`: picked here where the condition is known."""
+        if isinstance(cond, bool):
+            return a if cond else b
+        return self._select(cond, a, b, dt)
+
+    def _select(self, cond, a, b, dt):
         raise NotImplementedError
 
     def index_rule(self, instr, index):

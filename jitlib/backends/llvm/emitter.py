@@ -29,7 +29,7 @@ import struct
 
 import numpy as np
 
-from jitlib.backends.elemental import INDEX_RULES, ElementalBase, Index
+from jitlib.backends.elemental import INDEX_RULES, ElementalBase
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -779,9 +779,7 @@ class Elemental(ElementalBase):
             return load(self.fn, buffer, offset(index), instr.dtype)
         rule = scalar_rules.get(instr.op)
         if rule is not None:
-            values = [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
-                      for o in instr.operands]
-            v = rule(self.fn, instr, *values)
+            v = rule(self.fn, instr, *self.operand_values(instr, index))
             if instr.op in ROUNDED and instr.dtype in NARROW:
                 v = narrow(self.fn, v, instr.dtype)
             return v
@@ -791,9 +789,7 @@ class Elemental(ElementalBase):
     unsupported = Unsupported
     literal = staticmethod(literal)
 
-    def select(self, cond, a, b, dt):
-        if isinstance(cond, bool):
-            return a if cond else b
+    def _select(self, cond, a, b, dt):
         t = compute_type(dt)
         return self.fn.op(f"select i1 {cond}, {t} {a}, {t} {b}")
 

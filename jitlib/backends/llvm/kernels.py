@@ -53,10 +53,11 @@ import re
 
 import numpy as np
 
+from jitlib.backends.elemental import Index
 from jitlib.backends.llvm import parallel, streaming
 from jitlib.backends.llvm.emitter import (
-    NARROW, Elemental, FunctionText, Index, Unsupported, compute_type, iadd, imul, literal,
-    load, memory_type, minmax, narrow, store)
+    NARROW, Elemental, FunctionText, Unsupported, compute_type, iadd, imul, literal, load,
+    memory_type, minmax, narrow, store)
 from jitlib.fusion.reduction_form import plan_reduction
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O

@@ -43,8 +43,9 @@ import dataclasses
 import numpy as np
 
 from jitlib import config
+from jitlib.backends.elemental import Index
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.elemental import Elemental, Index, store_value
+from jitlib.backends.triton.elemental import Elemental, store_value
 from jitlib.backends.triton.kernels import (
     DOT_DTYPES, TritonKernel, _bound, _cdiv, _decompose, _module_text, _pointer_params,
     _signature, _source_dtype, _tile_dtype, dot_dims, identifier, operand_tile)

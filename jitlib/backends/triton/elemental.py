@@ -20,7 +20,7 @@ correctly documented math library), division and sqrt are the IEEE-rounded `div_
 """
 import numpy as np
 
-from jitlib.backends.elemental import INDEX_RULES, ElementalBase, Index
+from jitlib.backends.elemental import INDEX_RULES, ElementalBase
 from jitlib.backends.triton import tanh as tanh_f32
 from jitlib.backends.triton.source import (
     F16, F64, NARROW, Unsupported, compute_type, literal, memory_type, narrow, spread)
@@ -423,9 +423,7 @@ class Elemental(ElementalBase):
         if rule is not None:
             if self.raw:
                 raise Unsupported(f"a dot operand computed by {instr.op}")
-            values = [self.value(o, index if o.shape == instr.shape else Index.zero(o.shape))
-                      for o in instr.operands]
-            expr = rule(self.w, instr, *values)
+            expr = rule(self.w, instr, *self.operand_values(instr, index))
             if instr.op in ROUNDED:
                 expr = narrow(expr, instr.dtype)
             return self.w.let(expr, comment=_describe(instr))
@@ -435,9 +433,7 @@ class Elemental(ElementalBase):
     unsupported = Unsupported
     literal = staticmethod(literal)
 
-    def select(self, cond, a, b, dt):
-        if isinstance(cond, bool):
-            return a if cond else b
+    def _select(self, cond, a, b, dt):
         return self.w.let(f"tl.where({cond}, {a}, {b})")
 
     def as_index(self, value, dt, hi):

@@ -29,8 +29,9 @@ import re
 
 import numpy as np
 
+from jitlib.backends.elemental import Index
 from jitlib.backends.triton import configs, f32_products
-from jitlib.backends.triton.elemental import Elemental, Index, store_value
+from jitlib.backends.triton.elemental import Elemental, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
     spread)
