@@ -137,6 +137,49 @@ def _table(header, rows):
     return lines
 
 
+EAGER_SEMANTICS = """\
+## What jit keeps from eager NumPy
+
+`jit(f)(*args)` leaves the caller with what `f(*args)` run eagerly leaves, not only the
+same results:
+
+- **Writes into arguments reach the caller.** `A[i] = ...`, `A += B`, `np.add(x, 1, out=o)`,
+  `np.copyto(dst, src)` and writes through a basic-slice view of an argument leave the
+  caller's array holding what NumPy leaves, at every call, on every backend (a
+  `jitlib.Array` is updated on the device). The traced program returns the new contents
+  (`lower().as_text()` shows `writes(%A)` in the module header and the line of the first
+  write) and the call copies them back. A read-only argument raises NumPy's `ValueError`
+  at the line of the write, before anything runs; a written argument that shares memory
+  with another argument is refused (the trace takes them as separate arrays); returning an
+  argument (`return out`) returns the caller's own object. A list or dict argument the
+  function changes (`append`, item assignment) is an error: Python containers cannot be
+  replayed. `+=` on a NumPy scalar (`s = x.sum(); s += 1`) rebinds, as in NumPy.
+- **Arrays made inside the function take traced writes.** While jit traces, `np.empty`,
+  `np.zeros`, `np.ones`, `np.full`, `np.*_like`, `np.arange`, `np.linspace`, `np.eye`,
+  `np.identity`, `np.tri`, `np.array`, `np.asarray`, `np.asanyarray` and `np.copy`, called
+  from your code as `np.NAME(...)`, return traced arrays whose values jit knows: Python may
+  still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`), and they become
+  IR constants only where a traced value meets them. (`from numpy import zeros` binds
+  NumPy's function itself, which jit does not see.)
+- **Globals and closure variables are read at call time.** An array a jitted function
+  reads from its globals or closure with more than 64 elements becomes an implicit input,
+  the same array object at every call (in-place updates are seen; writes into it reach
+  it). A smaller array stays a constant, and a change of its contents traces again; so
+  does rebinding any global or closure name the function read (`JITLIB_LOG=recompiles`
+  names it). Only the jitted function's own globals are seen this way: a helper function
+  defined elsewhere reads its globals as constants at trace time.
+- **`np.random` draws what eager NumPy draws.** The legacy functions (`np.random.rand`,
+  `randn`, `normal`, `uniform`, `randint`, `choice`, `permutation`, `shuffle`, `seed`,
+  ...) and the methods of a `np.random.Generator` or `RandomState` passed in, captured,
+  or made inside with `np.random.default_rng(seed)` run on the host at each call, in the
+  traced order, before the program; their numbers are parameters of the program, and the
+  generator's state advances exactly as eagerly. A traced distribution parameter
+  (`np.random.normal(x, 1.0)`) is refused: write `x + rng.standard_normal(shape)`.
+  `jitlib.random` generates numbers inside the kernels instead (see its section).
+
+"""
+
+
 def render():
     """The full text of docs/numpy_support.md."""
     from jitlib.trace import registry, ufuncs
@@ -157,6 +200,7 @@ def render():
         "(transpose, reshape of a contiguous array, squeeze, flip, split, ...) the result "
         "follows later writes to its base, and writes through it reach the base.",
         "",
+        *EAGER_SEMANTICS.splitlines(),
         f"## Functions ({len(functions)})",
         "",
         *_table(["NumPy", "Traced as", "Notes"], functions),
@@ -164,8 +208,9 @@ def render():
         f"## Creation functions, `jitlib.numpy` only ({len(jnp_only)})",
         "",
         "NumPy never hands these a tracer (np.zeros takes no array; np.asarray converts "
-        "rather than dispatching), so call them through `jnp`: inside a trace they return "
-        "traced arrays, outside it NumPy arrays.",
+        "rather than dispatching). Called as `np.NAME(...)` from the jitted function "
+        "itself, jit sees them (above); `jnp.NAME` works anywhere: inside a trace it "
+        "returns traced arrays, outside it NumPy arrays.",
         "",
         *_table(["jitlib.numpy", "Traced as", "Notes"], jnp_only),
         "",
