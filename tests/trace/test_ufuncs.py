@@ -71,8 +71,6 @@ def test_unary_ufunc_matches_numpy(ufunc):
     outcomes = {}
     for dtype in DTYPES:
         x = _values(dtype, rng)
-        if ufunc is np.reciprocal and x.dtype.kind in "iu":
-            x[x == 0] = 1   # C leaves integer 1/0 undefined; jitlib defines it as 0
         outcomes[np.dtype(dtype).name] = _check(lambda x: ufunc(x), (x,),
                                                 f"{ufunc.__name__}({np.dtype(dtype)})")
     assert "ok" in outcomes.values(), outcomes
