@@ -113,6 +113,8 @@ def _ufunc_ops(ufunc, dtype):
         return "no loop"
     except errors.UnsupportedError:
         return "unsupported"
+    except errors.JitlibValueError:
+        return "pow (a traced signed exponent is refused)"
     outs = out if isinstance(out, tuple) else (out,)
     module = trace.module([o.instr for o in outs])
     ops = sorted({str(i.op) for i in module.instructions} - HIDDEN_OPS)

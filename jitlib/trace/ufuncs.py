@@ -71,7 +71,6 @@ builder(np.subtract)(_simple(Op.SUB))
 builder(np.multiply)(_simple(Op.MUL, Op.AND))
 builder(np.true_divide)(_simple(Op.DIV))
 builder(np.fmod)(_simple(Op.REM))
-builder(np.power)(_simple(Op.POW))
 builder(np.maximum)(_simple(Op.MAX, Op.OR))
 builder(np.minimum)(_simple(Op.MIN, Op.AND))
 builder(np.arctan2)(_simple(Op.ATAN2))
@@ -283,6 +282,67 @@ def _hypot(a, b):
 
 def _root_of_squares(a, b):
     return B.unary(Op.SQRT, B.binary(Op.ADD, B.binary(Op.MUL, a, a), B.binary(Op.MUL, b, b)))
+
+
+@builder(np.power)
+def _power(a, b):
+    return B.binary(Op.POW, a, b)
+
+
+_NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+
+
+def _refuse_negative_int_power(exponent):
+    """NumPy's integer power raises ValueError when any exponent is negative. A concrete
+    exponent (a constant, a Python int argument's range) is checked here; a traced one
+    only where its IR shows it cannot be negative, since jit cannot look at its values."""
+    bounds = T.known_int_bounds(exponent)
+    if bounds is not None:
+        lo, hi = bounds
+        if (lo is None or lo < 0) and (hi is None or hi >= 0):
+            raise int_ranges.needs_values("the sign of an integer power's exponent")
+        negative = hi is not None and hi < 0
+    elif isinstance(exponent, T.Tracer):
+        if _never_negative(exponent.instr):
+            return
+        raise errors.JitlibValueError(
+            f"np.power: NumPy raises ValueError ({_NEGATIVE_POWER}) when an integer "
+            f"exponent is negative, and a traced {exponent.dtype} exponent's values are "
+            "not known while tracing",
+            hint="clamp it (x ** np.maximum(n, 0)), make it unsigned, pass it as a "
+                 "static argument, or use floats (np.float_power)")
+    else:
+        negative = bool((T.concrete(exponent) < 0).any())
+    if negative:
+        raise errors.JitlibValueError(_NEGATIVE_POWER,
+                                      hint="use a float base or np.float_power for x**-n")
+
+
+def _never_negative(instr, depth=8):
+    """Whether the IR proves `instr` is never negative (a bounded look through the ops
+    that keep that: constants, iota, movement, max with such a value, select of two)."""
+    if not dtypes.is_signed(instr.dtype):
+        return True
+    if depth == 0:
+        return False
+    op = instr.op
+    if op is Op.CONSTANT:
+        return bool((instr.attrs["value"].array >= 0).all())
+    if op is Op.IOTA:
+        return True
+    if op is Op.CONVERT:   # a widening integer convert keeps the sign
+        src = instr.operands[0].dtype
+        return not dtypes.is_float(src) and src.itemsize < instr.dtype.itemsize and \
+            _never_negative(instr.operands[0], depth - 1)
+    if op in (Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.REVERSE):
+        return _never_negative(instr.operands[0], depth - 1)
+    if op is Op.MAX:
+        return any(_never_negative(x, depth - 1) for x in instr.operands)
+    if op is Op.MIN:   # not add or mul: they wrap
+        return all(_never_negative(x, depth - 1) for x in instr.operands)
+    if op is Op.SELECT:
+        return all(_never_negative(x, depth - 1) for x in instr.operands[1:])
+    return False
 
 
 @builder(np.float_power)
@@ -627,6 +687,8 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
         result = T.Tracer(B.full(known, shape, dtypes.BOOL))
         return _write_out(ufunc, [result], out, where)[0] if (
             out is not None or where is not True) else result
+    if ufunc is np.power and dtypes.is_integer(loop[-1]):
+        _refuse_negative_int_power(inputs[1])
     operands = [T.broadcast(T.as_instr(x, dt), shape) for x, dt in zip(inputs, loop)]
     results = build_fn(*operands)
     if not isinstance(results, tuple):
