@@ -217,6 +217,11 @@ class IntegerOverflowError(JitlibError, OverflowError):
     """A Python int meets an integer array whose type cannot hold it, where NumPy raises."""
 
 
+class JitlibValueError(JitlibError, ValueError):
+    """A value NumPy rejects (an integer raised to a negative integer power), found or
+    not checkable while tracing."""
+
+
 class JitlibIndexError(JitlibError, IndexError):
     """An index NumPy rejects (out of bounds, too many indices, ...), found while tracing."""
 

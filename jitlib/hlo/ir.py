@@ -29,6 +29,8 @@ class Literal:
 
     def __init__(self, value, dtype=None):
         arr = np.array(value, dtype=dtype)
+        if not arr.dtype.isnative:   # a byte-swapped constant: the same values, native
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         arr.setflags(write=False)
         self.array = arr
         # bytes make NaN payloads and -0.0 distinct, which is what CSE needs.
