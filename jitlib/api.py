@@ -9,6 +9,7 @@ import functools
 import inspect
 import logging
 import threading
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -136,6 +137,7 @@ class Jitted:
         # (trace/int_ranges.py); from then on, by value
         self._int_values = False
         self._stale = None   # why the cached traces were dropped (a guard broke), if so
+        self._warned_escape = False
 
     # -- the call path
 
@@ -336,6 +338,8 @@ class Jitted:
                 raise cause.with_traceback(cause.__traceback__) from None
             if containers:
                 writeback.check_containers(containers, self.__name__, _definition(self.fn))
+            if free is not None and not self._warned_escape:
+                self._warn_if_escaped(free)
             flat_out, out_tree = tree.flatten(out)
             results = [result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
             writes = sorted(trace.writes)
@@ -355,6 +359,16 @@ class Jitted:
         if check:
             verify(module)   # a tracer bug must surface here, as IR, not in a backend
         return module, out_tree
+
+    def _warn_if_escaped(self, free):
+        name = free_values.escaped(free)
+        if name is not None:
+            self._warned_escape = True
+            warnings.warn(
+                f"jitlib: {self.__name__} left a traced value in the global {name!r} while "
+                "jit traced it; that value exists only during the trace, and using it later "
+                "raises EscapedTracerError. Return values from the jitted function instead.",
+                errors.EscapedTracerWarning, stacklevel=5)
 
     def _compile(self, key, bound, dynamic):
         from jitlib.backends import get_backend

@@ -419,3 +419,40 @@ def test_traced_distribution_parameters_are_refused_with_a_hint():
         return np.random.normal(x, 1.0)
     with pytest.raises(jitlib.errors.UnsupportedError, match="standard_normal"):
         f(np.ones(3))
+
+
+# -- side effects and leaks are visible (part 6)
+
+LEAKED = []
+
+
+def test_print_of_a_tracer_says_it_runs_at_trace_time(capsys):
+    @jitlib.jit(backend="interpreter")
+    def f(x):
+        print(x)
+        print(np.zeros(2))
+        return x * 2
+    f(np.ones(3))
+    f(np.ones(3))
+    out = capsys.readouterr().out
+    assert out.count("printed while jit traces the function, once") == 2   # one trace
+    assert "Tracer<f64[3]>" in out and "= [0. 0.]" in out
+
+
+def test_a_tracer_stored_in_a_global_warns_and_raises_when_used():
+    @jitlib.jit(backend="interpreter")
+    def f(x):
+        y = x * 2
+        LEAKED.append(y)
+        return y
+    try:
+        with pytest.warns(jitlib.errors.EscapedTracerWarning, match="'LEAKED'"):
+            f(np.ones(3))
+        leaked = LEAKED[-1]
+        with pytest.raises(jitlib.errors.EscapedTracerError, match="escaped the trace") as info:
+            leaked + 1
+        assert info.value.location.line == info.tb.tb_lineno   # the line that used it
+        with pytest.raises(jitlib.errors.EscapedTracerError):
+            float(leaked.sum())
+    finally:
+        LEAKED.clear()
