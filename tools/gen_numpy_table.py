@@ -157,6 +157,11 @@ def render():
         "(transpose, reshape of a contiguous array, squeeze, flip, split, ...) the result "
         "follows later writes to its base, and writes through it reach the base.",
         "",
+        "Random numbers: `np.random` inside jit draws on the host what eager NumPy would "
+        "draw; `jitlib.random` (key-based, like jax.random) generates them inside the "
+        "kernels, with the same bits on every backend. [random.md](random.md) says when "
+        "to use which.",
+        "",
         f"## Functions ({len(functions)})",
         "",
         *_table(["NumPy", "Traced as", "Notes"], functions),
