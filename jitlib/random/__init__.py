@@ -39,8 +39,8 @@ __all__ = ["key", "PRNGKey", "split", "fold_in", "uniform", "normal", "randint",
 
 U32 = T.U32
 _FLOATS = tuple(dtypes.FLOATS)
-# Inside jit, permutation ranks by n x n compares (the IR has no sort): past this size
-# that is slower than permuting outside jit.
+# Inside jit, permutation ranks by n x n compares (the IR has no sort): O(n^2) work, which
+# past this size costs far more than permuting outside jit.
 MAX_TRACED_PERMUTATION = 1 << 14
 
 
@@ -99,7 +99,11 @@ def _float_dtype(dtype, fn):
 def _operand(x, dtype, shape, fn, what):
     """`x` (a tracer, array or scalar) as an IR value of `dtype` broadcast to `shape`."""
     have = tuple(x.shape) if isinstance(x, Tracer) else np.shape(x)
-    if np.broadcast_shapes(have, shape) != tuple(shape):
+    try:
+        fits = np.broadcast_shapes(have, shape) == tuple(shape)
+    except ValueError:
+        fits = False
+    if not fits:
         raise errors.ShapeError(
             f"jitlib.random.{fn}: {what} of shape {have} does not broadcast to the sample "
             f"shape {tuple(shape)}")
@@ -204,7 +208,8 @@ def _int_bound(x, dtype, shape, what):
 
 def randint(key, shape, minval, maxval, dtype=np.int32):
     """Integers uniform in [minval, maxval) (bounds clipped into `dtype`; maxval above
-    its maximum reaches the maximum), by JAX's two-draw modulo."""
+    its maximum reaches the maximum), by JAX's two-draw modulo, in int32 for narrower
+    types."""
     shape, dt = _shape(shape, "randint"), dtypes.canonicalize(dtype)
     if not dtypes.is_integer(dt):
         raise errors.JitlibTypeError(f"jitlib.random.randint: dtype must be an integer "
@@ -214,11 +219,15 @@ def randint(key, shape, minval, maxval, dtype=np.int32):
     hi64 = _int_bound(maxval, dt, shape, "maxval")
     info = np.iinfo(dt)
     top = min(int(info.max), int(np.iinfo(np.int64).max))
-    bottom, ceiling = B.full(int(info.min), shape, np.int64), B.full(top, shape, np.int64)
-    above_max = B.compare(hi64, ceiling, "GT")
-    lo = B.convert(B.clamp(bottom, lo64, ceiling), dt)
-    hi = B.convert(B.clamp(bottom, hi64, ceiling), dt)
-    out = S.randint(k, shape, lo, hi, above_max, dt)
+    # types under 32 bits draw in int32 (less modulo bias), maxval clipped one past the top
+    drawn = dt if info.bits >= 32 else np.dtype(np.int32)
+    bottom = B.full(int(info.min), shape, np.int64)
+    ceiling = B.full(top + (drawn != dt), shape, np.int64)
+    drawn_top = min(int(np.iinfo(drawn).max), int(np.iinfo(np.int64).max))
+    above_max = B.compare(hi64, B.full(drawn_top, shape, np.int64), "GT")
+    lo = B.convert(B.clamp(bottom, lo64, ceiling), drawn)
+    hi = B.convert(B.clamp(bottom, hi64, ceiling), drawn)
+    out = B.convert(S.randint(k, shape, lo, hi, above_max, drawn), dt)
     return _finish(out, _tracing(key, minval, maxval))
 
 
