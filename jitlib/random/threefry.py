@@ -119,12 +119,8 @@ def bits(key, nbits, shape):
     bits of the 32-bit stream."""
     if nbits == 64:
         b0, b1 = hash_counters(key, shape)
-        return B.binary(Op.OR, shift_left_64(B.convert(b0, U64), 32), B.convert(b1, U64))
+        return B.binary(Op.OR, shift_left(B.convert(b0, U64), 32), B.convert(b1, U64))
     word = bits32(key, shape)
     if nbits == 32:
         return word
     return B.convert(word, np.dtype(f"uint{nbits}"))   # keeps the low bits, as astype does
-
-
-def shift_left_64(x, n):
-    return B.binary(Op.MUL, x, full(1 << n, x))
