@@ -76,7 +76,7 @@ def clip_in_place(x):
     return x[0]
 
 
-@pytest.mark.parametrize("fn, make", [
+ARGUMENT_CASES = [
     (update_row, lambda r: (np.zeros((3, 4)), np.arange(4.0))),
     (ufunc_out, lambda r: (r.standard_normal(7).astype(np.float32),
                            np.empty(7, np.float32))),
@@ -90,7 +90,10 @@ def clip_in_place(x):
     (pytree_argument, lambda r: ({"x": r.standard_normal(8), "v": np.zeros(8),
                                   "a": r.standard_normal(8)}, 0.1)),
     (clip_in_place, lambda r: (r.standard_normal(9),)),
-], ids=lambda v: getattr(v, "__name__", ""))
+]
+
+
+@pytest.mark.parametrize("fn, make", ARGUMENT_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_argument_writes_match_eager(fn, make):
     check_backends(fn, *make(rng()), backends=BACKENDS)
 
@@ -241,13 +244,16 @@ def tridiagonal_solve(a, b, c, d):
     return x
 
 
-@pytest.mark.parametrize("fn, make", [
+BUFFER_CASES = [
     (fill_rows, lambda r: (r.standard_normal((5, 3)),)),
     (known_values_steer_python, lambda r: (r.standard_normal(4),)),
     (eye_and_list, lambda r: (r.standard_normal(4),)),
     (tridiagonal_solve, lambda r: (r.uniform(0, 1, 8), r.uniform(4, 5, 8),
                                    r.uniform(0, 1, 8), r.standard_normal(8))),
-], ids=lambda v: getattr(v, "__name__", ""))
+]
+
+
+@pytest.mark.parametrize("fn, make", BUFFER_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_buffers_made_inside_take_traced_writes(fn, make):
     check_backends(fn, *make(rng()), backends=BACKENDS)
 
@@ -456,3 +462,27 @@ def test_a_tracer_stored_in_a_global_warns_and_raises_when_used():
             float(leaked.sum())
     finally:
         LEAKED.clear()
+
+
+# -- the same programs on the GPU (where there is one)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn, make", ARGUMENT_CASES + BUFFER_CASES,
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_gpu_matches_eager(fn, make):
+    from cuda_marks import no_gpu_reason
+    reason = no_gpu_reason()
+    if reason is not None:
+        pytest.skip(f"needs a CUDA GPU: {reason}")
+    check_backends(fn, *make(rng()), backends=("gpu",))
+
+
+@pytest.mark.gpu
+def test_gpu_globals_and_draws_match_eager():
+    from cuda_marks import no_gpu_reason
+    reason = no_gpu_reason()
+    if reason is not None:
+        pytest.skip(f"needs a CUDA GPU: {reason}")
+    test_globals_are_read_at_each_call("gpu")
+    test_legacy_global_state_draws_like_eager("gpu")
+    test_generator_argument_draws_like_eager("gpu")
