@@ -27,10 +27,12 @@ def test_catalogue_is_large_with_unique_names():
 
 @pytest.mark.parametrize("prog", programs.PROGRAMS, ids=IDS)
 def test_program_runs_eagerly_with_finite_results(prog):
+    args = program_args(prog)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        result = prog.fn(*program_args(prog))
-    leaves = tree.leaves(result)
+        result = prog.fn(*args)
+    # a program that leaves its result in its arguments (and returns None) is checked there
+    leaves = tree.leaves(result) or tree.leaves(args)
     assert leaves
     for leaf in leaves:
         arr = np.asarray(leaf)

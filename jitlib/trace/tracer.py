@@ -193,6 +193,10 @@ class Tracer:
         value = self._known()
         if value is not None:
             return value
+        if type(self._weak) is tuple:
+            # a Python int argument (or arithmetic on them): jit traces again, keyed by
+            # the ints' values, so range(n) and friends see a Python int
+            raise int_ranges.needs_values(what)
         self._concrete_error(what, hint + _GLOBAL_WRITE_HINT)
 
     def __bool__(self):
