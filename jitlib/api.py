@@ -13,13 +13,15 @@ from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
 
 import numpy as np
 
-from jitlib import config, errors, tree
+from jitlib import config, errors, tree, writeback
 from jitlib.cache import hooks as _cache_hooks
 from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
+from jitlib.trace import free_values, host_random
 from jitlib.trace.context import Trace, abstract_leaf, current_trace, result_instr
 from jitlib.trace.int_ranges import ExactInt, NeedsIntValues
+from jitlib.trace.tracer import Tracer
 # the NumPy function tables, imported now rather than on a process's first traced
 # call, where they cost more than loading a cached program (a few ms)
 from jitlib.trace import functions as _functions  # noqa: F401
@@ -50,6 +52,7 @@ class _Entry(NamedTuple):
     module: object
     out_tree: tree.TreeDef
     executable: object
+    effects: object = None   # writeback.Effects, where the function writes into arguments
 
 
 class Lowered:
@@ -61,10 +64,12 @@ class Lowered:
     %0 = f64[3] exp(%x)
     """
 
-    def __init__(self, module: Any, out_tree: tree.TreeDef, backend: str) -> None:
+    def __init__(self, module: Any, out_tree: tree.TreeDef, backend: str,
+                 effects: Any = None) -> None:
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
+        self.effects = effects
         self._optimized = None
 
     def as_text(self, stage: str = "traced") -> str:
@@ -75,7 +80,8 @@ class Lowered:
         each file's path). stage="assembly" (backend="cpu"): each kernel's host assembly."""
         from jitlib.hlo.printer import print_module
         if stage == "traced":
-            return print_module(self.module, short_locs=True)
+            effects = self.effects.describe(self.out_tree.num_leaves) if self.effects else []
+            return "\n".join(effects + [print_module(self.module, short_locs=True)])
         if stage in ("kernels", "assembly"):   # generated code, where the backend has it
             from jitlib.backends import get_backend
             backend = get_backend(self.backend)
@@ -141,6 +147,7 @@ class Jitted:
         # Python int arguments key the cache by range until a trace needs their values
         # (trace/int_ranges.py); from then on, by value
         self._int_values = False
+        self._stale = None   # why the cached traces were dropped (a guard broke), if so
 
     # -- the call path
 
@@ -153,6 +160,8 @@ class Jitted:
         entry = self._fast.get(fast_key) if fast_key is not None else None
         if entry is not None:
             self._hits += 1
+            if entry.effects is not None:
+                return self._run_with_effects(entry, args, args, kwargs)
             return tree.unflatten(entry.out_tree, list(_run(entry.executable, args)))
         return self._with_int_values(lambda: self._call_traced(args, kwargs, fast_key))
 
@@ -165,8 +174,29 @@ class Jitted:
         # a jitlib.Array stays where it is (on the GPU); the executable takes it as is
         arrays = [x if type(x) is Array else np.asarray(x, dtype=shape_dtype[1])
                   for x, shape_dtype in zip(flat, key.leaves)]
+        if entry.effects is not None:
+            return self._run_with_effects(entry, flat, arrays, kwargs, args)
         outs = _run(entry.executable, arrays)
         return tree.unflatten(entry.out_tree, list(outs))
+
+    def _run_with_effects(self, entry, flat, arrays, kwargs, args=None):
+        """Run a function with effects beyond its results: globals read at call time
+        (guarded: a rebound name traces again), writes into arguments (the caller's
+        arrays `flat` receive them, as eager NumPy leaves them)."""
+        effects = entry.effects
+        broken = effects.broken_guard()
+        if broken is not None:
+            self._stale = broken
+            with self._lock:
+                self._cache.clear()
+                self._fast.clear()
+            return self(*(flat if args is None else args), **kwargs)
+        inputs = effects.call_inputs() if effects.steps else []
+        targets = list(flat) + inputs
+        effects.check(targets)
+        outs = _run(entry.executable, list(arrays) + inputs)
+        return tree.unflatten(entry.out_tree,
+                              effects.finish(targets, outs, entry.out_tree.num_leaves))
 
     def _with_int_values(self, call):
         """`call()`; if its trace needs the values of Python int arguments, the function
@@ -214,7 +244,7 @@ class Jitted:
             bound = self._bind(args, kwargs)
             key, dynamic, _ = self._key(bound)
             module, out_tree = self._trace(bound, dynamic, key)
-            return Lowered(module, out_tree, key.backend)
+            return Lowered(module, out_tree, key.backend, module.effects)
         lowered: Lowered = self._with_int_values(lower)
         return lowered
 
@@ -257,7 +287,8 @@ class Jitted:
     def _key(self, bound):
         static, names, dynamic = [], [], []
         for name, value in bound.arguments.items():
-            if name in self._static:
+            # a NumPy generator is keyed by identity: its draws replay on it at each call
+            if name in self._static or isinstance(value, host_random.GENERATOR_TYPES):
                 try:
                     hash(value)
                 except TypeError:
@@ -291,7 +322,8 @@ class Jitted:
         trace that is only read beside a verified one (the bucket proof's probes)."""
         trace = Trace(self.__name__)
         names = _leaf_names(key.names, key.in_tree)
-        tracers = [trace.new_parameter(shape, dtype, name, weak=weak)
+        # an array argument (weak False; a NumPy scalar's is None) can be written into
+        tracers = [trace.new_parameter(shape, dtype, name, weak=weak, array=weak is False)
                    for (shape, dtype, weak), name in zip(key.leaves, names)]
         # an int keyed by value is the Python int itself (its parameter stays, unused)
         traced_args = tree.unflatten(key.in_tree, [
@@ -299,9 +331,15 @@ class Jitted:
             for t, (_, _, weak) in zip(tracers, key.leaves)])
         call_args = dict(bound.arguments)
         call_args.update(zip(key.names, traced_args))
+        for name, value in key.static:
+            if isinstance(value, host_random.GENERATOR_TYPES):
+                call_args[name] = host_random.RecordingGenerator(
+                    trace, lambda env, g=value: g, name)
+        containers = writeback.snapshot_containers(traced_args)
         with trace.active():
+            fn, free = free_values.traced_function(self.fn, trace)
             try:
-                out = bound.call(self.fn, call_args)
+                out = bound.call(fn, call_args)
             except errors.JitlibError:
                 raise
             except Exception as e:
@@ -311,16 +349,32 @@ class Jitted:
                 if cause is None:
                     raise
                 raise cause.with_traceback(cause.__traceback__) from None
+            if containers:
+                writeback.check_containers(containers, self.__name__, _definition(self.fn))
             flat_out, out_tree = tree.flatten(out)
             results = [result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
-        module = trace.module(results)
+            writes = sorted(trace.writes)
+            results += [trace.tracers[i].instr for i in writes]
+        module = trace.module(results, writes)
+        returned = [(k, x._param) for k, x in enumerate(flat_out)
+                    if isinstance(x, Tracer) and x._param is not None
+                    and x._param < len(tracers)]
+        guards = free.guards if free is not None else []
+        if writes or returned or trace.call_inputs or guards:
+            # where the writes happened, for messages: metadata beside the Module's
+            # structure (its `writes`), as instruction locations are
+            module.effects = writeback.Effects(
+                writes, trace.writes, returned,
+                [p.attrs["name"] for p in trace.params], len(tracers), trace.call_inputs,
+                guards)
         if check:
             verify(module)   # a tracer bug must surface here, as IR, not in a backend
         return module, out_tree
 
     def _compile(self, key, bound, dynamic):
         from jitlib.backends import get_backend
-        _cache_hooks.before_compile(self, key)
+        stale, self._stale = self._stale, None
+        _cache_hooks.before_compile(self, key, *([stale] if stale else []))
         module, out_tree = self._trace(bound, dynamic, key)
         if config.debug_level() >= 2:
             log.info("jitlib: traced %s\n%s", self.__name__, module)
@@ -337,7 +391,7 @@ class Jitted:
                 f"{type(e).__name__}: {e}\n{module}",
                 hint="this is a jitlib bug: please report it with the IR above; "
                      "backend='interpreter' runs the same program without compiling") from e
-        return _Entry(module, out_tree, executable)
+        return _Entry(module, out_tree, executable, module.effects)
 
 
 def _run(executable, args):
@@ -367,6 +421,14 @@ class _Bound:
         ordered = {name: values[name] for name in sig.parameters if name in values}
         bound = inspect.BoundArguments(sig, ordered)
         return fn(*bound.args, **bound.kwargs)
+
+
+def _definition(fn):
+    """Where `fn` is defined, for errors about the function as a whole."""
+    code = getattr(inspect.unwrap(fn), "__code__", None)
+    if code is None:
+        return None
+    return errors.SourceLocation(code.co_filename, code.co_firstlineno, code.co_name)
 
 
 def _jitlib_cause(exc):

@@ -93,7 +93,9 @@ def treat_as_user_code(path: str) -> None:
 
 
 def _classify(filename: str) -> int:
-    if filename.startswith("<"):
+    if filename.endswith((".pyx", ".pxd", ".pxi")):
+        category = _INTERNAL   # a compiled library's Cython code (NumPy's random module)
+    elif filename.startswith("<"):
         category = _INTERNAL if filename.startswith(_INTERNAL_PSEUDO) else _USER
     elif filename.startswith(_PKG_AS_IMPORTED) and filename not in _USER_FILES_AS_GIVEN:
         # jitlib's own modules carry the path they were imported by: no realpath (an
@@ -131,6 +133,15 @@ def user_location(skip_numpy: bool = True) -> SourceLocation | None:
             return SourceLocation(filename, frame.f_lineno, code.co_name)
         frame = frame.f_back
     return None
+
+
+def is_user_frame(frame) -> bool:
+    """Whether `frame` runs user code (not jitlib's, NumPy's or a functools wrapper's)."""
+    filename = frame.f_code.co_filename
+    category = _category_cache.get(filename)
+    if category is None:
+        category = _classify(filename)
+    return category == _USER
 
 
 # --- exceptions --------------------------------------------------------------------------------
@@ -204,6 +215,11 @@ class InterpretError(JitlibError):
 
 class IntegerOverflowError(JitlibError, OverflowError):
     """A Python int meets an integer array whose type cannot hold it, where NumPy raises."""
+
+
+class JitlibValueError(JitlibError, ValueError):
+    """A value NumPy rejects (an integer raised to a negative integer power), found or
+    not checkable while tracing."""
 
 
 class JitlibIndexError(JitlibError, IndexError):

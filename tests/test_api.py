@@ -127,15 +127,15 @@ def test_jit_inside_a_trace_is_inlined():
     assert inner.cache_info().misses == 0
 
 
-def test_inputs_are_never_modified():
+def test_inputs_are_written_as_numpy_writes_them():
     def f(x):
         x += 1
         x[0] = 100
         return x
     x = np.arange(3.0)
     out = _jit(f)(x)
-    np.testing.assert_array_equal(x, np.arange(3.0))
-    np.testing.assert_array_equal(out, [100.0, 2.0, 3.0])
+    np.testing.assert_array_equal(x, [100.0, 2.0, 3.0])
+    assert out is x   # eager NumPy returns the argument itself
 
 
 def test_decorator_forms():

@@ -42,6 +42,11 @@ NOTES = {
     "std": "as var",
     "compress": "the condition must be concrete",
     "split": "the pieces are writable views",
+    "power": "integer ** negative integer raises ValueError (see Edge cases)",
+    "reciprocal": "integer 0 gives NumPy's 1.0/0 cast back: INT_MIN for int32/int64, else 0",
+    "hypot": "no overflow or underflow in the squares",
+    "log2": "exact at powers of 2",
+    "log10": "exact at powers of 10 (float32: see Compositions)",
     "array_split": "the pieces are writable views",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
@@ -113,6 +118,8 @@ def _ufunc_ops(ufunc, dtype):
         return "no loop"
     except errors.UnsupportedError:
         return "unsupported"
+    except errors.JitlibValueError:
+        return "pow (a traced signed exponent is refused)"
     outs = out if isinstance(out, tuple) else (out,)
     module = trace.module([o.instr for o in outs])
     ops = sorted({str(i.op) for i in module.instructions} - HIDDEN_OPS)
@@ -137,6 +144,144 @@ def _table(header, rows):
     return lines
 
 
+EAGER_SEMANTICS = """\
+## What jit keeps from eager NumPy
+
+`jit(f)(*args)` leaves the caller with what `f(*args)` run eagerly leaves, not only the
+same results:
+
+- **Writes into arguments reach the caller.** `A[i] = ...`, `A += B`, `np.add(x, 1, out=o)`,
+  `np.copyto(dst, src)` and writes through a basic-slice view of an argument leave the
+  caller's array holding what NumPy leaves, at every call, on every backend (a
+  `jitlib.Array` is updated on the device). The traced program returns the new contents
+  (`lower().as_text()` shows `writes(%A)` in the module header and the line of the first
+  write) and the call copies them back. A read-only argument raises NumPy's `ValueError`
+  at the line of the write, before anything runs; a written argument that shares memory
+  with another argument is refused (the trace takes them as separate arrays); returning an
+  argument (`return out`) returns the caller's own object. A list or dict argument the
+  function changes (`append`, item assignment) is an error: Python containers cannot be
+  replayed. `+=` on a NumPy scalar (`s = x.sum(); s += 1`) rebinds, as in NumPy.
+- **Arrays made inside the function take traced writes.** While jit traces, `np.empty`,
+  `np.zeros`, `np.ones`, `np.full`, `np.*_like`, `np.arange`, `np.linspace`, `np.eye`,
+  `np.identity`, `np.tri`, `np.array`, `np.asarray`, `np.asanyarray` and `np.copy`, called
+  from your code as `np.NAME(...)`, return traced arrays whose values jit knows: Python may
+  still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`), and they become
+  IR constants only where a traced value meets them. (`from numpy import zeros` binds
+  NumPy's function itself, which jit does not see.)
+- **Globals and closure variables are read at call time.** An array a jitted function
+  reads from its globals or closure with more than 64 elements becomes an implicit input,
+  the same array object at every call (in-place updates are seen; writes into it reach
+  it). A smaller array stays a constant, and a change of its contents traces again; so
+  does rebinding any global or closure name the function read (`JITLIB_LOG=recompiles`
+  names it). Only the jitted function's own globals are seen this way: a helper function
+  defined elsewhere reads its globals as constants at trace time.
+- **`np.random` draws what eager NumPy draws.** The legacy functions (`np.random.rand`,
+  `randn`, `normal`, `uniform`, `randint`, `choice`, `permutation`, `shuffle`, `seed`,
+  ...) and the methods of a `np.random.Generator` or `RandomState` passed in, captured,
+  or made inside with `np.random.default_rng(seed)` run on the host at each call, in the
+  traced order, before the program; their numbers are parameters of the program, and the
+  generator's state advances exactly as eagerly. A traced distribution parameter
+  (`np.random.normal(x, 1.0)`) is refused: write `x + rng.standard_normal(shape)`.
+  `jitlib.random` generates numbers inside the kernels instead (see its section).
+
+"""
+
+
+def _edge_cases():
+    return [
+        "## Edge cases",
+        "",
+        "- **Float to integer casts** (`astype`, and every conversion a function makes) "
+        "give NumPy's values for NaN, infinities and out-of-range values on every backend. "
+        "These are the host's: NumPy's C casts as they compile on x86-64, where cvtt "
+        "answers NaN and out-of-range with the type's minimum. int64 and int32 take that "
+        "value (`np.float64(np.nan).astype(np.int32)` is -2147483648); int8, int16, uint8 "
+        "and uint16 keep the low bits of the int32 conversion (NaN gives 0, 300.0 as int8 "
+        "44); uint32 keeps the low bits of the int64 conversion; uint64 converts x - 2**63 "
+        "for x >= 2**63 and sets the top bit again (2.0**64 gives 0, NaN and -inf "
+        "2**63). bfloat16 casts are ml_dtypes' (NaN and out-of-range give 0). One NumPy "
+        "answer is not followed: its contiguous float32/float64 -> uint32 loop on an "
+        "AVX-512 host answers NaN and out-of-range values differently from its scalar cast "
+        "(2**31 for NaN where the scalar cast gives 0), so NumPy's own result depends on "
+        "the layout; jitlib gives the scalar cast's value everywhere.",
+        "- **Integer `**` a negative integer** raises `ValueError: Integers to negative "
+        "integer powers are not allowed.` as NumPy does, at trace time and naming the "
+        "user's line, when the exponent is concrete (a constant, a Python int argument). "
+        "NumPy decides by the values at run time; a traced signed integer exponent has no "
+        "values while tracing, so jit raises a `ValueError` that says so, unless the IR "
+        "shows it is never negative (unsigned or bool, a constant or `arange`, "
+        "`np.maximum(n, 0)`, a widening convert of such). Clamp the exponent, make it "
+        "unsigned, pass it as a static argument, or use `np.float_power`.",
+        "- **`np.reciprocal` of integers** is NumPy's loop, `1.0 / x` in double cast back: "
+        "0 gives INT_MIN for int32 and int64 and 0 for the other integer types (NumPy's "
+        "RuntimeWarning is not raised).",
+        "- **Byte-swapped arguments and constants** (`>f8`, `>i4`) are converted to native "
+        "byte order on entry, so `jit(f)(x)` computes what NumPy computes. Results are "
+        "always native: where NumPy hands back the argument, a view of it, or an "
+        "`astype('>i2')`, jitlib returns the same values with the native dtype.",
+        "",
+    ]
+
+
+def _accuracy():
+    """The section on compositions, from tools/composition_accuracy.json (measured by
+    tools/measure_compositions.py; stored, so the doc does not depend on the machine)."""
+    import json
+    data = json.loads((ROOT / "tools" / "composition_accuracy.json").read_text())
+    sys.path.insert(0, str(ROOT))
+    from tools.measure_compositions import table
+    return [
+        "## Compositions and their measured accuracy",
+        "",
+        "These ufuncs (and functions) have no IR op of their own: the tracer composes "
+        "them from other ops. `python tools/measure_compositions.py --write` measures each "
+        "against eager NumPy " + data["numpy"] + " on this host, for float32 and float64 "
+        "operands made of edge values (zeros of both signs, infinities, NaN, subnormals, "
+        "the extremes, powers of 2 and 10, every pair of them for two operands) and "
+        "random samples over the whole exponent range: the largest distance in ulps "
+        "between jitlib's finite results and NumPy's, and in parentheses how many results "
+        "differ in kind (NaN, infinity or the sign of a zero where NumPy has another).",
+        "",
+        *table(data),
+        "",
+        "- `exp2` is `pow(2, x)`: within an ulp of NumPy's exp2.",
+        "- `log2`, `log10`: float64 splits x into 2**e * m (m near 1) and adds e, or "
+        "e * log10(2) carried in two parts, to log(m) / ln(base): exact at powers of the "
+        "base (`log10(1000.0)` is 3.0), within an ulp of NumPy's libm elsewhere except "
+        "for x near 1 (0.7 to 1.4), where the rounding of log(m) itself shows (up to 2 "
+        "ulps). float32 runs the same in float64 and rounds once, which is correctly "
+        "rounded in practice; NumPy's float32 log10 on an AVX-512 host (its SVML loop) is "
+        "itself up to 2 ulps from the correctly rounded value (`log10(float32(1000))` is "
+        "3.0000002 there; on hosts without AVX-512 NumPy calls libm and gets 3.0), so the "
+        "float32 figures are NumPy's error, not jitlib's.",
+        "- `hypot`: float32 squares in float64; float64 scales both operands by a power "
+        "of two when the larger is above 2**500 or below 2**-450, so `hypot(1e200, 1e200)` "
+        "is 1.414e200 and tiny values do not underflow; an infinity wins over NaN.",
+        "- `deg2rad`, `rad2deg`: NumPy's constants, pi / 180 and 180 / pi worked out in the "
+        "loop's type (float32: `float32(180) / float32(pi)`, one ulp from "
+        "`float32(180 / pi)`); float16 and bfloat16 compute in float32 and round once, as "
+        "NumPy's loops do (so do `hypot`, `log2`, `log10`, `logaddexp`, `logaddexp2`).",
+        "- `logaddexp`, `logaddexp2`: NumPy's formula, max(a, b) + log1p(exp(-|a - b|)) "
+        "(times log2(e) for base 2). Where the result cancels to near zero (a and b "
+        "negative, the result a tiny fraction of them) both lose digits, and the ulp "
+        "figures count the two implementations' exp/log1p roundings magnified by that "
+        "cancellation; the jax backend also flushes exp's subnormal results to zero.",
+        "- `floor_divide`, `remainder`, `divmod`: NumPy's npy_divmod, exact on the "
+        "interpreter and cpu backends. The jax figures are XLA's float `rem`, which is "
+        "not exact for huge quotients: the oracle's limitation, not the composition's.",
+        "- `float_power` (and `power` on floats) is the IR's `pow`, which defines "
+        "exponents 2, 1, 0.5 and -1 as x*x, x, sqrt(x) and 1/x (NumPy's fast paths for a "
+        "scalar exponent). With an array of exponents NumPy calls pow itself, so "
+        "`pow(-inf, 0.5)` is inf and `pow(-0.0, 0.5)` is 0.0 there, where jitlib gives "
+        "NaN and -0.0: the kind mismatches in the table (the cpu backend's pow answers "
+        "as C's pow there, not as the IR defines it).",
+        "- `trunc`, `square`, `reciprocal`, `signbit`, `isinf`, `fmax`, `fmin`, `round`, "
+        "`clip` and `nan_to_num` are exact (`signbit` of a NaN is False: the IR cannot "
+        "see a NaN's sign).",
+        "",
+    ]
+
+
 def render():
     """The full text of docs/numpy_support.md."""
     from jitlib.trace import registry, ufuncs
@@ -157,6 +302,7 @@ def render():
         "(transpose, reshape of a contiguous array, squeeze, flip, split, ...) the result "
         "follows later writes to its base, and writes through it reach the base.",
         "",
+        *EAGER_SEMANTICS.splitlines(),
         f"## Functions ({len(functions)})",
         "",
         *_table(["NumPy", "Traced as", "Notes"], functions),
@@ -164,8 +310,9 @@ def render():
         f"## Creation functions, `jitlib.numpy` only ({len(jnp_only)})",
         "",
         "NumPy never hands these a tracer (np.zeros takes no array; np.asarray converts "
-        "rather than dispatching), so call them through `jnp`: inside a trace they return "
-        "traced arrays, outside it NumPy arrays.",
+        "rather than dispatching). Called as `np.NAME(...)` from the jitted function "
+        "itself, jit sees them (above); `jnp.NAME` works anywhere: inside a trace it "
+        "returns traced arrays, outside it NumPy arrays.",
         "",
         *_table(["jitlib.numpy", "Traced as", "Notes"], jnp_only),
         "",
@@ -180,6 +327,8 @@ def render():
         "",
         *_table(["Ufunc (aliases)", "float32", "int32", "Notes"], _ufunc_rows(ufuncs)),
         "",
+        *_edge_cases(),
+        *_accuracy(),
         f"## Refused on purpose ({len(refused)})",
         "",
         "These raise `UnsupportedError` with the reason and a hint; any NumPy function not "

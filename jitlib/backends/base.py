@@ -70,6 +70,8 @@ def check_args(module, arrays):
     out = []
     for p, a in zip(params, arrays):
         a = np.asarray(a)
+        if not a.dtype.isnative:   # byte-swapped (>f8 on x86): the same values, converted
+            a = a.astype(a.dtype.newbyteorder("="))
         if a.dtype != p.dtype or a.shape != p.shape:
             got = f"{dtypes.name(a.dtype) if dtypes.is_supported(a.dtype) else a.dtype}" \
                   f"[{','.join(map(str, a.shape))}]"

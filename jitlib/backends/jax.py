@@ -21,6 +21,7 @@ from jax import lax
 from jitlib.backends.base import Backend, Executable
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
+from jitlib.hlo.interpreter import int_cast_bounds
 from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 
@@ -242,11 +243,44 @@ def _to_f32_round_to_odd(x):
     return lax.bitcast_convert_type(as_bits, f32)
 
 
+def _cvtt(x, bits):
+    """x86's cvtt to a `bits`-bit integer: NaN and out-of-range give the minimum (XLA's
+    convert saturates and sends NaN to 0)."""
+    itype = np.dtype(f"int{bits}")
+    limit = 2.0 ** (bits - 1)
+    inside = lax.bitwise_and(lax.ge(x, _full(x, -limit)), lax.lt(x, _full(x, limit)))
+    fitted = lax.convert_element_type(lax.select(inside, x, _full(x, 0)), itype)
+    return lax.select(inside, fitted, lax.full_like(fitted, np.iinfo(itype).min))
+
+
+def _float_to_int(x, dtype):
+    """The interpreter's float_to_int: x86's C casts (ml_dtypes' for bfloat16)."""
+    if x.dtype == dtypes.bfloat16:
+        t = lax.convert_element_type(x, np.float32)
+        t = lax.select(lax.lt(t, _full(t, 0)), lax.ceil(t), lax.floor(t))
+        lo, hi = int_cast_bounds(dtype)
+        fits = lax.bitwise_and(lax.ge(t, _full(t, lo)), lax.lt(t, _full(t, hi)))
+        return lax.convert_element_type(lax.select(fits, t, _full(t, 0)), dtype)
+    if x.dtype.itemsize < 4:
+        x = lax.convert_element_type(x, np.float32)
+    if dtype == np.uint64:
+        top = _full(x, 2.0 ** 63)
+        high = lax.ge(x, top)
+        bits = lax.bitcast_convert_type(_cvtt(lax.select(high, lax.sub(x, top), x), 64),
+                                        np.uint64)
+        flipped = lax.bitwise_xor(bits, lax.full_like(bits, 1 << 63))
+        return lax.select(high, flipped, bits)
+    wide = 64 if dtype.itemsize == 8 or dtype == np.uint32 else 32
+    return lax.convert_element_type(_cvtt(x, wide), dtype)   # keeps the low bits
+
+
 def _convert(x, dtype):
     if x.dtype == dtype:
         return x
     if dtype == dtypes.BOOL:
         return lax.ne(x, _full(x, 0))
+    if dtypes.is_float(x.dtype) and dtypes.is_integer(dtype):
+        return _float_to_int(x, np.dtype(dtype))
     if dtype in (dtypes.from_name("f16"), dtypes.bfloat16) and x.dtype in _WIDER_THAN_F32:
         x = _to_f32_round_to_odd(x)
     return lax.convert_element_type(x, dtype)

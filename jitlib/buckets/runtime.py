@@ -48,13 +48,14 @@ class _Entry:
     a length it was not saved for proves it here; `verified` holds the true-length
     tuples checked against the proof, or saved with the program."""
 
-    __slots__ = ("run", "out_tree", "traces", "verified")
+    __slots__ = ("run", "out_tree", "traces", "verified", "effects")
 
-    def __init__(self, program, out_tree, executable, traces, verified):
+    def __init__(self, program, out_tree, executable, traces, verified, effects=None):
         self.run = (program, executable)   # one attribute: swapped whole, read whole
         self.out_tree = out_tree
         self.traces = traces
         self.verified = verified
+        self.effects = effects   # the call's trace's writeback.Effects (globals read)
 
     @property
     def program(self):
@@ -109,7 +110,7 @@ class Bucketed:
         bound = j._bind(args, kwargs)
         padded_axes, lengths, buckets = self._plan(bound)
         if not padded_axes:
-            return self._exact(bound)
+            return self._exact(bound, args, kwargs)
         padded = _Bound(bound, {a.name: _pad(bound.arguments[a.name], a.axis, b,
                                              a.rule.pad_value)
                                 for a, b in zip(padded_axes, buckets)})
@@ -125,6 +126,19 @@ class Bucketed:
             self._verify(entry, call)
         _record(j, key, padded_axes, lengths)
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
+        if entry.effects is not None:
+            if entry.effects.broken_guard() is not None:
+                j._stale = entry.effects.broken_guard()
+                j.clear_cache()
+                return self(args, kwargs, verify)
+            if entry.effects.writes:
+                raise errors.UnsupportedError(
+                    f"{j.__name__} writes into an argument or global array, and its calls "
+                    "are padded to shape buckets: the padded program cannot write back yet",
+                    location=entry.effects.locations.get(entry.effects.writes[0]),
+                    hint="drop the bucket rule for this function, or return the new "
+                         "values instead of writing them")
+            arrays += entry.effects.call_inputs()   # globals read at call time, draws
         arrays += [np.array(n, dtype=dtypes.INDEX) for n in lengths]
         program, executable = entry.run
         outs = executable(*arrays)
@@ -161,11 +175,13 @@ class Bucketed:
             buckets.append(bucket)
         return padded_axes, tuple(lengths), tuple(buckets)
 
-    def _exact(self, bound):
+    def _exact(self, bound, args, kwargs):
         j = self.jitted
         key, dynamic, flat = j._key(bound)
         entry = j._entry(key, lambda: j._compile(key, bound, dynamic))
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
+        if entry.effects is not None:
+            return j._run_with_effects(entry, flat, arrays, kwargs, args)
         return tree.unflatten(entry.out_tree, list(entry.executable(*arrays)))
 
     # -- compile a bucket, verify a size
@@ -183,9 +199,11 @@ class Bucketed:
         if found is not None:
             executable, out_axes = found
             program = safety.PaddedProgram(executable.module, out_axes, ())
-            return _Entry(program, out_tree, executable, [], {call.lengths})
+            return _Entry(program, out_tree, executable, [], {call.lengths},
+                          true_trace.effects)
         traces, program, executable = self._prove_and_compile(call, saved_call)
-        return _Entry(program, out_tree, executable, traces, {call.buckets, call.lengths})
+        return _Entry(program, out_tree, executable, traces, {call.buckets, call.lengths},
+                      true_trace.effects)
 
     def _saved_call(self, call, true_trace):
         from jitlib.backends import get_backend

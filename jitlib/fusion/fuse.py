@@ -437,7 +437,7 @@ class _Fuser:
                                          group.attrs, loc=group.loc)
             done.add(group)
         results = [value_of.get(r, r) for r in self.module.results]
-        return Module(self.module.name, self.module.params, results), kernels
+        return self.module.with_results(results), kernels
 
     def _needs(self, item):
         return self._inputs_of(item) if isinstance(item, Group) else item.operands

@@ -18,7 +18,6 @@ import numpy as np
 
 from jitlib.fusion.options import UNSAFE_MATH_RULES, Options
 from jitlib.hlo import build
-from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
 
 # One position rewritten this many times in a row means the rules never settle.
@@ -137,7 +136,7 @@ def rewrite_module(module, rules, options=None):
         for instr in module.instructions:
             engine.settle(instr)
         results = [engine.done[r] for r in module.results]
-    return Module(module.name, module.params, results)
+    return module.with_results(results)
 
 
 class _Engine:
@@ -219,4 +218,4 @@ def dce(module, options=None):
     because `Module.instructions` is computed from the results. Parameters stay: they
     are the signature.
     """
-    return Module(module.name, module.params, module.results)
+    return module.with_results(module.results)

@@ -37,6 +37,8 @@ def canonicalize(dtype) -> np.dtype:
     if isinstance(dtype, str) and dtype in _BY_NAME:
         return _BY_NAME[dtype]
     dt = np.dtype(dtype)
+    if not dt.isnative:
+        dt = dt.newbyteorder("=")   # values are what count: byte order is storage only
     if dt not in _NAMES:
         raise TypeError(f"jitlib does not support dtype {dt}; supported: "
                         + ", ".join(str(d) for d in SUPPORTED))

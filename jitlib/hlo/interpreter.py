@@ -136,8 +136,61 @@ eval_rules[Op.IS_FINITE] = _ufunc(np.isfinite)
 def _convert(instr, x):
     if instr.dtype == dtypes.BOOL:
         return x != 0          # NaN converts to True
-    # Float -> int of NaN or out-of-range values is whatever NumPy's cast gives.
+    if dtypes.is_float(x.dtype) and dtypes.is_integer(instr.dtype):
+        return float_to_int(x, instr.dtype)
     return x.astype(instr.dtype)
+
+
+def float_to_int(x, dtype):
+    """Float -> integer for every value, NaN and out-of-range included, as NumPy gives it
+    on x86-64 (its C casts): int64 and int32 truncate as cvtt does (NaN and out-of-range
+    give the type's minimum); narrower types keep the low bits of the int32 conversion,
+    uint32 those of the int64 one; uint64 converts x - 2**63 for x >= 2**63 and sets the
+    top bit back. bfloat16 follows ml_dtypes. Written out rather than left to astype:
+    NumPy's contiguous float -> uint32 loop (AVX-512) differs from its scalar cast on
+    NaN and out-of-range values, so astype's answer depends on the layout."""
+    dt = np.dtype(dtype)
+    x = np.asarray(x)
+    if x.dtype == dtypes.bfloat16:
+        return _bfloat16_to_int(x.astype(np.float32), dt)
+    if x.dtype.itemsize < 4:
+        x = x.astype(np.float32)      # exact; NumPy converts half through float
+    if dt == np.uint64:
+        top = x.dtype.type(2.0 ** 63)
+        with np.errstate(invalid="ignore"):
+            high = x >= top
+            bits = _truncate(np.where(high, x - top, x), 64).view(np.uint64)
+        return np.where(high, bits ^ np.uint64(1 << 63), bits)
+    wide = 64 if dt.itemsize == 8 or dt == np.uint32 else 32
+    return _truncate(x, wide).astype(dt)   # integer narrowing keeps the low bits
+
+
+def _truncate(x, bits):
+    """cvtt* on x86: toward zero; NaN and anything outside the signed `bits`-bit range
+    give the "integer indefinite", the type's minimum."""
+    limit = 2.0 ** (bits - 1)
+    itype = np.dtype(np.int64 if bits == 64 else np.int32)
+    with np.errstate(invalid="ignore"):
+        inside = (x >= -limit) & (x < limit)
+        fitted = np.where(inside, x, _zero(x.dtype)).astype(itype)
+    return np.where(inside, fitted, itype.type(np.iinfo(itype).min))
+
+
+def _bfloat16_to_int(x, dt):
+    """ml_dtypes' bfloat16 casts: toward zero where the result fits `dt`, else 0 (NaN
+    too)."""
+    lo, hi = int_cast_bounds(dt)
+    t = np.trunc(x)
+    with np.errstate(invalid="ignore"):
+        fits = (t >= lo) & (t < hi)
+        return np.where(fits, np.where(fits, t, 0).astype(dt), dt.type(0))
+
+
+def int_cast_bounds(dtype):
+    """(lo, hi): integer `dtype` holds the integers n with lo <= n < hi (powers of two or
+    zero, so exact in every float type)."""
+    info = np.iinfo(dtype)
+    return float(info.min), float(info.max) + 1.0
 
 
 eval_rules[Op.CONVERT] = _convert

@@ -29,6 +29,8 @@ class Literal:
 
     def __init__(self, value, dtype=None):
         arr = np.array(value, dtype=dtype)
+        if not arr.dtype.isnative:   # a byte-swapped constant: the same values, native
+            arr = arr.astype(arr.dtype.newbyteorder("="))
         arr.setflags(write=False)
         self.array = arr
         # bytes make NaN payloads and -0.0 distinct, which is what CSE needs.
@@ -210,16 +212,34 @@ def _typed(value):
 
 
 class Module:
-    """A function in the IR: named, typed parameters and a tuple of results."""
+    """A function in the IR: named, typed parameters and a tuple of results.
 
-    def __init__(self, name, params, results):
+    `writes` names the parameters the function writes into (NumPy code that assigns
+    into an argument): the last `len(writes)` results are their new contents, in that
+    order, which the caller's arrays receive after the call. Like XLA's input/output
+    aliasing, it is part of the module's signature, printed in its header."""
+
+    def __init__(self, name, params, results, writes=()):
         self.name = name
         self.params = tuple(params)
         self.results = tuple(results)
+        self.writes = tuple(writes)
         for i, p in enumerate(self.params):
             if p.op is not Op.PARAMETER or p.attrs.get("index") != i:
                 raise ValueError(f"parameter {i} of module {name!r} is {p!r}")
+        if self.writes:
+            written = self.results[len(self.results) - len(self.writes):]
+            for index, value in zip(self.writes, written):
+                if not 0 <= index < len(self.params) or value.shape != self.params[index].shape \
+                        or value.dtype != self.params[index].dtype:
+                    raise ValueError(f"module {name!r} writes {value!r} into parameter "
+                                     f"{index}, which does not have its type")
         self._order = None
+        self.effects = None   # what jit's trace noted beside (writeback.Effects)
+
+    def with_results(self, results):
+        """This module with other results (as a pass rewrites them), writes kept."""
+        return Module(self.name, self.params, results, self.writes)
 
     @property
     def instructions(self):
@@ -233,10 +253,10 @@ class Module:
             return NotImplemented
         # Instructions are interned, so identity of the tuples' items is structural equality.
         return (self.name == other.name and self.params == other.params
-                and self.results == other.results)
+                and self.results == other.results and self.writes == other.writes)
 
     def __hash__(self):
-        return hash((self.name, self.params, self.results))
+        return hash((self.name, self.params, self.results, self.writes))
 
     def __str__(self):
         from jitlib.hlo.printer import print_module

@@ -2,11 +2,12 @@
 
 Grammar, one construct a line (blank lines and lines starting with `#` or `//` are skipped):
 
-    module   := 'module' NAME '(' [param {',' param}] ')' '{'
+    module   := 'module' NAME '(' [param {',' param}] ')' [writes] '{'
                 instr*
                 'return' '(' [ref {',' ref}] ')'
                 '}'
     param    := ref ':' type
+    writes   := 'writes' '(' ref {',' ref} ')'    (the parameters the last results update)
     instr    := ref '=' type OP '(' args ')' {',' NAME '=' value} [loc] [body]
     body     := '{' module '}'                         (for fusion, and only for fusion)
     args     := [ref {',' ref}]  |  literal            (a literal only for constant)
@@ -175,7 +176,7 @@ def parse_module(text: str) -> Module:
 
 def _parse_module(lines):
     """One module, from its header line to its closing `}` line."""
-    name, params, env = _parse_header(lines.next("expected a module header"))
+    name, params, env, writes = _parse_header(lines.next("expected a module header"))
     while True:
         line = lines.next("missing 'return' line")
         word = line.peek()[1]
@@ -190,7 +191,10 @@ def _parse_module(lines):
             raise line.error(f"%{label} is defined twice")
         env[label] = instr
     _expect_close(lines, "the module")
-    return Module(name, params, results)
+    try:
+        return Module(name, params, results, writes)
+    except ValueError as e:
+        raise ParseError(str(e)) from None
 
 
 def _expect_close(lines, what):
@@ -216,9 +220,19 @@ def _parse_header(line):
         param = build.parameter(len(params), shape, dtype, name=label)
         params.append(param)
         env[label] = param
+    writes = []
+    if line.accept("writes"):
+        line.expect("(")
+        while not line.accept(")"):
+            if writes:
+                line.expect(",")
+            label = line.expect_kind("ref", "a parameter like %x")[1:]
+            if label not in env:
+                raise line.error(f"writes(%{label}) names no parameter")
+            writes.append(params.index(env[label]))
     line.expect("{")
     line.end()
-    return name, params, env
+    return name, params, env, writes
 
 
 def _parse_return(line, env):

@@ -52,7 +52,9 @@ def print_module(module, short_locs=False) -> str:
 def _module_lines(module, short_locs):
     names = value_names(module)
     header = ", ".join(f"%{names[p]}: {format_type(p.shape, p.dtype)}" for p in module.params)
-    lines = [f"module {sanitize(module.name)}({header}) {{"]
+    writes = ", ".join(f"%{names[module.params[i]]}" for i in module.writes)
+    writes = f" writes({writes})" if writes else ""
+    lines = [f"module {sanitize(module.name)}({header}){writes} {{"]
     params = set(module.params)
     for instr in module.instructions:
         if instr in params:

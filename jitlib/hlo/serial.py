@@ -21,7 +21,7 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.ir import Instr, Literal, Module, all_ints
 from jitlib.hlo.ops import Op
 
-VERSION = 1
+VERSION = 2
 # what `from_data` raises on data it did not write
 READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 # decoding looks names up here: Op(name) and canonicalize(name) cost a few calls each
@@ -72,7 +72,7 @@ def _module_data(module, locs):
                      None if loc is None else locs[loc]])
     return {"name": module.name, "instrs": rows,
             "params": [index[p] for p in module.params],
-            "results": [index[r] for r in module.results]}
+            "results": [index[r] for r in module.results], "writes": list(module.writes)}
 
 
 def _attr_data(value, locs):
@@ -101,7 +101,7 @@ def _module(data, locs):
              else _attr(v, locs) for k, v in attrs.items()} if attrs else None,
             None if loc is None else locs[loc], typed=True))
     return Module(data["name"], [instrs[i] for i in data["params"]],
-                  [instrs[i] for i in data["results"]])
+                  [instrs[i] for i in data["results"]], data["writes"])
 
 
 def _attr(value, locs):

@@ -38,27 +38,47 @@ class Trace:
     def __init__(self, name):
         self.name = name
         self.params = []
+        self.tracers = []   # each parameter's own tracer
+        self.writes = {}   # parameter index -> where the function first wrote into it
+        self.known = {}    # instr -> its value, for instructions no parameter reaches
+        # (parameter index or None, step(env)) in trace order: what each call does on the
+        # host before the program runs, a value for each parameter past the arguments
+        # (a global array, numbers drawn from np.random) and steps that make none
+        # (np.random.seed); `env` is a dict the steps of one call share
+        self.call_inputs = []
 
-    def new_parameter(self, shape, dtype, name, weak=False):
+    def new_parameter(self, shape, dtype, name, weak=False, array=False):
         """A tracer for the next parameter; `weak` marks a Python scalar argument,
-        which promotes like the Python scalar it stands for (NEP 50)."""
+        which promotes like the Python scalar it stands for (NEP 50). `array`: the
+        argument is an array the caller holds, so the function's writes into it are
+        recorded (`writes`) and reach the caller; any other argument is a value."""
         from jitlib.trace.tracer import Tracer
         instr = build.parameter(len(self.params), shape, dtype, name)
         self.params.append(instr)
-        return Tracer(instr, weak=weak)
+        tracer = Tracer(instr, weak=weak, array0d=array)
+        if array:
+            tracer._param = len(self.params) - 1
+        self.tracers.append(tracer)
+        return tracer
+
+    def note_write(self, index):
+        """The function writes into the array of parameter `index` (first write kept)."""
+        if index not in self.writes:
+            self.writes[index] = errors.user_location()
 
     @contextlib.contextmanager
     def active(self):
+        from jitlib.trace import numpy_hooks
         stack = _stack()
         stack.append(self)
         try:
-            with build.locations(errors.user_location):
+            with build.locations(errors.user_location), numpy_hooks.installed():
                 yield self
         finally:
             stack.pop()
 
-    def module(self, results):
-        return Module(self.name, self.params, results)
+    def module(self, results, writes=()):
+        return Module(self.name, self.params, results, writes)
 
 
 # Every integer dtype's bounds, as cuts of the line: a Python int between two cuts fits
@@ -82,11 +102,14 @@ def abstract_leaf(x, what):
 
     Python scalars are weak: they become 0-d parameters of NumPy's default type that
     promote like Python scalars, so `f(x, 2.0)` keeps float32 math float32. A Python
-    int's `weak` is its `int_range` (a tuple, so still true).
+    int's `weak` is its `int_range` (a tuple, so still true); a NumPy scalar's is None
+    (false: it promotes as its dtype, but `+=` rebinds it, as NumPy does).
     """
     weak = isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
     if weak and isinstance(x, int) and not isinstance(x, bool):
         weak = int_range(x)
+    elif isinstance(x, np.generic):
+        weak = None   # a NumPy scalar: strong, but a value (not an array to write into)
     if weak:
         arr = np.asarray(x)
     elif isinstance(x, (np.ndarray, np.generic, Array)):

@@ -80,6 +80,9 @@ def _classify(i):
     if isinstance(i, (int, np.integer)):
         return operator.index(i)
     if isinstance(i, Tracer):
+        known = i._known()
+        if known is not None:   # an index made inside the function: as NumPy's would be
+            return _classify(known[()] if known.ndim == 0 else known)
         if not (dtypes.is_integer(i.dtype) or dtypes.is_bool(i.dtype)):
             raise JitlibIndexError(_INVALID, hint=f"this index is a traced {i.dtype} array; "
                                                   "convert it with .astype(int)")
@@ -125,13 +128,13 @@ def _entry(part, shape, dim):
 
 
 def _slice_entry(s, n):
-    for bound in (s.start, s.stop, s.step):
-        if isinstance(bound, Tracer):
-            bound._concrete(
-                "A slice bound (x[a:b:step])",
-                "the bounds set the result's shape, which must be known while tracing: "
-                "make the bound a Python int (static_argnums), or index with a traced "
-                "integer array, or select with np.where")
+    if any(isinstance(bound, Tracer) for bound in (s.start, s.stop, s.step)):
+        s = slice(*[operator.index(bound._concrete(
+            "A slice bound (x[a:b:step])",
+            "the bounds set the result's shape, which must be known while tracing: "
+            "make the bound a Python int (static_argnums), or index with a traced "
+            "integer array, or select with np.where"))
+            if isinstance(bound, Tracer) else bound for bound in (s.start, s.stop, s.step)])
     start, stop, step = s.indices(n)
     return _Slice(start, len(range(start, stop, step)), step)
 

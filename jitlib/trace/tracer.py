@@ -31,18 +31,30 @@ class View:
         self.derive, self.write, self.what = derive, write, what
 
 
+# NumPy converts a value written into an ndarray with float()/int()/__array__, so each
+# conversion error may come from writing into a global array: say so
+_GLOBAL_WRITE_HINT = ("; if this line writes a traced value into a NumPy array from outside "
+                      "the function (a global), pass that array as an argument instead "
+                      "(writes into arguments reach the caller)")
+
+
 class Tracer:
-    __slots__ = ("_instr", "_base", "_view", "_derived_from", "_weak", "__weakref__")
+    __slots__ = ("_instr", "_base", "_view", "_derived_from", "_weak", "_array0d", "_param",
+                 "__weakref__")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: mutable, compares elementwise
 
-    def __init__(self, instr, *, base=None, view=None, weak=False):
+    def __init__(self, instr, *, base=None, view=None, weak=False, array0d=False):
         assert isinstance(instr, Instr), instr
         self._instr = instr
         self._base = base
         self._view = view
         self._derived_from = base.instr if base is not None else None
         self._weak = weak
+        # NumPy hands back a 0-d result as a scalar, which `+=` rebinds rather than
+        # writes; only 0-d *arrays* (np.array(1.0), a 0-d argument) are written in place
+        self._array0d = array0d
+        self._param = None   # the parameter index of an argument's own tracer
 
     # -- value and in-place update
 
@@ -63,6 +75,9 @@ class Tracer:
             new = broadcast(new, self.shape)
         new = build.convert(new, self.dtype)
         if self._base is None:
+            if self._param is not None:
+                from jitlib.trace.context import current_trace
+                current_trace().note_write(self._param)
             self._instr = new
             return
         if self._view.write is None:
@@ -74,6 +89,10 @@ class Tracer:
         self._base._assign(self._view.write(self._base.instr, new))
         # the view now reads `new`: keep it rather than re-deriving it from the base
         self._instr, self._derived_from = new, self._base.instr
+
+    def _is_scalar(self):
+        """Whether this stands for a NumPy scalar (immutable: in-place operators rebind)."""
+        return not self.shape and not self._array0d and self._base is None
 
     def _make_view(self, derive, write=None, what="this view"):
         return Tracer(derive(self.instr), base=self, view=View(derive, write, what))
@@ -140,45 +159,65 @@ class Tracer:
 
     __str__ = __repr__
 
-    # -- conversions that need a concrete value: each is a user error
+    # -- conversions that need a concrete value: known values answer, else a user error
+
+    def _known(self):
+        """This array's value where the trace knows it (no argument reaches it), else None."""
+        from jitlib.trace.context import current_trace
+        from jitlib.trace.known import known_value
+        trace = current_trace()
+        return known_value(self.instr, trace.known if trace is not None else None)
 
     def _concrete(self, what, hint):
+        value = self._known()
+        if value is not None:
+            return value
+        self._concrete_error(what, hint + _GLOBAL_WRITE_HINT)
+
+    def __bool__(self):
+        return bool(self._concrete(
+            "Python control flow on an array (if/while/and/or/not, bool())",
+            "use np.where(cond, a, b) for a value-dependent choice, or mark the argument "
+            "static with static_argnums"))
+
+    def __float__(self):
+        return float(self._concrete("float()", "keep the value an array (x[()] or "
+                                               "x.reshape(()))"))
+
+    def __int__(self):
+        return int(self._concrete("int()", "keep the value an array, or make the argument "
+                                           "static"))
+
+    def __complex__(self):
+        return complex(self._concrete("complex()", "jitlib does not support complex numbers"))
+
+    def __index__(self):
+        return operator.index(self._concrete(
+            "Using an array as a Python index",
+            "index with the array itself (x[idx] with an integer array works)"))
+
+    def __array__(self, dtype=None, copy=None):
+        self._concrete_error(
+            "Converting to a NumPy array (np.asarray/np.array, or writing it into a NumPy "
+            "array)",
+            "arrays made inside the function with np.zeros/np.empty/np.array (or "
+            "jitlib.numpy) take traced writes, and so do arguments (the caller's array "
+            "receives them); a NumPy array from outside the function (a global) cannot: "
+            "return the value and write it outside. To index a NumPy array with a traced "
+            "index, wrap it first: jnp.asarray(table)[idx]. A list or tuple passed to a "
+            "jitted function is a pytree of separately traced values, not one array: pass "
+            "np.asarray(the_list) instead")
+
+    def _concrete_error(self, what, hint):
         raise errors.TracerConversionError(
             f"{what} needs a concrete value, but this array ({self.instr.type_str}) is "
             "traced: its value is not known while jit traces the function", hint=hint)
 
-    def __bool__(self):
-        self._concrete("Python control flow on an array (if/while/and/or/not, bool())",
-                       "use np.where(cond, a, b) for a value-dependent choice, or mark "
-                       "the argument static with static_argnums")
-
-    def __float__(self):
-        self._concrete("float()", "keep the value an array (x[()] or x.reshape(()))")
-
-    def __int__(self):
-        self._concrete("int()", "keep the value an array, or make the argument static")
-
-    def __complex__(self):
-        self._concrete("complex()", "jitlib does not support complex numbers")
-
-    def __index__(self):
-        self._concrete("Using an array as a Python index",
-                       "index with the array itself (x[idx] with an integer array works)")
-
-    def __array__(self, dtype=None, copy=None):
-        self._concrete("Converting to a NumPy array (np.asarray/np.array, or writing it "
-                       "into a NumPy array)",
-                       "create arrays with jitlib.numpy (jnp.zeros, ...) or np.zeros_like "
-                       "on a traced array; to index a NumPy array with a traced index, "
-                       "wrap it first: jnp.asarray(table)[idx]; a list or tuple passed "
-                       "to a jitted function is a pytree of separately traced values, not "
-                       "one array: pass np.asarray(the_list) instead")
-
     def item(self, *args):
-        self._concrete(".item()", "keep the value an array")
+        return self._concrete(".item()", "keep the value an array").item(*args)
 
     def tolist(self):
-        self._concrete(".tolist()", "keep the value an array")
+        return self._concrete(".tolist()", "keep the value an array").tolist()
 
     # -- NumPy protocols
 
@@ -218,7 +257,7 @@ class Tracer:
         return _method("astype")(self, dtype)
 
     def copy(self):
-        return Tracer(self.instr)
+        return Tracer(self.instr, array0d=self._array0d)
 
     def __copy__(self):
         return self.copy()
@@ -252,7 +291,7 @@ def _ufunc_operator(ufunc, reflected=False, inplace=False):
         from jitlib.trace import ufuncs
         if not _is_operand(other):
             return NotImplemented
-        if inplace:
+        if inplace and not self._is_scalar():
             return ufuncs.apply(ufunc, (self, other), out=(self,), operator=True)
         operands = (other, self) if reflected else (self, other)
         return ufuncs.apply(ufunc, operands, operator=True)
@@ -301,6 +340,8 @@ def _rmatmul(self, other):
 
 
 def _imatmul(self, other):
+    if self._is_scalar():
+        return _method("matmul")(self, other)
     self._assign(_method("matmul")(self, other))
     return self
 
@@ -476,9 +517,9 @@ def wrap(instr):
 
 
 def normalize_axis(axis, ndim, what="axis"):
+    if isinstance(axis, Tracer):
+        axis = axis._concrete("an axis argument", "axes must be Python ints")[()]
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        if isinstance(axis, Tracer):
-            axis._concrete("an axis argument", "axes must be Python ints")
         raise errors.JitlibTypeError(f"{what} must be an int, got {type(axis).__name__}")
     axis = operator.index(axis)
     if not -ndim <= axis < ndim:

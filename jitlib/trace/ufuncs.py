@@ -7,6 +7,7 @@ construction; inputs of one float dtype take the loop of that type from `ufunc.t
 then sees operands already converted to the loop's input dtype and broadcast to one
 shape, and emits IR in the loop's output dtype.
 """
+import decimal
 import math
 
 import numpy as np
@@ -70,7 +71,6 @@ builder(np.subtract)(_simple(Op.SUB))
 builder(np.multiply)(_simple(Op.MUL, Op.AND))
 builder(np.true_divide)(_simple(Op.DIV))
 builder(np.fmod)(_simple(Op.REM))
-builder(np.power)(_simple(Op.POW))
 builder(np.maximum)(_simple(Op.MAX, Op.OR))
 builder(np.minimum)(_simple(Op.MIN, Op.AND))
 builder(np.arctan2)(_simple(Op.ATAN2))
@@ -144,7 +144,12 @@ def _square(x):
 
 @builder(np.reciprocal)
 def _reciprocal(x):
-    return B.binary(Op.DIV, _c(1, x), x)
+    if dtypes.is_float(x.dtype):
+        return B.binary(Op.DIV, _c(1, x), x)
+    # NumPy's integer loop is `1.0 / x` in double, cast back: 0 gives inf, which the
+    # cast turns into the type's indefinite value (INT_MIN for int32/int64, else 0)
+    f64 = np.dtype(np.float64)
+    return B.convert(B.binary(Op.DIV, B.full(1.0, x.shape, f64), B.convert(x, f64)), x.dtype)
 
 
 @builder(np.exp2)
@@ -152,29 +157,192 @@ def _exp2(x):
     return B.binary(Op.POW, _c(2, x), x)
 
 
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+
+
+def _half_in_f32(fn):
+    """NumPy computes these ufuncs' float16 loops (and ml_dtypes its bfloat16 ones) in
+    float32 and rounds once at the end; a composition done in the 16-bit type would round
+    after every step (and its constants to 16 bits)."""
+    def build_op(*xs):
+        if xs[0].dtype.itemsize == 2:
+            return B.convert(fn(*[B.convert(x, _F32) for x in xs]), xs[0].dtype)
+        return fn(*xs)
+    return build_op
+
+
+def _dd(value):
+    """`value` (a decimal string) as a double-double (hi, lo)."""
+    with decimal.localcontext(prec=60):
+        d = decimal.Decimal(value)
+        hi = float(d)
+        return hi, float(d - decimal.Decimal(hi))
+
+
+_INV_LN2 = _dd("1.44269504088896340735992468100189213742664595415298593413544")
+_INV_LN10 = _dd("0.434294481903251827651128918916605082294397005803666566114454")
+# log10(2) split so that e * hi is exact for every binary exponent e (|e| < 2**12)
+_LOG10_2_HI = 3.01029995663611771306e-01      # 0x3FD34413509F6000
+_LOG10_2_LO = 3.69423907715893078616e-13
+
+
+def _scale_by_pow2(x, e):
+    """x * 2**-e, exactly, for f64 x and integral f64 e with |e| < 2048: one power of two
+    per bit of |e|. Every factor moves x the same way, toward 2**-e * x, so no step
+    overflows or underflows where the result does not."""
+    n = B.convert(B.unary(Op.ABS, e), np.dtype(np.int32))
+    up = _lt0(e)
+    for bit in range(11):
+        step = min(2 ** bit, 512)   # 2**1024 is no double: bit 10 is two steps of 2**512
+        on = _neq(B.binary(Op.AND, n, _c(2 ** bit, n)), _c(0, n))
+        factor = B.select(on, B.select(up, _c(2.0 ** step, x), _c(2.0 ** -step, x)), _c(1, x))
+        for _ in range(2 ** bit // step):
+            x = B.binary(Op.MUL, x, factor)
+    return x
+
+
+def _mul_dd(x, c):
+    """x * (c[0] + c[1]), the constant carried beyond double precision."""
+    return B.binary(Op.ADD, B.binary(Op.MUL, x, _c(c[0], x)), B.binary(Op.MUL, x, _c(c[1], x)))
+
+
+def _log_base(x, base):
+    """log2 or log10 (`base` 2 or 10) as NumPy's libm gives them: exact at powers of the
+    base, within an ulp elsewhere. float64: x = 2**e * m with m near 1, then e (times
+    log10(2), carried in two parts) plus log(m) / ln(base); log(m) is small, so its own
+    rounding error stays far below the result's last bit. float32 runs that in float64."""
+    if x.dtype == _F32:
+        return B.convert(_log_base(B.convert(x, _F64), base), _F32)
+    inv_ln = _INV_LN2 if base == 2 else _INV_LN10
+    regular = _and(_cmp(x, _c(0, x), "GT"), _cmp(x, _c(np.inf, x), "LT"))
+    xs = B.select(regular, x, _c(1, x))
+    e = B.unary(Op.ROUND, B.binary(Op.MUL, B.unary(Op.LOG, xs), _c(_INV_LN2[0], x)))
+    small = _mul_dd(B.unary(Op.LOG, _scale_by_pow2(xs, e)), inv_ln)
+    if base == 2:
+        out = B.binary(Op.ADD, e, small)
+    else:
+        small = B.binary(Op.ADD, B.binary(Op.MUL, e, _c(_LOG10_2_LO, x)), small)
+        out = B.binary(Op.ADD, B.binary(Op.MUL, e, _c(_LOG10_2_HI, x)), small)
+    # 0, negatives, inf and NaN: log's own answers (-inf, NaN, inf, NaN)
+    special = B.binary(Op.MUL, B.unary(Op.LOG, x), _c(inv_ln[0], x))
+    return B.select(regular, out, special)
+
+
 @builder(np.log2)
+@_half_in_f32
 def _log2(x):
-    return B.binary(Op.DIV, B.unary(Op.LOG, x), _c(math.log(2), x))
+    return _log_base(x, 2)
 
 
 @builder(np.log10)
+@_half_in_f32
 def _log10(x):
-    return B.binary(Op.DIV, B.unary(Op.LOG, x), _c(math.log(10), x))
+    return _log_base(x, 10)
+
+
+def _float32_or_double(x, float32_value, double_value):
+    return _c(float32_value if x.dtype == _F32 else double_value, x)
 
 
 @builder(np.deg2rad, np.radians)
+@_half_in_f32
 def _deg2rad(x):
-    return B.binary(Op.MUL, x, _c(math.pi / 180, x))
+    # NumPy's constants: pi / 180 worked out in the loop's own type
+    f = np.float32
+    return B.binary(Op.MUL, x, _float32_or_double(x, f(math.pi) / f(180), math.pi / 180))
 
 
 @builder(np.rad2deg, np.degrees)
+@_half_in_f32
 def _rad2deg(x):
-    return B.binary(Op.MUL, x, _c(180 / math.pi, x))
+    f = np.float32
+    return B.binary(Op.MUL, x, _float32_or_double(x, f(180) / f(math.pi), 180 / math.pi))
 
 
 @builder(np.hypot)
+@_half_in_f32
 def _hypot(a, b):
+    """sqrt(a*a + b*b) with no overflow or underflow in the squares: float32 squares in
+    float64 (whose range holds them), float64 scales both by a power of two first (exact).
+    An infinity wins over NaN, as in C's hypot."""
+    a, b = B.unary(Op.ABS, a), B.unary(Op.ABS, b)
+    if a.dtype == _F32:
+        out = B.convert(_root_of_squares(B.convert(a, _F64), B.convert(b, _F64)), _F32)
+    else:
+        big = B.binary(Op.MAX, a, b)
+        # below 2**-450 a square may be subnormal (XLA flushes those) where it still counts
+        huge, tiny = _cmp(big, _c(2.0 ** 500, a), "GT"), _cmp(big, _c(2.0 ** -450, a), "LT")
+        scale = B.select(huge, _c(2.0 ** -600, a),
+                         B.select(tiny, _c(2.0 ** 600, a), _c(1, a)))
+        root = _root_of_squares(B.binary(Op.MUL, a, scale), B.binary(Op.MUL, b, scale))
+        out = B.binary(Op.DIV, root, scale)
+    either_inf = B.binary(Op.OR, _cmp(a, _c(np.inf, a), "EQ"), _cmp(b, _c(np.inf, b), "EQ"))
+    return B.select(either_inf, _c(np.inf, out), out)
+
+
+def _root_of_squares(a, b):
     return B.unary(Op.SQRT, B.binary(Op.ADD, B.binary(Op.MUL, a, a), B.binary(Op.MUL, b, b)))
+
+
+@builder(np.power)
+def _power(a, b):
+    return B.binary(Op.POW, a, b)
+
+
+_NEGATIVE_POWER = "Integers to negative integer powers are not allowed."
+
+
+def _refuse_negative_int_power(exponent):
+    """NumPy's integer power raises ValueError when any exponent is negative. A concrete
+    exponent (a constant, a Python int argument's range) is checked here; a traced one
+    only where its IR shows it cannot be negative, since jit cannot look at its values."""
+    bounds = T.known_int_bounds(exponent)
+    if bounds is not None:
+        lo, hi = bounds
+        if (lo is None or lo < 0) and (hi is None or hi >= 0):
+            raise int_ranges.needs_values("the sign of an integer power's exponent")
+        negative = hi is not None and hi < 0
+    elif isinstance(exponent, T.Tracer):
+        if _never_negative(exponent.instr):
+            return
+        raise errors.JitlibValueError(
+            f"np.power: NumPy raises ValueError ({_NEGATIVE_POWER}) when an integer "
+            f"exponent is negative, and a traced {exponent.dtype} exponent's values are "
+            "not known while tracing",
+            hint="clamp it (x ** np.maximum(n, 0)), make it unsigned, pass it as a "
+                 "static argument, or use floats (np.float_power)")
+    else:
+        negative = bool((T.concrete(exponent) < 0).any())
+    if negative:
+        raise errors.JitlibValueError(_NEGATIVE_POWER,
+                                      hint="use a float base or np.float_power for x**-n")
+
+
+def _never_negative(instr, depth=8):
+    """Whether the IR proves `instr` is never negative (a bounded look through the ops
+    that keep that: constants, iota, movement, max with such a value, select of two)."""
+    if not dtypes.is_signed(instr.dtype):
+        return True
+    if depth == 0:
+        return False
+    op = instr.op
+    if op is Op.CONSTANT:
+        return bool((instr.attrs["value"].array >= 0).all())
+    if op is Op.IOTA:
+        return True
+    if op is Op.CONVERT:   # a widening integer convert keeps the sign
+        src = instr.operands[0].dtype
+        return not dtypes.is_float(src) and src.itemsize < instr.dtype.itemsize and \
+            _never_negative(instr.operands[0], depth - 1)
+    if op in (Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.REVERSE):
+        return _never_negative(instr.operands[0], depth - 1)
+    if op is Op.MAX:
+        return any(_never_negative(x, depth - 1) for x in instr.operands)
+    if op is Op.MIN:   # not add or mul: they wrap
+        return all(_never_negative(x, depth - 1) for x in instr.operands)
+    if op is Op.SELECT:
+        return all(_never_negative(x, depth - 1) for x in instr.operands[1:])
+    return False
 
 
 @builder(np.float_power)
@@ -268,6 +436,7 @@ def _fmin(a, b):
 
 
 @builder(np.logaddexp)
+@_half_in_f32
 def _logaddexp(a, b):
     # max + log1p(exp(-|a - b|)); a == b (both infinite included) gives a + log 2
     tail = B.unary(Op.LOG1P, B.unary(Op.EXP, B.unary(Op.NEG, B.unary(
@@ -277,9 +446,11 @@ def _logaddexp(a, b):
 
 
 @builder(np.logaddexp2)
+@_half_in_f32
 def _logaddexp2(a, b):
+    # NumPy's npy_log2_1p: log1p times log2(e), rather than divided by ln 2
     neg_abs = B.unary(Op.NEG, B.unary(Op.ABS, B.binary(Op.SUB, a, b)))
-    tail = B.binary(Op.DIV, B.unary(Op.LOG1P, _exp2(neg_abs)), _c(math.log(2), a))
+    tail = B.binary(Op.MUL, B.unary(Op.LOG1P, _exp2(neg_abs)), _c(1 / math.log(2), a))
     out = B.binary(Op.ADD, B.binary(Op.MAX, a, b), tail)
     return B.select(_cmp(a, b, "EQ"), B.binary(Op.ADD, a, _c(1, a)), out)
 
@@ -343,11 +514,18 @@ def _pow2(n, like):
     return B.binary(Op.POW, _c(2, like), n)
 
 
+def _count_past(n, limit):
+    """n >= limit, or n < 0: NumPy compares the count as unsigned, so a negative one is
+    past every width."""
+    past = _cmp(n, _c(limit, n), "GE")
+    return B.binary(Op.OR, past, _lt0(n)) if dtypes.is_signed(n.dtype) else past
+
+
 @builder(np.left_shift)
 def _left_shift(x, n):
     bits = x.dtype.itemsize * 8
     shifted = B.binary(Op.MUL, x, _pow2(n, x))   # wraps exactly like the shift
-    return B.select(_cmp(n, _c(bits, n), "GE"), _c(0, x), shifted)
+    return B.select(_count_past(n, bits), _c(0, x), shifted)
 
 
 @builder(np.right_shift)
@@ -359,7 +537,7 @@ def _right_shift(x, n):
         return B.select(_cmp(n, _c(bits, n), "GE"), _c(0, x), shifted)
     # signed: an arithmetic shift is floor division; 2**(bits-1) does not fit, so
     # shifts by bits-1 or more leave only the sign
-    too_far = _cmp(n, _c(bits - 1, n), "GE")
+    too_far = _count_past(n, bits - 1)
     safe_n = B.select(too_far, _c(0, n), n)
     shifted = _floor_divide_int(x, _pow2(safe_n, x))
     return B.select(too_far, B.select(_lt0(x), _c(-1, x), _c(0, x)), shifted)
@@ -509,6 +687,8 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
         result = T.Tracer(B.full(known, shape, dtypes.BOOL))
         return _write_out(ufunc, [result], out, where)[0] if (
             out is not None or where is not True) else result
+    if ufunc is np.power and dtypes.is_integer(loop[-1]):
+        _refuse_negative_int_power(inputs[1])
     operands = [T.broadcast(T.as_instr(x, dt), shape) for x, dt in zip(inputs, loop)]
     results = build_fn(*operands)
     if not isinstance(results, tuple):

@@ -39,9 +39,10 @@ def _check_ir(case, variants):
 def _check_numpy(program, variants):
     """Trace `program`, then compare eager NumPy and every variant with the interpreter."""
     fn = program.function()
+    eager_args = copy.deepcopy(program.args)   # the program may write into its arguments
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)   # the mean of an empty slice
-        eager = fn(*copy.deepcopy(program.args))
+        eager = fn(*eager_args)
     try:
         module = jitlib.make_ir(fn)(*program.args)
     except UnsupportedError as e:
@@ -52,7 +53,10 @@ def _check_numpy(program, variants):
         raise oracle.Mismatch("trace", f"raised {type(e).__name__}: {e}", None, [],
                               program) from e
     inputs = [np.asarray(a, dtype=p.dtype) for a, p in zip(program.args, module.params)]
+    # the module's results past the function's own are the arguments it writes into:
+    # compared with what the eager call left in its arguments
     leaves = [np.asarray(x) for x in jitlib.tree.leaves(eager)]
+    leaves += [eager_args[i] for i in module.writes]
     try:
         return oracle.check_program(module, inputs, variants, extra={"numpy": leaves})
     except oracle.Mismatch as m:

@@ -6,8 +6,11 @@ A program grows one line at a time, each line a NumPy expression over earlier va
 ufuncs (unary and binary, with broadcasting and Python scalars, which are weak under
 NEP 50), reductions with axis and keepdims, reshape, transpose, basic slicing with
 negative steps and None, integer and array indexing, matmul, where, concatenate, cumsum,
-clip and astype. Each line is evaluated eagerly as it is drawn, so every later choice
-knows the real shape and dtype, and a line NumPy itself rejects is simply not kept.
+clip and astype; and writes, as real NumPy code makes them: into an argument (a slice
+assigned, an in-place operator, np.copyto) or into a buffer made inside with np.zeros or
+np.empty, whose later reads must see the write. Each line is evaluated eagerly as it is
+drawn, so every later choice knows the real shape and dtype (and what earlier writes
+left), and a line NumPy itself rejects is simply not kept.
 Arguments mix shapes (0-d, empty, broadcastable) and dtypes, and values of several
 flavours: ordinary, halves (ties for rounding and argmax), sprinkled with NaN, +-inf and
 -0.0, huge and tiny magnitudes. The function returns the values no later line used.
@@ -106,7 +109,7 @@ class _Builder:
             value = self.rng.integers(lo, hi, shape, endpoint=True).astype(dtype)
         else:
             value = self._values(shape, dtype, self.choice(_FLAVOURS))
-        self.args.append(value)
+        self.args.append(value.copy())   # the call's input; `values` follows the writes
         self.values[name] = value
         return name
 
@@ -181,9 +184,68 @@ class _Builder:
     def step(self):
         kind = self.choice(("unary", "binary", "binary", "reduce", "reshape", "transpose",
                             "slice", "index", "take", "matmul", "where", "astype",
-                            "concatenate", "cumsum", "clip"))
+                            "concatenate", "cumsum", "clip", "write", "buffer"))
+        if kind in ("write", "buffer"):
+            return getattr(self, f"_{kind}")()
         expr = getattr(self, f"_{kind}")()
         return expr is not None and self.emit(expr)
+
+    def statement(self, text):
+        """Add the statement `text` (a write) if NumPy runs it without error."""
+        env = {"np": np, **self.values}
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("error", np.exceptions.ComplexWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                exec(text, env)   # noqa: S102 - our own text; writes into self.values' arrays
+        except Exception:   # noqa: BLE001 - NumPy rejects it: not a program to test
+            return False
+        self.lines.append(text)
+        return True
+
+    def _write_value(self, target_dtype, shape):
+        """A value NumPy writes into `shape` of `target_dtype` without an unsafe cast."""
+        if self.chance(30):
+            return self.choice(_SCALARS)
+        fits = [n for n, v in self.values.items() if _broadcasts(v.shape, shape)
+                and np.broadcast_shapes(v.shape, shape) == tuple(shape)
+                and np.can_cast(v.dtype, target_dtype, "same_kind")]
+        return self.choice(fits) if fits else self.choice(_SCALARS)
+
+    def _write(self):
+        """A write into an argument: a slice assigned, an in-place operator, np.copyto."""
+        args = [n for n in self.values if n.startswith("a") and self.values[n].ndim >= 1]
+        if not args:
+            return False
+        target = self.choice(args)
+        v = self.values[target]
+        kind = self.choice(("slice", "slice", "inplace", "copyto"))
+        if kind == "slice":
+            d = v.shape[0]
+            start, stop = sorted((self.integer(0, d), self.integer(0, d)))
+            step = self.choice(("", ":2", ":-1")) if stop > start else ""
+            index = f"{start}:{stop}{step}" if step != ":-1" else f"{stop - 1 if stop else 0}::-1"
+            shape = np.empty(v.shape)[eval(f"np.s_[{index}]")].shape   # noqa: S307
+            return self.statement(f"{target}[{index}] = {self._write_value(v.dtype, shape)}")
+        if kind == "inplace":
+            op = self.choice(("+=", "*=", "-=")) if v.dtype != bool else "|="
+            return self.statement(f"{target} {op} {self._write_value(v.dtype, v.shape)}")
+        return self.statement(f"np.copyto({target}, {self._write_value(v.dtype, v.shape)})")
+
+    def _buffer(self):
+        """A buffer made inside (np.zeros / np.empty), filled through a slice, then read."""
+        x = self.operand(lambda v: v.ndim >= 1 and v.dtype != bool)
+        if x is None:
+            return False
+        v = self.values[x]
+        rows = v.shape[0] + self.integer(0, 2)
+        make = self.choice(("zeros", "empty"))
+        if not self.emit(f"np.{make}(({rows},) + {x}.shape[1:], dtype={x}.dtype)"):
+            return False
+        buf = f"v{len(self.lines) - 1}"
+        if make == "empty" and not self.statement(f"{buf}[...] = 0"):
+            return False   # NumPy's empty holds garbage: fill it before any read
+        return self.statement(f"{buf}[:{v.shape[0]}] = {x}")
 
     def emit(self, expr):
         """Add `v = expr` if NumPy evaluates it without error; whether it was added."""

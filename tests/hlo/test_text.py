@@ -5,7 +5,7 @@ from hypothesis import HealthCheck, given, settings
 
 from ir_strategies import modules
 from jitlib.errors import SourceLocation
-from jitlib.hlo import build, dtypes
+from jitlib.hlo import build, dtypes, serial
 from jitlib.hlo import ops as O
 from jitlib.hlo.ir import Instr, Module
 from jitlib.hlo.ops import Op
@@ -357,3 +357,24 @@ def test_plain_lines_skip_the_token_parser(monkeypatch):
         slow = parse_module(case)
         monkeypatch.undo()
         assert fast.instructions == slow.instructions and print_module(fast) == case, op
+
+
+def test_written_parameters_roundtrip_in_the_header():
+    a = build.parameter(0, (3,), np.float32, "A")
+    b = build.parameter(1, (3,), np.float32, "b")
+    total = build.reduce(Op.REDUCE_SUM, b, (0,))
+    module = Module("step", [a, b], [total, build.binary(Op.ADD, a, b)], writes=[0])
+    text = print_module(module)
+    assert text.splitlines()[0] == "module step(%A: f32[3], %b: f32[3]) writes(%A) {"
+    again = parse_module(text)
+    assert again == module and again.writes == (0,)
+    assert serial.from_data(serial.to_data(module)).writes == (0,)
+
+
+def test_a_write_must_have_the_parameters_type():
+    a = build.parameter(0, (3,), np.float32, "A")
+    with pytest.raises(ValueError, match="does not have its type"):
+        Module("bad", [a], [build.reduce(Op.REDUCE_SUM, a, (0,))], writes=[0])
+    text = "module bad(%A: f32[3]) writes(%B) {\n  return (%A)\n}"
+    with pytest.raises(ParseError, match="names no parameter"):
+        parse_module(text)

@@ -31,6 +31,7 @@ import numpy as np
 
 from jitlib.backends.elemental import INDEX_RULES, ElementalBase
 from jitlib.hlo import dtypes
+from jitlib.hlo.interpreter import int_cast_bounds
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
@@ -381,12 +382,7 @@ def convert(fn, v, src, dst):
         f = fn.op(f"{'sitofp' if dtypes.is_signed(src) else 'uitofp'} {st} {v} to {dty}", "x")
         return narrow(fn, f, dst)
     if dtypes.is_integer(dst):
-        # through i64 as C compilers do on x86; NaN and out-of-range values are undefined
-        if bits(dst) == 64:
-            return fn.op(f"{'fptosi' if dtypes.is_signed(dst) else 'fptoui'} {st} {v} to i64",
-                         "x")
-        wide = fn.op(f"fptosi {st} {v} to i64", "x")
-        return fn.op(f"trunc i64 {wide} to {dty}", "x")
+        return _float_to_int(fn, v, src, dst)
     # float to float
     if dst == F64:
         return fn.op(f"fpext float {v} to double", "x")
@@ -395,6 +391,44 @@ def convert(fn, v, src, dst):
             return fn.op(f"fptrunc double {v} to float", "x")
         return narrow(fn, _double_to_float_odd(fn, v), dst)
     return narrow(fn, v, dst)   # between float, f16, bf16: all exact in float
+
+
+def _cvtt(fn, v, st, n):
+    """x86's cvtt to an n-bit integer: toward zero, NaN and out-of-range values give the
+    minimum (fptosi alone would make them poison)."""
+    limit = 2.0 ** (n - 1)
+    inside = fn.op(f"fcmp oge {st} {v}, {_double_hex(-limit)}", "c")
+    below = fn.op(f"fcmp olt {st} {v}, {_double_hex(limit)}", "c")
+    inside = fn.op(f"and i1 {inside}, {below}", "c")
+    safe = fn.op(f"select i1 {inside}, {st} {v}, {st} 0.0", "x")
+    i = fn.op(f"fptosi {st} {safe} to i{n}", "x")
+    return fn.op(f"select i1 {inside}, i{n} {i}, i{n} {-(1 << (n - 1))}", "x")
+
+
+def _float_to_int(fn, v, src, dst):
+    """Float -> integer with the interpreter's meaning for every value (float_to_int)."""
+    st, dty = compute_type(src), compute_type(dst)
+    if src == BF16:
+        # ml_dtypes: toward zero where the result fits, else 0
+        lo, hi = int_cast_bounds(dst)
+        t = fn.intrinsic("trunc", st, v)
+        fits = fn.op(f"fcmp oge {st} {t}, {_double_hex(lo)}", "c")
+        fits = fn.op(f"and i1 {fits}, {fn.op(f'fcmp olt {st} {t}, {_double_hex(hi)}', 'c')}",
+                     "c")
+        t = fn.op(f"select i1 {fits}, {st} {t}, {st} 0.0", "x")
+        return fn.op(f"{'fptosi' if dtypes.is_signed(dst) else 'fptoui'} {st} {t} to {dty}",
+                     "x")
+    if dst == np.uint64:
+        top = _double_hex(2.0 ** 63)
+        high = fn.op(f"fcmp oge {st} {v}, {top}", "c")
+        shifted = fn.op(f"select i1 {high}, {st} {fn.op(f'fsub {st} {v}, {top}', 'x')}, "
+                        f"{st} {v}", "x")
+        i = _cvtt(fn, shifted, st, 64)
+        flipped = fn.op(f"xor i64 {i}, {-(1 << 63)}", "x")
+        return fn.op(f"select i1 {high}, i64 {flipped}, i64 {i}", "x")
+    wide = 64 if bits(dst) == 64 or dst == np.uint32 else 32
+    i = _cvtt(fn, v, st, wide)
+    return i if bits(dst) == wide else fn.op(f"trunc i{wide} {i} to {dty}", "x")
 
 
 def to_compute(fn, v, dt):

@@ -158,6 +158,17 @@ class Device:
                         "cuMemcpyDtoDAsync")
         return out
 
+    def copy_into(self, dst, src):
+        """Write `src` (an Array, or host data) into the Array `dst` of the same shape and
+        dtype, on the device: how a jitted call's writes reach an Array argument."""
+        src = self.as_array(src, dst.dtype)
+        if tuple(src.shape) != tuple(dst.shape):
+            raise DeviceError(f"cannot write a {src.shape} array into a {dst.shape} one")
+        if dst.nbytes:
+            self._check(self._cu.cuMemcpyDtoDAsync(dst.data_ptr(), src.data_ptr(),
+                                                   dst.nbytes, self.stream),
+                        "cuMemcpyDtoDAsync")
+
     def as_array(self, x, dtype=None):
         """`x` as an Array on this device: an Array passes through, anything else (NumPy
         arrays, scalars) is copied in once."""

@@ -160,8 +160,8 @@ def keep_dims(instr, axes, ndim):
 def int_arg(value, what):
     """A static integer argument (shifts, sections, offsets); tracers are refused."""
     if isinstance(value, T.Tracer):
-        value._concrete(what, "it sets the result's shape or layout, which must be known "
-                              "while tracing: pass a Python int")
+        value = value._concrete(what, "it sets the result's shape or layout, which must be "
+                                      "known while tracing: pass a Python int")
     try:
         return operator.index(value)
     except TypeError:
@@ -171,11 +171,11 @@ def int_arg(value, what):
 
 def static_ints(values, what):
     """A sequence of static ints (shapes, index lists)."""
+    hint = "it must be known while tracing: pass Python ints"
     if isinstance(values, T.Tracer):
-        values._concrete(what, "it must be known while tracing: pass Python ints")
+        values = values._concrete(what, hint)
     if isinstance(values, (list, tuple)) and contains_tracer(values):
-        next(v for v in values if isinstance(v, T.Tracer))._concrete(
-            what, "it must be known while tracing: pass Python ints")
+        values = [v._concrete(what, hint) if isinstance(v, T.Tracer) else v for v in values]
     arr = np.asarray(values)
     if arr.size == 0:   # () is a shape (0-d); np.asarray(()) is float64
         return ()

@@ -302,6 +302,28 @@ def fill(a, value):
     a._assign(operand(value))
 
 
+@implements(np.copyto)
+def copyto(dst, src, casting="same_kind", where=True):
+    """Writes `src` (broadcast, cast under `casting`) into `dst` in place, where `where`."""
+    if not isinstance(dst, T.Tracer):
+        raise errors.TracerConversionError(
+            "np.copyto cannot write a traced value into a NumPy array from outside the "
+            "function", hint="copy into an array made inside the function, or into an "
+                             "argument (writes into arguments reach the caller)")
+    if not T.is_weak(src):
+        from_dtype = tracer(src).dtype if isinstance(src, T.Tracer) else T.concrete(src).dtype
+        if not np.can_cast(from_dtype, dst.dtype, casting):
+            raise errors.JitlibTypeError(
+                f"Cannot cast array data from {np.dtype(from_dtype)!r} to "
+                f"{np.dtype(dst.dtype)!r} according to the rule {casting!r}",
+                hint="pass casting='unsafe', or convert with .astype first")
+    value = T.broadcast(T.as_instr(operand(src), dst.dtype), dst.shape)
+    if where is not True:
+        mask = T.broadcast(T.as_instr(where, dtypes.BOOL), dst.shape)
+        value = B.select(mask, value, dst.instr)
+    dst._assign(value)
+
+
 @implements(np.result_type)
 def result_type(*arrays_and_dtypes):
     """Static: NumPy's promotion of the arguments' dtypes (traced Python scalars weak)."""

@@ -21,6 +21,8 @@ from jitlib.trace.registry import implements
 def _indices(indices):
     """Indices as a Tracer or an int64 ndarray; floats are refused as NumPy does."""
     idx = operand(indices)
+    if isinstance(idx, T.Tracer) and idx._known() is not None:
+        idx = idx._known()   # indices made inside the function: checked as NumPy's are
     if T.is_weak(idx) and not isinstance(idx, T.Tracer):
         idx = np.asarray(idx)
     dt = idx.dtype

@@ -1,0 +1,140 @@
+"""Globals and closure variables a jitted function reads: read at call time, not frozen.
+
+Eager NumPy reads a global array when the line runs, so a later `W[...] = ...` or
+`W = new_array` changes what the next call computes. A trace that baked `W` in as a
+constant would silently keep the old values. So while jit traces a plain Python
+function, the function runs over a view of its globals and a copy of its closure cells
+that hand out, per name:
+
+- a large array (more than `SMALL_ARRAY` elements): a traced *implicit input*, a
+  parameter the call fills with the same array object each time (so in-place updates
+  are seen, and writes into it reach it like writes into an argument);
+- a small array: the array itself (so `int(TABLE[3])` works while tracing), kept as a
+  constant with a guard on its contents;
+- anything else (numbers, tuples, strings...): itself, with a guard on its identity.
+
+Before each call the guards are checked: a rebound name, or a small array whose
+contents changed, makes jit trace the function again (`JITLIB_LOG=recompiles` says
+which name). Only the jitted function's own globals and closures are seen this way (and
+the functions it defines inside); a helper function defined elsewhere reads its own
+globals, whose arrays become constants (docs/numpy_support.md).
+"""
+import types
+
+import numpy as np
+
+from jitlib.trace import host_random
+
+SMALL_ARRAY = 64
+_MISSING = object()
+# values whose identity is the whole story: code, not data
+_CODE_TYPES = (types.ModuleType, types.FunctionType, types.BuiltinFunctionType, type,
+               types.MethodType, np.ufunc)
+
+
+class FreeValues:
+    """The guards and implicit inputs of one trace of a function."""
+
+    def __init__(self, trace):
+        self.trace = trace
+        self.guards = []      # (description, check(): bool)
+        self.inputs = []      # (name, array) per implicit input, in parameter order
+        self._seen = {}       # id(value) -> (value, what the function got for it)
+        self.guarded = set()  # the names whose binding is guarded
+
+    def value_for(self, name, value, source):
+        """What the traced function sees for `value`, read from `source` as `name`."""
+        got = self._seen.get(id(value))
+        if got is not None:
+            return got[1]
+        if isinstance(value, np.ndarray) and value.dtype != object \
+                and value.size > SMALL_ARRAY:
+            seen = self._implicit_input(name, value)
+        elif isinstance(value, host_random.GENERATOR_TYPES):
+            # its draws replay at each call on this very generator (guarded by identity)
+            seen = host_random.RecordingGenerator(self.trace, lambda env: value, name)
+        elif isinstance(value, np.ndarray):
+            snapshot = value.copy()
+            self.guards.append((f"the contents of {source} {name!r} changed",
+                                lambda v=value, s=snapshot: v.shape == s.shape
+                                and v.dtype == s.dtype and np.array_equal(v, s, equal_nan=True)))
+            seen = value
+        else:
+            seen = value
+        self._seen[id(value)] = (value, seen)   # the value too: its id must stay its own
+        return seen
+
+    def _implicit_input(self, name, array):
+        from jitlib.hlo import dtypes
+        if not dtypes.is_supported(array.dtype):
+            return array   # NumPy's own ops will meet it; jit refuses it where traced
+        self.inputs.append((name, array))
+        tracer = self.trace.new_parameter(array.shape, dtypes.canonicalize(array.dtype), name,
+                                          array=True)
+        self.trace.call_inputs.append((tracer._param, lambda env: array))
+        return tracer
+
+    def guard_identity(self, description, read, value):
+        self.guards.append((description, lambda: read() is value))
+
+
+class _GlobalsView(dict):
+    """The function's globals as the trace reads them (LOAD_GLOBAL calls __getitem__ on a
+    dict subclass). Names the function assigns (`global x; x = ...`) stay in this dict."""
+
+    def __init__(self, real, free):
+        super().__init__()
+        self._real, self._free = real, free
+
+    def __getitem__(self, name):
+        if dict.__contains__(self, name):
+            return dict.__getitem__(self, name)
+        value = self._real[name]   # KeyError: Python goes on to the builtins
+        if isinstance(value, _CODE_TYPES) or callable(value) and not isinstance(
+                value, np.ndarray):
+            return value
+        free = self._free
+        if name not in free.guarded:
+            free.guarded.add(name)
+            real = self._real
+            free.guard_identity(f"global {name!r} was rebound",
+                                lambda: real.get(name, _MISSING), value)
+        return free.value_for(name, value, "global")
+
+
+def traced_function(fn, trace):
+    """(fn as the trace should run it, its FreeValues), or (fn, None) for callables that
+    are not plain Python functions (their globals are read as they are)."""
+    if type(fn) is not types.FunctionType:
+        return fn, None
+    free = FreeValues(trace)
+    cells = None
+    if fn.__closure__:
+        cells = []
+        for name, cell in zip(fn.__code__.co_freevars, fn.__closure__):
+            try:
+                value = cell.cell_contents
+            except ValueError:     # not yet assigned
+                cells.append(cell)
+                continue
+            if isinstance(value, _CODE_TYPES) or callable(value) and not isinstance(
+                    value, np.ndarray):
+                cells.append(cell)
+                continue
+            free.guard_identity(f"closure variable {name!r} was rebound",
+                                lambda c=cell: _cell_value(c), value)
+            cells.append(types.CellType(free.value_for(name, value, "closure variable")))
+        cells = tuple(cells)
+    clone = types.FunctionType(fn.__code__, _GlobalsView(fn.__globals__, free), fn.__name__,
+                               fn.__defaults__, cells)
+    clone.__kwdefaults__ = fn.__kwdefaults__
+    clone.__dict__.update(fn.__dict__)
+    clone.__qualname__ = fn.__qualname__
+    return clone, free
+
+
+def _cell_value(cell):
+    try:
+        return cell.cell_contents
+    except ValueError:
+        return _MISSING
