@@ -16,7 +16,6 @@ import shutil
 import sys
 import tempfile
 
-import pytest
 from hypothesis import HealthCheck, settings
 
 _cache = tempfile.mkdtemp(prefix="jitlib-test-cache-")
