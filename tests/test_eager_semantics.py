@@ -486,3 +486,21 @@ def test_gpu_globals_and_draws_match_eager():
     test_globals_are_read_at_each_call("gpu")
     test_legacy_global_state_draws_like_eager("gpu")
     test_generator_argument_draws_like_eager("gpu")
+
+
+def bucketed_step(x, s):
+    x *= 2.0
+    s += x.sum(axis=0)
+    return x.mean(axis=1)
+
+
+def test_writes_reach_the_caller_through_shape_buckets():
+    f = jitlib.jit(bucketed_step, backend="cpu",
+                   buckets={"arg": "x", "axis": 0, "policy": "pow2", "max": 64})
+    for n in (5, 6, 7, 13):
+        x, s = np.arange(n * 3.0).reshape(n, 3), np.ones(3)
+        x_eager, s_eager = x.copy(), s.copy()
+        np.testing.assert_array_equal(f(x, s), bucketed_step(x_eager, s_eager))
+        np.testing.assert_array_equal(x, x_eager)   # the padded copy's true part
+        np.testing.assert_array_equal(s, s_eager)
+    assert f.cache_info().misses == 2               # buckets 8 and 16
