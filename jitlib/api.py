@@ -475,7 +475,7 @@ def _python_signature(fn):
         return None
 
 
-def _static_names(fn, signature, static_argnums, static_argnames):
+def _static_names(fn, signature, static_argnums, static_argnames, kind="static"):
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
@@ -488,13 +488,13 @@ def _static_names(fn, signature, static_argnums, static_argnames):
         if not -len(params) <= i < len(params) or params[i].kind not in (
                 inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
             raise errors.JitlibTypeError(
-                f"static_argnums={i} does not name a positional parameter of "
+                f"{kind}_argnums={i} does not name a positional parameter of "
                 f"{getattr(fn, '__name__', fn)}{signature}")
         names.add(params[i].name)
     unknown = names - set(signature.parameters)
     if unknown:
         raise errors.JitlibTypeError(
-            f"static_argnames {sorted(unknown)} are not parameters of "
+            f"{kind}_argnames {sorted(unknown)} are not parameters of "
             f"{getattr(fn, '__name__', fn)}{signature}")
     return names
 
@@ -517,25 +517,33 @@ def jit(fn: Callable[..., Any], *, static_argnums: int | Sequence[int] = ...,
         static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
         buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
         cache_size: int | None = ..., check: str | None = ..., check_rate: float = ...,
-        check_raise: bool = ...) -> Jitted: ...
+        check_raise: bool = ..., donate_argnums: int | Sequence[int] = ...,
+        donate_argnames: str | Sequence[str] = ...) -> Jitted: ...
 @overload
 def jit(fn: None = None, *, static_argnums: int | Sequence[int] = ...,
         static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
         buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
         cache_size: int | None = ..., check: str | None = ...,
-        check_rate: float = ..., check_raise: bool = ...) -> Callable[[Callable[..., Any]],
-                                                                      Jitted]: ...
+        check_rate: float = ..., check_raise: bool = ...,
+        donate_argnums: int | Sequence[int] = ..., donate_argnames: str | Sequence[str] = ...
+        ) -> Callable[[Callable[..., Any]], Jitted]: ...
 def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: _Backend | None = None,
         buckets: Any = None, max_compiles: int | None = None, on_exceed: str = "error",
         cache_size: int | None = None, check: str | None = None, check_rate: float = 1.0,
-        check_raise: bool = False) -> Jitted | Callable[[Callable[..., Any]], Jitted]:
+        check_raise: bool = False, donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = ()
+        ) -> Jitted | Callable[[Callable[..., Any]], Jitted]:
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
     default "gpu" where a CUDA GPU and Triton are present, else "cpu".
     `buckets`: shape-bucket rules (see jitlib/buckets); `max_compiles`/`on_exceed`: a
     recompile budget ("error" or "warn"); `cache_size`: signatures kept compiled.
     `check`: "numpy", "interpreter" or "jax" runs that reference beside a `check_rate`
     fraction of the calls and reports the error per output (see jitlib/check.py).
+    `donate_argnums`/`donate_argnames` are accepted as in JAX and checked to name
+    parameters; they change nothing: writes into arguments reach the caller whether
+    donated or not (eager NumPy's semantics), and a written argument's new contents go
+    straight into its memory where that is safe (fusion/in_place.py).
     Without `fn`, a decorator with these options.
 
     >>> import numpy as np, jitlib
@@ -551,6 +559,10 @@ def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    backend=backend, buckets=buckets, max_compiles=max_compiles,
                    on_exceed=on_exceed, cache_size=cache_size)
+    if fn is not None and (donate_argnums or donate_argnames):
+        _static_names(fn, _python_signature(fn), donate_argnums, donate_argnames, "donate")
+    elif fn is None and (donate_argnums or donate_argnames):
+        options.update(donate_argnums=donate_argnums, donate_argnames=donate_argnames)
     if check is not None:
         options.update(check=check, check_rate=check_rate, check_raise=check_raise)
     if backend is not None:

@@ -504,3 +504,13 @@ def test_writes_reach_the_caller_through_shape_buckets():
         np.testing.assert_array_equal(x, x_eager)   # the padded copy's true part
         np.testing.assert_array_equal(s, s_eager)
     assert f.cache_info().misses == 2               # buckets 8 and 16
+
+
+def test_donate_argnums_is_accepted_and_checked():
+    f = jitlib.jit(update_row, backend="cpu", donate_argnums=(0,))
+    A = np.zeros((3, 4))
+    assert f(A, np.arange(4.0)) == update_row(np.zeros((3, 4)), np.arange(4.0))
+    assert A[0, 1] == 3.0                          # written, as without donation
+    jitlib.jit(donate_argnames="A")(update_row)    # the decorator form
+    with pytest.raises(jitlib.errors.JitlibTypeError, match="donate_argnums=5"):
+        jitlib.jit(update_row, donate_argnums=(5,))
