@@ -218,14 +218,44 @@ def convert(w, x, src, dst):
         return f"{x} != 0"    # NaN is True
     if src == dtypes.BOOL:
         return narrow(f"{x}.to({compute_type(dst)})", dst)
-    if dtypes.is_integer(dst) and _is_float(src) and np.dtype(dst).itemsize < 8:
-        # through i64, as C compilers do on x86; NaN and out-of-range are undefined
-        return f"{x}.to(tl.int64).to({compute_type(dst)})"
+    if dtypes.is_integer(dst) and _is_float(src):
+        return _float_to_int(w, x, src, dst)
     if dst in NARROW:
         # ints and f64 go through f32 first: a second rounding, off by one 16-bit ulp in
         # rare ties (the LLVM backend rounds once; documented in backends/triton/README)
         return narrow(f"{x}.to(tl.float32)", dst)
     return f"{x}.to({compute_type(dst)})"
+
+
+def _cvtt(w, v, src, n):
+    """x86's cvtt to an n-bit integer, the IR's meaning (interpreter.float_to_int): toward
+    zero; NaN and out-of-range values give the minimum (the GPU's own cast saturates)."""
+    limit = 2.0 ** (n - 1)
+    inside = w.let(f"({v} >= {literal(-limit, src)}) & ({v} < {literal(limit, src)})")
+    i = w.let(f"tl.where({inside}, {v}, {literal(0, src)}).to(tl.int{n})")
+    return w.let(f"tl.where({inside}, {i}, {literal(-(1 << (n - 1)), np.dtype(f'i{n // 8}'))})")
+
+
+def _float_to_int(w, x, src, dst):
+    """Float -> integer for every value, NaN and out-of-range included, as the
+    interpreter defines it (NumPy's casts on x86-64; ml_dtypes' for bfloat16)."""
+    from jitlib.hlo.interpreter import int_cast_bounds
+    x = w.let(x)
+    if src == dtypes.bfloat16:
+        lo, hi = int_cast_bounds(dst)
+        t = w.let(f"libdevice.trunc({x})")
+        fits = f"({t} >= {literal(lo, src)}) & ({t} < {literal(hi, src)})"
+        return w.let(f"tl.where({fits}, {t}, {literal(0, src)}).to({compute_type(dst)})")
+    if dst == np.uint64:
+        top = literal(2.0 ** 63, src)
+        high = w.let(f"{x} >= {top}")
+        i = _cvtt(w, w.let(f"tl.where({high}, {x} - {top}, {x})"), src, 64)
+        flipped = w.let(f"{i} ^ {literal(-(1 << 63), np.int64)}")
+        return w.let(f"tl.where({high}, {flipped}, {i}).to(tl.uint64, bitcast=True)")
+    wide = 64 if np.dtype(dst).itemsize == 8 or dst == np.uint32 else 32
+    i = _cvtt(w, x, src, wide)
+    return i if np.dtype(dst) == np.dtype(f"i{wide // 8}") else w.let(
+        f"{i}.to({compute_type(dst)})")
 
 
 def _convert(w, instr, x):
@@ -358,7 +388,7 @@ assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rul
 
 # the libdevice functions generated code calls (the interpreter path swaps in NumPy's)
 LIBDEVICE = ("exp", "expm1", "log", "log1p", "tanh", "sin", "cos", "tan", "atan2", "pow",
-             "rint", "fmod")
+             "rint", "fmod", "trunc")
 
 
 # -- index rules: leaves and movement (shared with the LLVM backend but for iota:
@@ -388,6 +418,11 @@ class Elemental(ElementalBase):
         self.w = w
         self.mask = None
         self.raw = False
+
+    def _key(self, instr, index):
+        # a load takes the shape of its mask: a value loaded under a reduction's row mask
+        # ([ROWS, R]) is not the per-row one ([ROWS, 1]) at the same index
+        return instr, index.key, self.raw, self.mask
 
     def load(self, ptr, instr, index):
         lin = self.linear(index)

@@ -68,7 +68,7 @@ class HostDevice:
 _NUMPY_LIBDEVICE = {"exp": np.exp, "expm1": np.expm1, "log": np.log, "log1p": np.log1p,
                     "tanh": np.tanh, "sin": np.sin, "cos": np.cos, "tan": np.tan,
                     "atan2": np.arctan2, "pow": np.power, "rint": np.rint,
-                    "fmod": np.fmod}
+                    "fmod": np.fmod, "trunc": np.trunc}
 assert set(_NUMPY_LIBDEVICE) == set(LIBDEVICE)
 _lock = threading.Lock()      # the launch patches process-wide Triton modules
 _executor_cls = None

@@ -219,3 +219,24 @@ def test_dots_of_widened_f16_operands_match_the_interpreter(lhs_widened):
     assert len(exe.kernels) == 1 and not exe.fallbacks, exe.kernel_sources()
     assert_allclose_tree(got, evaluate(module, args), rtol=1e-5, atol=1e-5,
                          err_msg=f"{PATH}\n{exe.kernel_sources()}")
+
+
+FLOAT_TO_INT_SOURCES = ["f16", "bf16", "f32", "f64"]
+FLOAT_TO_INT_TARGETS = ["i8", "i16", "i32", "i64", "u8", "u16", "u32", "u64"]
+
+
+@pytest.mark.parametrize("src", FLOAT_TO_INT_SOURCES)
+def test_float_to_int_of_nan_inf_and_out_of_range_is_the_interpreters(src):
+    """The IR's meaning of these casts (NumPy's on x86-64), not the GPU's saturating one."""
+    values = [np.nan, np.inf, -np.inf, -0.0, 0.7, -1.5, 127.9, 128.0, 255.5, 256.0, -129.0,
+              40000.0, 65504.0, -70000.0, 3e9, -3e9, 2.0 ** 31, 2.0 ** 32, 2.0 ** 63,
+              1.5 * 2.0 ** 63, 2.0 ** 64, -2.0 ** 63, 1e30]
+    dt = dtypes.canonicalize(src)
+    with np.errstate(over="ignore", invalid="ignore"):
+        x = np.array(values, np.float64).astype(dt)
+    p = B.parameter(0, x.shape, dt, "x")
+    module = Module("casts", [p], [B.convert(p, dtypes.canonicalize(t))
+                                   for t in FLOAT_TO_INT_TARGETS])
+    _, got = run(module, [x])
+    for t, g, want in zip(FLOAT_TO_INT_TARGETS, got, evaluate(module, [x])):
+        np.testing.assert_array_equal(np.asarray(g), want, err_msg=f"{src} -> {t}")
