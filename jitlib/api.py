@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jitlib import config, errors, tree, writeback
+from jitlib import config, errors, forksafe, tree, writeback
 from jitlib.cache import hooks as _cache_hooks
 from jitlib.array import Array
 from jitlib.hlo import dtypes
@@ -131,7 +131,7 @@ class Jitted:
         self._recompiles = Recompiles(self.__name__, max_compiles, on_exceed)
         self._buckets = bucket_layer(self, buckets)
         self._hits = self._misses = 0
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         # Python int arguments key the cache by range until a trace needs their values
         # (trace/int_ranges.py); from then on, by value
         self._int_values = False

@@ -20,12 +20,11 @@ Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis,
 a program traced at B may not mean the same thing at 1.
 """
 import logging
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
-from jitlib import errors, tree
+from jitlib import errors, forksafe, tree
 from jitlib.buckets import config, safety, saved
 from jitlib.hlo import dtypes
 
@@ -84,7 +83,7 @@ class Bucketed:
     def __init__(self, jitted, rules):
         self.jitted = jitted
         self.rules = rules
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         params = list(jitted._signature.parameters) if jitted._signature else []
         self._params = []
         for rule in rules:

@@ -33,7 +33,8 @@ import json
 import os
 import stat
 import tempfile
-import threading
+
+from jitlib import forksafe
 
 _MAGIC = b"JITLIBOBJ1\n"
 
@@ -88,7 +89,7 @@ class DiskCache:
     def __init__(self, root):
         self.root = os.path.abspath(root)
         self.hits = self.misses = self.stores = self.discarded = self.ignored = 0
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     @staticmethod
     def key(*parts):
@@ -211,7 +212,7 @@ def _read_meta(path):
 
 
 _stores = {}
-_stores_lock = threading.Lock()
+_stores_lock = forksafe.lock()
 
 
 def object_store():

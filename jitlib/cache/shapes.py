@@ -8,9 +8,10 @@ import atexit
 import collections
 import json
 import os
-import threading
 
-_lock = threading.Lock()
+from jitlib import forksafe
+
+_lock = forksafe.lock()
 _seen = {}          # (module, qualname) -> Counter of ((name, shape, dtype), ...) tuples
 _registered = False
 # distinct signatures kept per function: enough to plan buckets from, and a function

@@ -30,7 +30,7 @@ import threading
 
 import numpy as np
 
-from jitlib import config
+from jitlib import config, forksafe
 from jitlib.backends.llvm import blas_threads, parallel
 from jitlib.backends.llvm.compiler import get_compiler
 
@@ -119,7 +119,7 @@ class _Loader:
     """The private copy, loaded at most once per process, on a background thread."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._thread = None
         self._library = None
         self.reason = None          # why NumPy's copy is used, once decided

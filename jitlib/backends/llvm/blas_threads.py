@@ -15,9 +15,10 @@ np.matmul.
 """
 import ctypes
 import os
-import threading
 
 import numpy as np
+
+from jitlib import forksafe
 
 # below this many multiply-adds (~0.5 ms on one core) threads cost more than they save
 SMALL_PRODUCT = 1 << 23
@@ -49,7 +50,7 @@ np.dot(np.ones((2, 2)), np.ones((2, 2)))   # NumPy loads its BLAS on first use
 _path, _set_threads = _find_setter()
 
 
-_sections_lock = threading.Lock()
+_sections_lock = forksafe.lock()
 _sections = 0          # one-thread sections running
 _saved_count = None    # the count before the first of them
 
@@ -70,6 +71,19 @@ def _leave():
         _sections -= 1
         if _sections == 0:
             _set_threads(_saved_count)
+
+
+def _after_fork_in_child():
+    # a section another thread was in at the fork never ends in the child: give the
+    # count back now
+    global _sections
+    if _sections:
+        _sections = 0
+        _set_threads(_saved_count)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def library_path():

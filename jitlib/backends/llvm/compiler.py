@@ -25,12 +25,16 @@ import weakref
 
 import llvmlite.binding as llvm
 
-from jitlib import config
+from jitlib import config, forksafe
 from jitlib.backends.llvm import loader, optimizer_process
 from jitlib.cache.disk import object_store, versions
 from jitlib.cache.fingerprint import source_fingerprint
 
 log = logging.getLogger("jitlib")
+# a fork waits for the thread inside LLVM, if any: see forksafe.py
+_llvm_lock = getattr(getattr(llvm.ffi.lib, "_lock", None), "_lock", None)
+if _llvm_lock is not None:
+    forksafe.hold_llvm_across_fork(_llvm_lock)
 
 
 class Compiler:
@@ -49,7 +53,7 @@ class Compiler:
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
         self._pinned = {}             # address -> handle of `compile` callers: kept for good
-        self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
+        self._lock = forksafe.rlock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
         self.released = 0             # kernels unmapped (or due to be, with their mapping)
         self.optimized_here = 0       # LLVM optimizer runs in this process
@@ -384,7 +388,7 @@ class KernelCode:
 
 
 _compiler = None
-_compiler_lock = threading.Lock()
+_compiler_lock = forksafe.lock()
 
 
 def get_compiler():

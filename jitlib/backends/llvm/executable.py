@@ -13,11 +13,10 @@ import ctypes
 import functools
 import logging
 import math
-import threading
 
 import numpy as np
 
-from jitlib import config
+from jitlib import config, forksafe
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
                                   program, rendered)
@@ -197,7 +196,7 @@ class Scratch:
     caller then calls `release(owned)`."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self.buffer = np.empty(0, np.uint8)
 
     def acquire(self, nbytes):
