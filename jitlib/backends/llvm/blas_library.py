@@ -24,17 +24,15 @@ Anywhere this cannot work (another BLAS, no memfd, a library without the symbols
 products stay np.matmul.
 """
 import ctypes
-import logging
 import os
 import threading
 
 import numpy as np
 
-from jitlib import config, forksafe
+from jitlib import config, forksafe, logs
 from jitlib.backends.llvm import blas_threads, parallel
 from jitlib.backends.llvm.compiler import get_compiler
 
-log = logging.getLogger("jitlib")
 
 # NumPy's core names that mean "AVX2 kernels", on hosts that could run AVX-512 ones
 _AVX2_CORES = {b"Haswell", b"Zen"}
@@ -147,11 +145,11 @@ class _Loader:
                 self.reason = f"the copy chose {library.corename.decode()}, not {core}"
                 return
             self._library = library
-            log.debug("jitlib: float products on a private OpenBLAS copy with %s kernels "
-                      "(NumPy's runs %s)", core, numpys_core.decode())
+            logs.log("compiles", "float products on a private OpenBLAS copy with %s "
+                     "kernels (NumPy's runs %s)", core, numpys_core.decode())
         except Exception as e:   # noqa: BLE001 - any failure leaves NumPy's BLAS in charge
             self.reason = f"loading a private OpenBLAS copy failed: {e}"
-            log.debug("jitlib: %s", self.reason)
+            logs.log("compiles", "%s", self.reason)
 
     def library(self):
         """The private copy, waiting for its load; None where NumPy's is used."""
