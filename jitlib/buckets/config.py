@@ -112,7 +112,10 @@ class Rule:
 
 
 def load(path):
-    """The rules of a TOML bucket file."""
+    """The rules of a TOML bucket file, as a list of `Rule` (one per `[[bucket]]`). It
+    only reads them: to use them, pass the list (or the path) to `jit(f, buckets=...)`,
+    where every rule applies to that function, or set JITLIB_BUCKETS=path, where each
+    rule applies to the functions its `function` glob names."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
