@@ -18,10 +18,11 @@ is compiled, so the ~12 ms it takes overlaps the rest of the compile; small prod
 stay on NumPy's copy. Its dependencies (libgfortran) are
 the ones NumPy already loaded.
 
-`JITLIB_BLAS=numpy` keeps NumPy's own copy (results then have the interpreter's bits;
-the tuned kernels sum in another order, within the usual float tolerance of a product).
-Anywhere this cannot work (another BLAS, no memfd, a library without the symbols) the
-products stay np.matmul.
+A second OpenBLAS in the user's process is a surprise, so the copy is opt-in:
+`JITLIB_BLAS=private`. By default (`numpy`) products run on NumPy's own copy (results
+then have the interpreter's bits; the tuned kernels sum in another order, within the
+usual float tolerance of a product). Anywhere the copy cannot work (another BLAS, no
+memfd, a library without the symbols) the products stay np.matmul.
 """
 import ctypes
 import os
@@ -169,8 +170,8 @@ def prepare(multiply_adds):
 
 def describe():
     """Which BLAS the products run on, in words."""
-    if config.cpu_blas() != "auto":
-        return "NumPy's OpenBLAS (JITLIB_BLAS=numpy)"
+    if config.cpu_blas() != "private":
+        return "NumPy's OpenBLAS (JITLIB_BLAS=numpy, the default)"
     library = _loader.library()
     if library is None:
         return f"NumPy's OpenBLAS ({_loader.reason})"
@@ -206,7 +207,7 @@ def uses_copy(multiply_adds):
     overhead, and a program of small products, like a served MLP's batch, then never
     waits ~13 ms for the copy to load in a new process. The choice is by size alone, so
     a program gives the same bits on every call."""
-    return (config.cpu_blas() == "auto"
+    return (config.cpu_blas() == "private"
             and multiply_adds >= blas_threads.SMALL_PRODUCT)
 
 
