@@ -18,8 +18,8 @@ simplification pipeline; `optimize` runs it and then fusion. The order, and why:
      the rules do not look inside kernels, and dead or duplicate ops would become
      kernel work.
 
-Debugging (`JITLIB_DEBUG`, logger "jitlib"): 2 logs the module before and after
-`optimize`; 3 verifies the module after every pass and logs each pass's diff.
+Debugging (`JITLIB_LOG=passes`, logger "jitlib.passes"): logs the module before and
+after `optimize` and each pass's diff, and verifies the module after every pass.
 """
 import dataclasses
 import difflib
