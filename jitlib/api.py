@@ -8,7 +8,8 @@ tracing again.
 import functools
 import inspect
 import time
-from typing import NamedTuple
+import warnings
+from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
 
 import numpy as np
 
@@ -31,6 +32,7 @@ _ARRAY_TYPES = (np.ndarray, Array)
 
 
 class CacheInfo(NamedTuple):
+    """A jitted function's cache counters (`Jitted.cache_info()`)."""
     hits: int
     misses: int    # = compiles
     entries: int
@@ -52,16 +54,23 @@ class _Entry(NamedTuple):
 
 
 class Lowered:
-    """A traced function: the Module, and its text before or after optimisation."""
+    """A traced function: the Module, and its text before or after optimisation.
 
-    def __init__(self, module, out_tree, backend, effects=None):
+    >>> import numpy as np, jitlib
+    >>> lowered = jitlib.jit(lambda x: np.exp(x) + 1.0).lower(np.zeros(3))
+    >>> print(lowered.as_text().splitlines()[1].split("loc(")[0].strip())
+    %0 = f64[3] exp(%x)
+    """
+
+    def __init__(self, module: Any, out_tree: tree.TreeDef, backend: str,
+                 effects: Any = None) -> None:
         self.module = module
         self.out_tree = out_tree
         self.backend = backend
         self.effects = effects
         self._optimized = None
 
-    def as_text(self, stage="traced"):
+    def as_text(self, stage: str = "traced") -> str:
         """IR text. stage="traced": the Module as traced. stage="optimized": after
         simplification and fusion, one `fusion` op per kernel, headed by one comment
         line per kernel naming the user lines it covers. stage="kernels": the backend's
@@ -80,7 +89,8 @@ class Lowered:
             if not hasattr(backend, method):
                 raise ValueError(f"backend {self.backend!r} has no {what}; "
                                  f"use backend={which}")
-            return getattr(backend, method)(self.module)
+            text: str = getattr(backend, method)(self.module)
+            return text
         if stage != "optimized":
             raise ValueError("stage must be 'traced', 'optimized', 'kernels' or 'assembly', "
                              f"got {stage!r}")
@@ -91,26 +101,29 @@ class Lowered:
                   if k.op is Op.FUSION]
         return "\n".join(header + [print_module(optimized, short_locs=True)])
 
-    def optimized(self):
+    def optimized(self) -> Any:
         """The Module after the optimizer (simplification, then fusion into kernels)."""
         if self._optimized is None:
             from jitlib.fusion import optimize
             self._optimized = optimize(self.module)
         return self._optimized
 
-    def compile(self):
+    def compile(self) -> Any:
+        """The backend's executable for this Module (what a jitted call runs)."""
         from jitlib.backends import get_backend
         return get_backend(self.backend).compile(self.module)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.as_text()
 
 
 class Jitted:
     """The callable `jit` returns. Also has `.lower`, `.cache_info`, `.clear_cache`."""
 
-    def __init__(self, fn, static_argnums=(), static_argnames=(), backend=None,
-                 buckets=None, max_compiles=None, on_exceed="error", cache_size=None):
+    def __init__(self, fn: Callable[..., Any], static_argnums: int | Sequence[int] = (),
+                 static_argnames: str | Sequence[str] = (), backend: str | None = None,
+                 buckets: Any = None, max_compiles: int | None = None,
+                 on_exceed: str = "error", cache_size: int | None = None) -> None:
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):   # partials and callable objects have none
             self.__name__ = getattr(type(fn), "__name__", "fn")
@@ -133,10 +146,11 @@ class Jitted:
         # (trace/int_ranges.py); from then on, by value
         self._int_values = False
         self._stale = None   # why the cached traces were dropped (a guard broke), if so
+        self._warned_escape = False
 
     # -- the call path
 
-    def __call__(self, *args, **kwargs):
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
         if self._buckets is not None:
@@ -226,23 +240,26 @@ class Jitted:
         return (self.backend or config.default_backend(),
                 tuple((a.shape, a.dtype) for a in args))
 
-    def lower(self, *args, **kwargs):
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """Trace for these arguments (no compile) and return a `Lowered`."""
-        def lower():
+        def lower() -> Lowered:
             bound = self._bind(args, kwargs)
             key, dynamic, _ = self._key(bound)
             module, out_tree = self._trace(bound, dynamic, key)
             return Lowered(module, out_tree, key.backend, module.effects)
-        return self._with_int_values(lower)
+        lowered: Lowered = self._with_int_values(lower)
+        return lowered
 
-    def cache_info(self):
+    def cache_info(self) -> CacheInfo:
+        """Hits, misses (compiles) and signatures cached so far."""
         return CacheInfo(self._hits, self._misses, len(self._cache))
 
-    def recompiles(self):
+    def recompiles(self) -> list[str]:
         """One line per compile so far: what differed from the nearest cached signature."""
         return [text for _, _, text in self._recompiles.history]
 
-    def clear_cache(self):
+    def clear_cache(self) -> None:
+        """Forget every compiled signature and reset the counters."""
         with self._lock:
             self._cache.clear()
             self._fast.clear()
@@ -336,6 +353,8 @@ class Jitted:
                 raise cause.with_traceback(cause.__traceback__) from None
             if containers:
                 writeback.check_containers(containers, self.__name__, _definition(self.fn))
+            if free is not None and not self._warned_escape:
+                self._warn_if_escaped(free)
             flat_out, out_tree = tree.flatten(out)
             results = [result_instr(x, self.__name__, i) for i, x in enumerate(flat_out)]
             writes = sorted(trace.writes)
@@ -355,6 +374,16 @@ class Jitted:
         if check:
             verify(module)   # a tracer bug must surface here, as IR, not in a backend
         return module, out_tree
+
+    def _warn_if_escaped(self, free):
+        name = free_values.escaped(free)
+        if name is not None:
+            self._warned_escape = True
+            warnings.warn(
+                f"jitlib: {self.__name__} left a traced value in the global {name!r} while "
+                "jit traced it; that value exists only during the trace, and using it later "
+                "raises EscapedTracerError. Return values from the jitted function instead.",
+                errors.EscapedTracerWarning, stacklevel=5)
 
     def _compile(self, key, bound, dynamic):
         from jitlib.backends import get_backend
@@ -446,7 +475,7 @@ def _python_signature(fn):
         return None
 
 
-def _static_names(fn, signature, static_argnums, static_argnames):
+def _static_names(fn, signature, static_argnums, static_argnames, kind="static"):
     if isinstance(static_argnums, int):
         static_argnums = (static_argnums,)
     if isinstance(static_argnames, str):
@@ -459,13 +488,13 @@ def _static_names(fn, signature, static_argnums, static_argnames):
         if not -len(params) <= i < len(params) or params[i].kind not in (
                 inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD):
             raise errors.JitlibTypeError(
-                f"static_argnums={i} does not name a positional parameter of "
+                f"{kind}_argnums={i} does not name a positional parameter of "
                 f"{getattr(fn, '__name__', fn)}{signature}")
         names.add(params[i].name)
     unknown = names - set(signature.parameters)
     if unknown:
         raise errors.JitlibTypeError(
-            f"static_argnames {sorted(unknown)} are not parameters of "
+            f"{kind}_argnames {sorted(unknown)} are not parameters of "
             f"{getattr(fn, '__name__', fn)}{signature}")
     return names
 
@@ -480,18 +509,60 @@ def _leaf_names(arg_names, in_tree):
     return out
 
 
-def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets=None,
-        max_compiles=None, on_exceed="error", cache_size=None, check=None, check_rate=1.0,
-        check_raise=False):
+_Backend = Literal["interpreter", "cpu", "gpu", "jax"]
+
+
+@overload
+def jit(fn: Callable[..., Any], *, static_argnums: int | Sequence[int] = ...,
+        static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
+        buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
+        cache_size: int | None = ..., check: str | None = ..., check_rate: float = ...,
+        check_raise: bool = ..., donate_argnums: int | Sequence[int] = ...,
+        donate_argnames: str | Sequence[str] = ...) -> Jitted: ...
+@overload
+def jit(fn: None = None, *, static_argnums: int | Sequence[int] = ...,
+        static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
+        buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
+        cache_size: int | None = ..., check: str | None = ...,
+        check_rate: float = ..., check_raise: bool = ...,
+        donate_argnums: int | Sequence[int] = ..., donate_argnames: str | Sequence[str] = ...
+        ) -> Callable[[Callable[..., Any]], Jitted]: ...
+def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
+        static_argnames: str | Sequence[str] = (), backend: _Backend | None = None,
+        buckets: Any = None, max_compiles: int | None = None, on_exceed: str = "error",
+        cache_size: int | None = None, check: str | None = None, check_rate: float = 1.0,
+        check_raise: bool = False, donate_argnums: int | Sequence[int] = (),
+        donate_argnames: str | Sequence[str] = ()
+        ) -> Jitted | Callable[[Callable[..., Any]], Jitted]:
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
     default "gpu" where a CUDA GPU and Triton are present, else "cpu".
     `buckets`: shape-bucket rules (see jitlib/buckets); `max_compiles`/`on_exceed`: a
     recompile budget ("error" or "warn"); `cache_size`: signatures kept compiled.
     `check`: "numpy", "interpreter" or "jax" runs that reference beside a `check_rate`
-    fraction of the calls and reports the error per output (see jitlib/check.py)."""
+    fraction of the calls and reports the error per output (see jitlib/check.py).
+    `donate_argnums`/`donate_argnames` are accepted as in JAX and checked to name
+    parameters; they change nothing: writes into arguments reach the caller whether
+    donated or not (eager NumPy's semantics), and a written argument's new contents go
+    straight into its memory where that is safe (fusion/in_place.py).
+    Without `fn`, a decorator with these options.
+
+    >>> import numpy as np, jitlib
+    >>> @jitlib.jit(backend="cpu")
+    ... def relu_affine(x, w):
+    ...     return np.maximum(x @ w, 0.0)
+    >>> relu_affine(np.ones((2, 3)), np.full((3, 2), -0.5))
+    array([[0., 0.],
+           [0., 0.]])
+    >>> relu_affine.cache_info()
+    CacheInfo(hits=0, misses=1, entries=1)
+    """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    backend=backend, buckets=buckets, max_compiles=max_compiles,
                    on_exceed=on_exceed, cache_size=cache_size)
+    if fn is not None and (donate_argnums or donate_argnames):
+        _static_names(fn, _python_signature(fn), donate_argnums, donate_argnames, "donate")
+    elif fn is None and (donate_argnums or donate_argnames):
+        options.update(donate_argnums=donate_argnums, donate_argnames=donate_argnames)
     if check is not None:
         options.update(check=check, check_rate=check_rate, check_raise=check_raise)
     if backend is not None:
@@ -507,14 +578,21 @@ def jit(fn=None, *, static_argnums=(), static_argnames=(), backend=None, buckets
     return Jitted(fn, **options)
 
 
-def make_ir(fn, *, static_argnums=(), static_argnames=()):
-    """`make_ir(f)(*args)` returns the traced Module, like jax.make_jaxpr."""
+def make_ir(fn: Callable[..., Any], *, static_argnums: int | Sequence[int] = (),
+            static_argnames: str | Sequence[str] = ()) -> Callable[..., Any]:
+    """`make_ir(f)(*args)` returns the traced Module, like jax.make_jaxpr.
+
+    >>> import numpy as np, jitlib
+    >>> module = jitlib.make_ir(lambda x: np.sum(x * 2.0))(np.ones(4, np.float32))
+    >>> [str(i.op) for i in module.instructions]
+    ['parameter', 'constant', 'broadcast_in_dim', 'mul', 'reduce_sum']
+    """
     jitted = fn if isinstance(fn, Jitted) else jit(
         fn, static_argnums=static_argnums, static_argnames=static_argnames,
         backend="interpreter")
 
     @functools.wraps(jitted.fn)
-    def trace_only(*args, **kwargs):
+    def trace_only(*args: Any, **kwargs: Any) -> Any:
         return jitted.lower(*args, **kwargs).module
     return trace_only
 

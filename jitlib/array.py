@@ -14,6 +14,7 @@ reached only when memory is touched.
 """
 import ctypes
 import math
+from typing import Any
 
 import numpy as np
 
@@ -32,11 +33,20 @@ class Array:
 
     `shape`, `dtype`, `ndim`, `size`, `nbytes`; `np.asarray(a)` copies it to the host;
     `data_ptr()` is the device address (what Triton takes for a pointer argument).
+    Results of ``backend="gpu"`` are Arrays:
+
+    >>> f = jitlib.jit(lambda x: x * 2.0, backend="gpu")   # doctest: +SKIP
+    >>> a = f(np.arange(3.0))                              # doctest: +SKIP
+    >>> a.shape, a.dtype, np.asarray(a)                    # doctest: +SKIP
+    ((3,), dtype('float64'), array([0., 2., 4.]))
     """
 
     __slots__ = ("_ptr", "shape", "dtype", "_keepalive", "_device", "__weakref__")
+    shape: tuple[int, ...]
+    dtype: np.dtype[Any]
 
-    def __init__(self, ptr, shape, dtype, keepalive, device):
+    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: Any, keepalive: Any,
+                 device: Any) -> None:
         self._ptr = int(ptr)
         self.shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
@@ -44,40 +54,43 @@ class Array:
         self._device = device
 
     @property
-    def ndim(self):
+    def ndim(self) -> int:
         return len(self.shape)
 
     @property
-    def size(self):
+    def size(self) -> int:
         return math.prod(self.shape)
 
     @property
-    def nbytes(self):
+    def nbytes(self) -> int:
         return self.size * self.dtype.itemsize
 
     @property
-    def device(self):
+    def device(self) -> Any:
+        """jitlib's CUDA device this Array lives on."""
         return self._device
 
-    def data_ptr(self):
+    def data_ptr(self) -> int:
+        """The device address of the first element."""
         return self._ptr
 
-    def __len__(self):
+    def __len__(self) -> int:
         if not self.shape:
             raise TypeError("len() of a 0-d jitlib.Array")
         return self.shape[0]
 
-    def __array__(self, dtype=None, copy=None):
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray[Any, Any]:
         if copy is False:
             raise ValueError("a jitlib.Array lives on the GPU: np.asarray must copy it")
-        host = self._device.to_numpy(self)
+        host: np.ndarray[Any, Any] = self._device.to_numpy(self)
         return host if dtype is None else host.astype(dtype, copy=False)
 
-    def copy(self):
+    def copy(self) -> "Array":
         """A new Array with the same contents (a device-to-device copy)."""
-        return self._device.copy(self)
+        out: Array = self._device.copy(self)
+        return out
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         type_str = f"{dtypes.name(self.dtype)}[{','.join(map(str, self.shape))}]"
         if self.size > 1000:
             return f"jitlib.Array({type_str} on {self._device})"
@@ -86,10 +99,12 @@ class Array:
 
     # -- DLPack, producer side
 
-    def __dlpack_device__(self):
+    def __dlpack_device__(self) -> tuple[int, int]:
         return (_DL_CUDA, self._device.ordinal)
 
-    def __dlpack__(self, stream=None, *, max_version=None, dl_device=None, copy=None):
+    def __dlpack__(self, stream: int | None = None, *,
+                   max_version: tuple[int, int] | None = None,
+                   dl_device: tuple[int, int] | None = None, copy: bool | None = None) -> Any:
         """A DLPack capsule over this Array's memory (no copy).
 
         `stream` is the consumer's stream (DLPack: None or 1 the legacy default stream,
@@ -108,10 +123,15 @@ class Array:
         return _export(self, versioned)
 
 
-def from_dlpack(x):
+def from_dlpack(x: Any) -> Array:
     """Wrap another library's GPU array (torch, jax, cupy: anything with `__dlpack__`) as a
     `jitlib.Array` over the same memory, without copying. The producer stays alive as long
-    as the Array does."""
+    as the Array does.
+
+    >>> a = jitlib.from_dlpack(torch.ones(3, device="cuda"))   # doctest: +SKIP
+    >>> a.shape, a.dtype                                       # doctest: +SKIP
+    ((3,), dtype('float32'))
+    """
     if not hasattr(x, "__dlpack__") or not hasattr(x, "__dlpack_device__"):
         raise JitlibTypeError(
             f"from_dlpack takes an array with __dlpack__, got a {type(x).__name__}",
@@ -126,7 +146,8 @@ def from_dlpack(x):
     from jitlib.backends.triton.device import get_device
     device = get_device(int(ordinal))
     capsule = x.__dlpack__(stream=device.dlpack_stream)
-    return _import(capsule, x, device)
+    array: Array = _import(capsule, x, device)
+    return array
 
 
 # ---------------------------------------------------------------------------- DLPack ABI
@@ -251,7 +272,7 @@ class _Export:
         self.address = ctypes.addressof(self.managed)
 
 
-_live_exports = {}   # managed struct address -> _Export
+_live_exports: dict[int, Any] = {}   # managed struct address -> _Export
 
 
 @_DELETER

@@ -193,6 +193,14 @@ class TracerConversionError(JitlibError):
     """
 
 
+class EscapedTracerError(JitlibError):
+    """A traced value was kept past the end of its trace and used later."""
+
+
+class EscapedTracerWarning(UserWarning):
+    """A jitted function left a traced value where it outlives the trace."""
+
+
 class UnsupportedError(JitlibError):
     """An unsupported NumPy function or language feature was used."""
 

@@ -26,6 +26,8 @@ import sys
 import threading
 import time
 
+from jitlib import forksafe
+
 TOPICS = ("compiles", "recompiles", "cache", "buckets", "passes", "ir", "kernels")
 
 root = logging.getLogger("jitlib")
@@ -121,7 +123,7 @@ class _StderrHandler(logging.StreamHandler):
         super().emit(record)
 
 
-_handler_lock = threading.Lock()
+_handler_lock = forksafe.lock()
 
 
 def _ensure_handler():
@@ -156,7 +158,7 @@ class Progress:
         self.name, self.total, self.done = name, 0, 0
         self.start = self._reported = time.perf_counter()
         self.reported = False
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def tick(self, n=1):
         """`n` more kernels compiled (any thread: a helper thread compiles some)."""

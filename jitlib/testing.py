@@ -2,8 +2,9 @@
 
 The contract under test is ``jitlib.jit(fn, backend=b)(*args) == fn(*args)`` run eagerly:
 same pytree structure, same dtype and shape per leaf, and values equal up to a tolerance that
-depends only on the leaf's dtype (exact for bool and integers). Importing this module imports
-neither jax nor pytest.
+follows the leaf's real precision: its dtype's, loosened to that of the least precise float
+type its value was computed in (an f64 result of f32 products carries f32 rounding), exact for
+bool and integers. Importing this module imports neither jax nor pytest.
 """
 
 from __future__ import annotations
@@ -16,7 +17,8 @@ import numpy as np
 from jitlib import tree
 from jitlib.hlo import dtypes
 
-__all__ = ["TOLERANCES", "tolerance", "assert_allclose_tree", "check_backends"]
+__all__ = ["TOLERANCES", "tolerance", "working_dtypes", "assert_allclose_tree",
+           "check_backends"]
 
 # (rtol, atol) for comparing floats produced by two implementations: a few ulps of relative
 # error, plus an absolute floor for results that cancel to near zero.
@@ -34,6 +36,36 @@ _SHOW = 5
 def tolerance(dtype) -> tuple[float, float]:
     """The default ``(rtol, atol)`` for ``dtype``: TOLERANCES for floats, ``(0, 0)`` otherwise."""
     return TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+
+
+def _loosest(*dts: Any) -> tuple[float, float]:
+    """The loosest default ``(rtol, atol)`` among ``dts`` (None entries ignored)."""
+    tols = [tolerance(dt) for dt in dts if dt is not None]
+    return max(t[0] for t in tols), max(t[1] for t in tols)
+
+
+def working_dtypes(module: Any) -> list[np.dtype | None]:
+    """Per result of ``module``, the least precise float type any arithmetic feeding it
+    computes in, or None where no float arithmetic does.
+
+    Parameters, constants, converts and data movement round nothing two implementations
+    could round differently, so they do not count; every other float instruction does.
+    """
+    from jitlib.hlo.ops import MOVEMENT, Op
+    skip = MOVEMENT | {Op.PARAMETER, Op.CONSTANT, Op.IOTA, Op.CONVERT}
+    found: list[np.dtype | None] = []
+    for result in module.results:
+        floats, seen, todo = set(), set(), [result]
+        while todo:   # a worklist, not recursion: programs can be deep
+            instr = todo.pop()
+            if id(instr) in seen:
+                continue
+            seen.add(id(instr))
+            if instr.op not in skip and dtypes.is_float(instr.dtype):
+                floats.add(np.dtype(instr.dtype))
+            todo.extend(instr.operands)
+        found.append(max(floats, key=lambda d: tolerance(d)) if floats else None)
+    return found
 
 
 def _as_array(leaf: Any) -> np.ndarray | None:
@@ -64,7 +96,8 @@ def _leaf_paths(td: tree.TreeDef, prefix: str = "") -> list[str]:
     return paths
 
 
-def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | None) -> str | None:
+def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | None,
+                  precision: Any = None) -> str | None:
     """Why ``actual`` does not match ``expected``, or None if it does."""
     a, e = _as_array(actual), _as_array(expected)
     if a is None and e is None:
@@ -81,7 +114,7 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
         bad = a != e
         detail = ""
     else:
-        default_rtol, default_atol = tolerance(e.dtype)
+        default_rtol, default_atol = _loosest(e.dtype, precision)
         rtol = default_rtol if rtol is None else rtol
         atol = default_atol if atol is None else atol
         # float64 holds every narrower float exactly, so the comparison itself adds no error.
@@ -112,10 +145,13 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
 
 
 def assert_allclose_tree(actual: Any, expected: Any, *, rtol: float | None = None,
-                         atol: float | None = None, err_msg: str = "") -> None:
+                         atol: float | None = None, err_msg: str = "",
+                         precisions: list[Any] | None = None) -> None:
     """Assert that two pytrees match: structure, per-leaf dtype and shape, and values.
 
-    Float leaves are compared with ``rtol``/``atol`` (defaults per dtype from TOLERANCES),
+    Float leaves are compared with ``rtol``/``atol`` (defaults per dtype from TOLERANCES,
+    loosened per leaf, in flatten order, to the tolerance of ``precisions[i]`` if given:
+    the type the leaf was really computed in, see ``working_dtypes``),
     NaNs must be at the same positions and infinities must agree in sign. Bool and integer
     leaves must be equal exactly, whatever ``rtol``/``atol`` say. Python scalars compare as
     0-d arrays of NumPy's dtype for them (float -> float64, int -> int64, bool -> bool).
@@ -127,9 +163,11 @@ def assert_allclose_tree(actual: Any, expected: Any, *, rtol: float | None = Non
     if a_def != e_def:
         raise AssertionError(f"{prefix}tree structure differs:\n  actual:   {a_def}\n"
                              f"  expected: {e_def}")
+    if precisions is None or len(precisions) != len(e_leaves):
+        precisions = [None] * len(e_leaves)
     problems = []
-    for path, a, e in zip(_leaf_paths(e_def), a_leaves, e_leaves):
-        why = _compare_leaf(a, e, rtol, atol)
+    for path, a, e, p in zip(_leaf_paths(e_def), a_leaves, e_leaves, precisions):
+        why = _compare_leaf(a, e, rtol, atol, p)
         if why is not None:
             problems.append(f"  leaf {path}: {why}")
     if problems:
@@ -152,15 +190,17 @@ def check_backends(fn: Callable, *args: Any, backends=("interpreter", "jax"),
 
     Each run, eager and jitted, gets its own deep copy of the arguments; afterwards each
     jitted run's copies must hold what the eager run left in its own (NumPy code may write
-    into its arguments). On a mismatch the AssertionError names the backend and shows the
-    traced IR; an exception raised by a jitted call gets a note naming the backend.
-    Returns the eager result.
+    into its arguments). Default tolerances follow each output's real precision
+    (``working_dtypes`` of the traced Module). On a mismatch the AssertionError names the
+    backend and shows the traced IR; an exception raised by a jitted call gets a note
+    naming the backend. Returns the eager result.
     """
     import jitlib  # jitlib imports its backends, which may be heavy; only pay when checking
 
     kwargs = {} if kwargs is None else kwargs
     eager_args, eager_kwargs = copy.deepcopy((args, kwargs))
     expected = fn(*eager_args, **eager_kwargs)
+    precisions = _precisions(fn, args, kwargs, static_argnums, static_argnames)
     for backend in backends:
         run_args, run_kwargs = copy.deepcopy((args, kwargs))
         jitted = jitlib.jit(fn, backend=backend, static_argnums=static_argnums,
@@ -172,7 +212,7 @@ def check_backends(fn: Callable, *args: Any, backends=("interpreter", "jax"),
             raise
         context = f"jitlib.jit({_name(fn)}, backend={backend!r})"
         try:
-            assert_allclose_tree(actual, expected, rtol=rtol, atol=atol,
+            assert_allclose_tree(actual, expected, rtol=rtol, atol=atol, precisions=precisions,
                                  err_msg=f"{context} differs from eager NumPy")
             assert_allclose_tree((run_args, run_kwargs), (eager_args, eager_kwargs),
                                  rtol=rtol, atol=atol,
@@ -181,6 +221,19 @@ def check_backends(fn: Callable, *args: Any, backends=("interpreter", "jax"),
             ir = _traced_ir(jitted, args, kwargs)
             raise AssertionError(f"{exc}\ntraced IR:\n{ir}") from None
     return expected
+
+
+def _precisions(fn: Callable, args: tuple, kwargs: dict, static_argnums: Any,
+                static_argnames: Any) -> list[np.dtype | None] | None:
+    """``working_dtypes`` of ``fn``'s outputs, or None where ``fn`` does not trace (the
+    jitted calls then raise, and report that themselves)."""
+    import jitlib
+    try:
+        lowered = jitlib.jit(fn, backend="interpreter", static_argnums=static_argnums,
+                             static_argnames=static_argnames).lower(*args, **kwargs)
+    except Exception:  # noqa: BLE001 - the jitted call raises the same, with its context
+        return None
+    return working_dtypes(lowered.module)[:lowered.out_tree.num_leaves]
 
 
 def _name(fn: Callable) -> str:

@@ -8,7 +8,7 @@ dataclasses registered with :func:`register_dataclass`, and classes registered w
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable, NamedTuple
+from typing import Any, Callable, Iterable, Iterator, NamedTuple, TypeVar
 
 __all__ = [
     "TreeDef",
@@ -22,6 +22,7 @@ __all__ = [
 ]
 
 _NoneType = type(None)
+_T = TypeVar("_T", bound=type)
 
 
 class _Leaf:
@@ -30,7 +31,7 @@ class _Leaf:
 
 class _NodeSpec(NamedTuple):
     flatten: Callable[[Any], tuple[Iterable[Any], Any]]
-    unflatten: Callable[[Any, tuple], Any]
+    unflatten: Callable[[Any, tuple[Any, ...]], Any]
 
 
 _registry: dict[type, _NodeSpec] = {}
@@ -42,6 +43,11 @@ class TreeDef:
     """Immutable, hashable description of a pytree's structure (everything but the leaves)."""
 
     __slots__ = ("_kind", "_aux", "_children", "_num_leaves", "_hash")
+    _kind: type
+    _aux: Any
+    _children: tuple[TreeDef, ...]
+    _num_leaves: int
+    _hash: int
 
     def __init__(self, kind: type, aux: Any, children: tuple[TreeDef, ...]) -> None:
         setattr_ = object.__setattr__
@@ -52,13 +58,13 @@ class TreeDef:
         setattr_(self, "_num_leaves", n)
         setattr_(self, "_hash", hash((kind, aux, children)))
 
-    def __setattr__(self, name, value):
+    def __setattr__(self, name: str, value: Any) -> None:
         raise AttributeError("TreeDef is immutable")
 
-    def __delattr__(self, name):
+    def __delattr__(self, name: str) -> None:
         raise AttributeError("TreeDef is immutable")
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[TreeDef], tuple[type, Any, tuple[TreeDef, ...]]]:
         return TreeDef, (self._kind, self._aux, self._children)
 
     @property
@@ -89,7 +95,7 @@ class TreeDef:
         """Rebuild a tree of this structure from ``leaves``; same as :func:`unflatten`."""
         return unflatten(self, leaves)
 
-    def __eq__(self, other) -> bool:
+    def __eq__(self, other: object) -> bool:
         if self is other:
             return True
         if not isinstance(other, TreeDef) or self._hash != other._hash:
@@ -130,7 +136,8 @@ def _format(td: TreeDef) -> str:
         parts += [f"{n}={v!r}" for n, v in zip(meta, td._aux)]
         return f"{kind.__name__}({', '.join(parts)})"
     if kind not in _registry and issubclass(kind, tuple):  # namedtuple
-        return f"{kind.__name__}({', '.join(f'{n}={s}' for n, s in zip(kind._fields, kids))})"
+        fields: tuple[str, ...] = getattr(kind, "_fields")  # noqa: B009 - untyped to mypy
+        return f"{kind.__name__}({', '.join(f'{n}={s}' for n, s in zip(fields, kids))})"
     return f"{kind.__name__}[{td._aux!r}]({', '.join(kids)})"
 
 
@@ -138,15 +145,21 @@ def _format(td: TreeDef) -> str:
 
 
 def register_node(
-    cls: type,
+    cls: _T,
     flatten_fn: Callable[[Any], tuple[Iterable[Any], Any]],
-    unflatten_fn: Callable[[Any, tuple], Any],
-) -> type:
+    unflatten_fn: Callable[[Any, tuple[Any, ...]], Any],
+) -> _T:
     """Register ``cls`` as a pytree node type.
 
     ``flatten_fn(obj)`` returns ``(children, aux)`` where ``aux`` is hashable;
     ``unflatten_fn(aux, children)`` rebuilds the object (``children`` is a tuple).
     Returns ``cls``. Registering a type twice, or a builtin container, raises ValueError.
+
+    >>> class Pair:
+    ...     def __init__(self, a, b): self.a, self.b = a, b
+    >>> _ = register_node(Pair, lambda p: ((p.a, p.b), None), lambda _, ab: Pair(*ab))
+    >>> leaves(Pair(1, [2, 3]))
+    [1, 2, 3]
     """
     if not isinstance(cls, type):
         raise TypeError(f"register_node expects a class, got {cls!r}")
@@ -156,16 +169,26 @@ def register_node(
     return cls
 
 
-def register_dataclass(cls: type | None = None, *, meta_fields: Iterable[str] = ()):
+def register_dataclass(cls: _T | None = None, *,
+                       meta_fields: Iterable[str] = ()) -> Any:
     """Register a dataclass as a pytree node; usable as ``@register_dataclass``.
 
     All fields from ``dataclasses.fields`` are children, except those named in
     ``meta_fields``, which become hashable static structure instead
-    (``@register_dataclass(meta_fields=("name",))``).
+    (``@register_dataclass(meta_fields=("name",))``). Returns the class, or, called with
+    only ``meta_fields``, a decorator that registers and returns it.
+
+    >>> @register_dataclass(meta_fields=("name",))
+    ... @dataclasses.dataclass
+    ... class Layer:
+    ...     w: float
+    ...     name: str
+    >>> flatten(Layer(0.5, "dense"))[0]
+    [0.5]
     """
     meta = tuple(meta_fields)
 
-    def register(cls: type) -> type:
+    def register(cls: _T) -> _T:
         if not (isinstance(cls, type) and dataclasses.is_dataclass(cls)):
             raise TypeError(f"register_dataclass expects a dataclass type, got {cls!r}")
         fields = dataclasses.fields(cls)
@@ -176,11 +199,11 @@ def register_dataclass(cls: type | None = None, *, meta_fields: Iterable[str] = 
         data = tuple(f.name for f in fields if f.name not in meta)
         init = {f.name for f in fields if f.init}
 
-        def flatten_fn(obj):
+        def flatten_fn(obj: Any) -> tuple[list[Any], tuple[Any, ...]]:
             children = [getattr(obj, n) for n in data]
             return children, tuple(getattr(obj, n) for n in meta)
 
-        def unflatten_fn(aux, children):
+        def unflatten_fn(aux: tuple[Any, ...], children: tuple[Any, ...]) -> Any:
             values = dict(zip(data, children))
             values.update(zip(meta, aux))
             obj = cls(**{n: v for n, v in values.items() if n in init})
@@ -201,7 +224,7 @@ def register_dataclass(cls: type | None = None, *, meta_fields: Iterable[str] = 
 # --- flatten / unflatten -----------------------------------------------------------------------
 
 
-def _sorted_keys(d: dict) -> tuple:
+def _sorted_keys(d: dict[Any, Any]) -> tuple[Any, ...]:
     try:
         return tuple(sorted(d))
     except TypeError:
@@ -212,7 +235,7 @@ def _sorted_keys(d: dict) -> tuple:
         ) from None
 
 
-def _flatten(x: Any, out: list, is_leaf) -> TreeDef:
+def _flatten(x: Any, out: list[Any], is_leaf: Callable[[Any], bool] | None) -> TreeDef:
     if is_leaf is not None and is_leaf(x):
         out.append(x)
         return _LEAF
@@ -241,17 +264,22 @@ def _flatten(x: Any, out: list, is_leaf) -> TreeDef:
     return _LEAF
 
 
-def flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, TreeDef]:
+def flatten(tree: Any,
+            is_leaf: Callable[[Any], bool] | None = None) -> tuple[list[Any], TreeDef]:
     """Flatten ``tree`` into ``(leaves, treedef)``; leaves are in depth-first order.
 
     ``is_leaf(x)``, if given, may return True to treat a subtree as a single leaf.
+
+    >>> leaves, treedef = flatten({"b": [1, 2], "a": (3, None)})
+    >>> leaves, treedef
+    ([3, 1, 2], TreeDef({'a': (*, None), 'b': [*, *]}))
     """
-    out: list = []
+    out: list[Any] = []
     treedef = _flatten(tree, out, is_leaf)
     return out, treedef
 
 
-def _build(td: TreeDef, it) -> Any:
+def _build(td: TreeDef, it: Iterator[Any]) -> Any:
     kind = td._kind
     if kind is _Leaf:
         return next(it)
@@ -274,21 +302,25 @@ def unflatten(treedef: TreeDef, leaves: Iterable[Any]) -> Any:
     """Rebuild a tree with structure ``treedef`` from ``leaves``.
 
     Raises ValueError if the number of leaves does not match ``treedef.num_leaves``.
+
+    >>> leaves, treedef = flatten({"w": [1, 2], "b": 3})
+    >>> unflatten(treedef, [x * 10 for x in leaves])
+    {'b': 30, 'w': [10, 20]}
     """
     if not isinstance(treedef, TreeDef):
         raise TypeError(f"unflatten expects a TreeDef, got {type(treedef).__name__}")
-    leaves = list(leaves)
-    if len(leaves) != treedef.num_leaves:
+    items = list(leaves)
+    if len(items) != treedef.num_leaves:
         raise ValueError(
             f"unflatten: expected {treedef.num_leaves} leaves for {treedef!r}, "
-            f"got {len(leaves)}"
+            f"got {len(items)}"
         )
-    return _build(treedef, iter(leaves))
+    return _build(treedef, iter(items))
 
 
-def _flatten_up_to(td: TreeDef, x: Any, out: list) -> None:
+def _flatten_up_to(td: TreeDef, x: Any, out: list[Any]) -> None:
     # Flatten `x` only as deep as `td`: a leaf of `td` takes the whole matching subtree of `x`.
-    kind = td._kind
+    kind: Any = td._kind   # Any: `type(x) is not kind` would narrow x to object
     if kind is _Leaf:
         out.append(x)
         return
@@ -298,6 +330,7 @@ def _flatten_up_to(td: TreeDef, x: Any, out: list) -> None:
         )
     if kind is _NoneType:
         return
+    children: list[Any]
     if kind is dict:
         keys = _sorted_keys(x)
         if keys != td._aux:
@@ -305,8 +338,8 @@ def _flatten_up_to(td: TreeDef, x: Any, out: list) -> None:
                              f"{list(td._aux)}")
         children = [x[k] for k in keys]
     elif kind in _registry:
-        children, aux = _registry[kind].flatten(x)
-        children = list(children)
+        node_children, aux = _registry[kind].flatten(x)
+        children = list(node_children)
         if aux != td._aux:
             raise ValueError(f"tree structure mismatch: {kind.__name__} node data {aux!r} "
                              f"!= {td._aux!r}")
@@ -327,23 +360,34 @@ def tree_map(fn: Callable[..., Any], tree: Any, *rest: Any,
 
     Each tree in ``rest`` must have ``tree``'s structure, or have it as a prefix (a leaf of
     ``tree`` then pairs with a whole subtree); otherwise ValueError.
+
+    >>> tree_map(lambda x, y: x + y, {"a": 1, "b": (2, 3)}, {"a": 10, "b": (20, 30)})
+    {'a': 11, 'b': (22, 33)}
     """
     first, treedef = flatten(tree, is_leaf)
     others = []
     for other in rest:
-        out: list = []
+        out: list[Any] = []
         _flatten_up_to(treedef, other, out)
         others.append(out)
     return _build(treedef, iter([fn(*xs) for xs in zip(first, *others)]))
 
 
-def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
-    """Return the leaves of ``tree`` in flatten order."""
-    out: list = []
+def leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list[Any]:
+    """Return the leaves of ``tree`` in flatten order.
+
+    >>> leaves([1, {"x": 2, "y": None}, (3,)])
+    [1, 2, 3]
+    """
+    out: list[Any] = []
     _flatten(tree, out, is_leaf)
     return out
 
 
 def structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> TreeDef:
-    """Return the TreeDef of ``tree``."""
+    """Return the TreeDef of ``tree``.
+
+    >>> structure((1, [2, 3]))
+    TreeDef((*, [*, *]))
+    """
     return _flatten(tree, [], is_leaf)

@@ -113,6 +113,8 @@ class Effects:
         function's own outputs, with returned arguments as the caller's objects."""
         for i, new in zip(self.writes, outs[n_out:]):
             target = args[i]
+            if new is target:
+                continue   # the program wrote into the caller's array itself
             if isinstance(target, Array):
                 target.device.copy_into(target, new)
             else:

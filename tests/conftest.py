@@ -1,25 +1,51 @@
 """Shared test configuration.
 
-Hypothesis profiles: "ci" (the default) keeps property tests bounded so the
-suite stays fast on 2 cores; HYPOTHESIS_PROFILE=fuzz runs long fuzzing sessions.
+- The disk cache: every run gets its own temporary JITLIB_CACHE_DIR (subprocesses inherit
+  it), removed at the end, so a run neither fills nor reads ~/.cache/jitlib.
+- Slow tests (`@pytest.mark.slow`: long fuzz budgets, exhaustive sweeps) are deselected by
+  default so CI stays within budget on 2 cores. JITLIB_SLOW_TESTS=1 runs everything, with
+  the "slow" Hypothesis profile; `-m slow` runs the slow tests alone; any other `-m`
+  expression, or a test named by its node id, chooses for itself.
+- Hypothesis profiles: "ci" (the default) keeps property tests bounded; "slow" (the slow
+  job) tries five times as many examples; HYPOTHESIS_PROFILE=fuzz runs long sessions.
 """
+import atexit
+import importlib.util
 import os
+import shutil
+import sys
+import tempfile
 
-import pytest
 from hypothesis import HealthCheck, settings
+
+_cache = tempfile.mkdtemp(prefix="jitlib-test-cache-")
+os.environ["JITLIB_CACHE_DIR"] = _cache
+atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+
+# Without Triton installed, `import triton` would find tests/backends/triton as a namespace
+# package (pytest puts tests/backends on sys.path for the tests there): mark it absent.
+if importlib.util.find_spec("triton") is None:
+    sys.modules["triton"] = None
+
+SLOW = os.environ.get("JITLIB_SLOW_TESTS", "") not in ("", "0")
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("slow", max_examples=200, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("fuzz", max_examples=5000, deadline=None,
                           suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "slow" if SLOW else "ci"))
 
 
-@pytest.fixture(autouse=True, scope="session")
-def _test_cache_dir(tmp_path_factory):
-    """The suite's disk cache is its own: never the user's ~/.cache/jitlib. (Tests that
-    need an empty one set JITLIB_CACHE_DIR themselves.)"""
-    patch = pytest.MonkeyPatch()
-    patch.setenv("JITLIB_CACHE_DIR", str(tmp_path_factory.mktemp("jitlib-cache")))
-    yield
-    patch.undo()
+def pytest_collection_modifyitems(config, items):
+    if SLOW or config.option.markexpr or any("::" in arg for arg in config.args):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow")]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if not item.get_closest_marker("slow")]
+
+
+def pytest_report_header(config):
+    return f"jitlib disk cache for this run: {_cache}"

@@ -900,3 +900,72 @@ def sinusoidal_position_add(x):
     pe[:, 0::2] = np.sin(pos * div)
     pe[:, 1::2] = np.cos(pos * div)[:, : d // 2]
     return x + pe.astype(np.float32)
+
+
+# --- programs that write into their arguments and into buffers they make (issue 21) ---------
+# Written the way NumPy code in the wild is: the function returns nothing (or a norm) and
+# leaves its result in an argument; loops fill preallocated buffers element by element.
+
+
+@program(lambda rng: (normal(rng, 12, 12, dtype=np.float64), np.zeros((12, 12)), 2))
+def jacobi_2d_in_place(A, B, steps):
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:]
+                              + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:]
+                              + B[2:, 1:-1] + B[:-2, 1:-1])
+
+
+@program(lambda rng: (normal(rng, 6, 3, dtype=np.float64), normal(rng, 6, 3, dtype=np.float64),
+                      uniform(rng, 6, low=1.0, high=2.0, dtype=np.float64), 0.01, 3))
+def leapfrog_nbody(pos, vel, mass, dt, steps):
+    def accel(p):
+        d = p[None, :, :] - p[:, None, :]
+        r2 = (d ** 2).sum(-1) + 0.01
+        inv = mass[None, :] / (r2 * np.sqrt(r2))
+        np.fill_diagonal(inv, 0.0)
+        return (d * inv[:, :, None]).sum(1)
+    a = accel(pos)
+    for _ in range(steps):
+        vel += 0.5 * dt * a
+        pos += dt * vel
+        a = accel(pos)
+        vel += 0.5 * dt * a
+    return 0.5 * (mass[:, None] * vel ** 2).sum()
+
+
+@program(lambda rng: (normal(rng, 5, 5, dtype=np.float64) + 5 * np.eye(5),))
+def lu_decompose_rows(A):
+    """Doolittle LU with row loops, in place: L below the diagonal, U on and above."""
+    n = A.shape[0]
+    for k in range(n - 1):
+        A[k + 1:, k] /= A[k, k]
+        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+
+
+@program(lambda rng: (normal(rng, 8, 4), normal(rng, 4, 3), np.zeros(3, np.float32), 0.1))
+def sgd_linear_regression_step(X, W, b, lr):
+    """One training step that updates its parameters in place, as training loops do."""
+    pred = X @ W + b
+    err = pred - X[:, :3]
+    W -= lr * (X.T @ err) / len(X)
+    b -= lr * err.mean(axis=0)
+    return (err ** 2).mean()
+
+
+@program(lambda rng: (uniform(rng, 32, dtype=np.float64) * 10,))
+def histogram_by_loop_into_buffer(x):
+    counts = np.zeros(5)
+    edges = np.linspace(0.0, 10.0, 6)
+    for i in range(len(edges) - 1):
+        counts[i] = ((x >= edges[i]) & (x < edges[i + 1])).sum()
+    return counts
+
+
+@program(lambda rng: (normal(rng, 7, dtype=np.float64),))
+def cumulative_max_by_loop(x):
+    out = np.empty_like(x)
+    out[0] = x[0]
+    for i in range(1, len(x)):
+        out[i] = np.maximum(out[i - 1], x[i])
+    return out

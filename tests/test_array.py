@@ -19,6 +19,7 @@ import jitlib
 from jitlib import array as A
 from jitlib.array import Array, DeviceError
 from jitlib.hlo import dtypes
+from triton_marks import require_triton
 
 
 class HostDevice:
@@ -260,6 +261,7 @@ class InterpretedDevice(HostDevice):
 
 @pytest.fixture
 def gpu_backend_on_host(monkeypatch):
+    require_triton()
     from jitlib import backends
     from jitlib.backends.triton import TritonBackend
     device = InterpretedDevice()

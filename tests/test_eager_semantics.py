@@ -76,7 +76,7 @@ def clip_in_place(x):
     return x[0]
 
 
-@pytest.mark.parametrize("fn, make", [
+ARGUMENT_CASES = [
     (update_row, lambda r: (np.zeros((3, 4)), np.arange(4.0))),
     (ufunc_out, lambda r: (r.standard_normal(7).astype(np.float32),
                            np.empty(7, np.float32))),
@@ -90,7 +90,10 @@ def clip_in_place(x):
     (pytree_argument, lambda r: ({"x": r.standard_normal(8), "v": np.zeros(8),
                                   "a": r.standard_normal(8)}, 0.1)),
     (clip_in_place, lambda r: (r.standard_normal(9),)),
-], ids=lambda v: getattr(v, "__name__", ""))
+]
+
+
+@pytest.mark.parametrize("fn, make", ARGUMENT_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_argument_writes_match_eager(fn, make):
     check_backends(fn, *make(rng()), backends=BACKENDS)
 
@@ -241,13 +244,16 @@ def tridiagonal_solve(a, b, c, d):
     return x
 
 
-@pytest.mark.parametrize("fn, make", [
+BUFFER_CASES = [
     (fill_rows, lambda r: (r.standard_normal((5, 3)),)),
     (known_values_steer_python, lambda r: (r.standard_normal(4),)),
     (eye_and_list, lambda r: (r.standard_normal(4),)),
     (tridiagonal_solve, lambda r: (r.uniform(0, 1, 8), r.uniform(4, 5, 8),
                                    r.uniform(0, 1, 8), r.standard_normal(8))),
-], ids=lambda v: getattr(v, "__name__", ""))
+]
+
+
+@pytest.mark.parametrize("fn, make", BUFFER_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_buffers_made_inside_take_traced_writes(fn, make):
     check_backends(fn, *make(rng()), backends=BACKENDS)
 
@@ -419,3 +425,92 @@ def test_traced_distribution_parameters_are_refused_with_a_hint():
         return np.random.normal(x, 1.0)
     with pytest.raises(jitlib.errors.UnsupportedError, match="standard_normal"):
         f(np.ones(3))
+
+
+# -- side effects and leaks are visible (part 6)
+
+LEAKED = []
+
+
+def test_print_of_a_tracer_says_it_runs_at_trace_time(capsys):
+    @jitlib.jit(backend="interpreter")
+    def f(x):
+        print(x)
+        print(np.zeros(2))
+        return x * 2
+    f(np.ones(3))
+    f(np.ones(3))
+    out = capsys.readouterr().out
+    assert out.count("printed while jit traces the function, once") == 2   # one trace
+    assert "Tracer<f64[3]>" in out and "= [0. 0.]" in out
+
+
+def test_a_tracer_stored_in_a_global_warns_and_raises_when_used():
+    @jitlib.jit(backend="interpreter")
+    def f(x):
+        y = x * 2
+        LEAKED.append(y)
+        return y
+    try:
+        with pytest.warns(jitlib.errors.EscapedTracerWarning, match="'LEAKED'"):
+            f(np.ones(3))
+        leaked = LEAKED[-1]
+        with pytest.raises(jitlib.errors.EscapedTracerError, match="escaped the trace") as info:
+            leaked + 1
+        assert info.value.location.line == info.tb.tb_lineno   # the line that used it
+        with pytest.raises(jitlib.errors.EscapedTracerError):
+            float(leaked.sum())
+    finally:
+        LEAKED.clear()
+
+
+# -- the same programs on the GPU (where there is one)
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("fn, make", ARGUMENT_CASES + BUFFER_CASES,
+                         ids=lambda v: getattr(v, "__name__", ""))
+def test_gpu_matches_eager(fn, make):
+    from cuda_marks import no_gpu_reason
+    reason = no_gpu_reason()
+    if reason is not None:
+        pytest.skip(f"needs a CUDA GPU: {reason}")
+    check_backends(fn, *make(rng()), backends=("gpu",))
+
+
+@pytest.mark.gpu
+def test_gpu_globals_and_draws_match_eager():
+    from cuda_marks import no_gpu_reason
+    reason = no_gpu_reason()
+    if reason is not None:
+        pytest.skip(f"needs a CUDA GPU: {reason}")
+    test_globals_are_read_at_each_call("gpu")
+    test_legacy_global_state_draws_like_eager("gpu")
+    test_generator_argument_draws_like_eager("gpu")
+
+
+def bucketed_step(x, s):
+    x *= 2.0
+    s += x.sum(axis=0)
+    return x.mean(axis=1)
+
+
+def test_writes_reach_the_caller_through_shape_buckets():
+    f = jitlib.jit(bucketed_step, backend="cpu",
+                   buckets={"arg": "x", "axis": 0, "policy": "pow2", "max": 64})
+    for n in (5, 6, 7, 13):
+        x, s = np.arange(n * 3.0).reshape(n, 3), np.ones(3)
+        x_eager, s_eager = x.copy(), s.copy()
+        np.testing.assert_array_equal(f(x, s), bucketed_step(x_eager, s_eager))
+        np.testing.assert_array_equal(x, x_eager)   # the padded copy's true part
+        np.testing.assert_array_equal(s, s_eager)
+    assert f.cache_info().misses == 2               # buckets 8 and 16
+
+
+def test_donate_argnums_is_accepted_and_checked():
+    f = jitlib.jit(update_row, backend="cpu", donate_argnums=(0,))
+    A = np.zeros((3, 4))
+    assert f(A, np.arange(4.0)) == update_row(np.zeros((3, 4)), np.arange(4.0))
+    assert A[0, 1] == 3.0                          # written, as without donation
+    jitlib.jit(donate_argnames="A")(update_row)    # the decorator form
+    with pytest.raises(jitlib.errors.JitlibTypeError, match="donate_argnums=5"):
+        jitlib.jit(update_row, donate_argnums=(5,))

@@ -182,7 +182,9 @@ same results:
   traced order, before the program; their numbers are parameters of the program, and the
   generator's state advances exactly as eagerly. A traced distribution parameter
   (`np.random.normal(x, 1.0)`) is refused: write `x + rng.standard_normal(shape)`.
-  `jitlib.random` generates numbers inside the kernels instead (see its section).
+  `jitlib.random` (key-based, like jax.random) generates numbers inside the kernels
+  instead, with the same bits on every backend: [random.md](random.md) says when to use
+  which.
 
 """
 

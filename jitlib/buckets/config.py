@@ -11,6 +11,7 @@ import os
 import re
 import tomllib
 from dataclasses import dataclass, field
+from typing import Any, Mapping, overload
 
 from jitlib import errors
 
@@ -31,30 +32,35 @@ class BucketConfigError(errors.JitlibError):
 class Source:
     """Where a rule was written: for error messages."""
     file: str
-    lines: dict = field(default_factory=dict, compare=False, hash=False)  # key -> line
+    lines: dict[str, int] = field(default_factory=dict, compare=False, hash=False)  # key -> line
     header_line: int = 0
 
-    def location(self, key=None):
+    def location(self, key: str | None = None) -> errors.SourceLocation | None:
         """The file and line of `key`; None for inline rules (the error then names the
         user's line that called jit)."""
         if not self.header_line:
             return None
-        line = self.lines.get(key, self.header_line)
+        line = self.lines.get(key, self.header_line) if key else self.header_line
         return errors.SourceLocation(self.file, line, "[[bucket]]")
 
-    def error(self, key, message, hint=None):
+    def error(self, key: str, message: str, hint: str | None = None) -> BucketConfigError:
         return BucketConfigError(f"bucket rule from {self.file}: key {key!r}: {message}",
                                  location=self.location(key), hint=hint)
 
 
 @dataclass(frozen=True)
 class Rule:
-    """One `[[bucket]]`: pad `arg`'s `axis` up to the next bucket size."""
+    """One `[[bucket]]`: pad `arg`'s `axis` up to the next bucket size.
+
+    >>> rule = from_inline({"arg": "x", "policy": "pow2", "max": 64})[0]
+    >>> rule.bucket_for(20), rule.bucket_for(64), rule.bucket_for(65)
+    (32, 64, None)
+    """
     function: str            # glob over the jitted function's qualified name
-    arg: object              # parameter name (str) or position (int)
+    arg: str | int           # parameter name (str) or position (int)
     axis: int
     policy: str | None       # "pow2", or None with `sizes` or `multiple_of`
-    sizes: tuple | None
+    sizes: tuple[int, ...] | None
     multiple_of: int | None
     min: int
     max: int | None
@@ -63,10 +69,10 @@ class Rule:
     source: Source
     verify: str = "bucket"   # "bucket" or "each_size" (see _VERIFY)
 
-    def matches(self, qualname):
+    def matches(self, qualname: str) -> bool:
         return fnmatch.fnmatchcase(qualname, self.function)
 
-    def bucket_for(self, n):
+    def bucket_for(self, n: int) -> int | None:
         """The bucket size a length-`n` axis pads to, or None past `max`."""
         if self.max is not None and n > self.max:
             return None
@@ -79,7 +85,7 @@ class Rule:
             size = 1 << max(n - 1, 0).bit_length()
         return size if self.max is None else min(size, self.max)
 
-    def smallest_in(self, bucket):
+    def smallest_in(self, bucket: int) -> int:
         """The smallest padded length (>= 2) that pads to `bucket`: the bottom end of
         the sizes one program serves. `bucket_for` is monotone, so bisect."""
         lo, hi = max(2, self.min), bucket
@@ -91,7 +97,7 @@ class Rule:
                 lo = mid + 1
         return lo
 
-    def all_buckets(self):
+    def all_buckets(self) -> list[int]:
         """Every bucket size between min and max (for `buckets warm`)."""
         if self.sizes is not None:
             return list(self.sizes)
@@ -101,21 +107,29 @@ class Rule:
         out, n = [], self.min
         while n <= self.max:
             b = self.bucket_for(n)
+            assert b is not None   # n <= max always has a bucket
             out.append(b)
             n = b + 1
         return out
 
-    def describe(self):
+    def describe(self) -> str:
         how = (f"sizes={list(self.sizes)}" if self.sizes is not None else
                f"multiple_of={self.multiple_of}" if self.multiple_of else self.policy)
         return f"{self.function} arg {self.arg!r} axis {self.axis}: {how}"
 
 
-def load(path):
-    """The rules of a TOML bucket file, as a list of `Rule` (one per `[[bucket]]`). It
-    only reads them: to use them, pass the list (or the path) to `jit(f, buckets=...)`,
-    where every rule applies to that function, or set JITLIB_BUCKETS=path, where each
-    rule applies to the functions its `function` glob names."""
+def load(path: str | os.PathLike[str]) -> list[Rule]:
+    r"""The rules of a TOML bucket file, each key checked: pass them to
+    ``jit(f, buckets=rules)``, or name the file in ``JITLIB_BUCKETS`` to apply them to
+    every jitted function whose qualified name a rule's ``function`` glob matches.
+    A mistake raises `BucketConfigError` naming the file, line and key.
+
+    >>> import pathlib, tempfile
+    >>> path = pathlib.Path(tempfile.mkdtemp()) / "buckets.toml"
+    >>> _ = path.write_text('[[bucket]]\nfunction = "predict"\narg = "x"\npolicy = "pow2"\n')
+    >>> [rule.describe() for rule in load(path)]
+    ["predict arg 'x' axis 0: pow2"]
+    """
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -152,7 +166,7 @@ def load(path):
     return rules
 
 
-def from_inline(spec, where="jit(buckets=...)"):
+def from_inline(spec: Any, where: str = "jit(buckets=...)") -> list[Rule]:
     """Rules given in code: a Rule, a dict, a list of either, or a path to a TOML file."""
     if spec is None:
         return []
@@ -160,7 +174,7 @@ def from_inline(spec, where="jit(buckets=...)"):
         return load(spec)
     if isinstance(spec, (Rule, dict)):
         spec = [spec]
-    rules = []
+    rules: list[Rule] = []
     for item in spec:
         if isinstance(item, Rule):
             rules.append(item)
@@ -171,13 +185,13 @@ def from_inline(spec, where="jit(buckets=...)"):
     return rules
 
 
-def from_env():
+def from_env() -> list[Rule]:
     """The rules of JITLIB_BUCKETS=path, or none."""
     path = os.environ.get("JITLIB_BUCKETS")
     return load(path) if path else []
 
 
-def parse_rule(table, source):
+def parse_rule(table: Mapping[str, Any], source: Source) -> Rule:
     """One rule from a TOML table (or dict), every key checked."""
     for key in table:
         if key not in _KEYS:
@@ -204,26 +218,28 @@ def parse_rule(table, source):
         raise source.error(key, "give exactly one of policy, sizes, multiple_of"
                            if ways else "missing: give policy, sizes or multiple_of",
                            hint='e.g. policy = "pow2" or sizes = [1, 8, 32]')
-    policy = sizes = multiple = None
+    policy: str | None = None
+    sizes: tuple[int, ...] | None = None
+    multiple: int | None = None
     if "policy" in table:
         policy = table["policy"]
         if policy not in _POLICIES:
             raise source.error("policy", f"unknown policy {policy!r}",
                                hint='policy = "pow2", or use sizes = [...] / multiple_of = N')
     elif "sizes" in table:
-        sizes = table["sizes"]
-        if (not isinstance(sizes, list) or not sizes or
-                any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in sizes)):
+        given = table["sizes"]
+        if (not isinstance(given, list) or not given or
+                any(isinstance(s, bool) or not isinstance(s, int) or s < 1 for s in given)):
             raise source.error("sizes", f"must be a non-empty list of positive integers, "
-                               f"got {sizes!r}")
-        if sorted(set(sizes)) != sizes:
-            raise source.error("sizes", f"must be strictly increasing, got {sizes}")
-        if hi is not None and sizes[-1] > hi:
-            raise source.error("sizes", f"size {sizes[-1]} is past max = {hi}",
+                               f"got {given!r}")
+        if sorted(set(given)) != given:
+            raise source.error("sizes", f"must be strictly increasing, got {given}")
+        if hi is not None and given[-1] > hi:
+            raise source.error("sizes", f"size {given[-1]} is past max = {hi}",
                                hint="drop the size or raise max")
-        if sizes[-1] < lo:
+        if given[-1] < lo:
             raise source.error("sizes", f"every size is below min = {lo}")
-        sizes = tuple(sizes)
+        sizes = tuple(given)
     else:
         multiple = _positive(table, "multiple_of", None, source)
     pad = table.get("pad_value", 0.0)
@@ -239,22 +255,28 @@ def parse_rule(table, source):
                 source, verify)
 
 
-def _positive(table, key, default, source):
+@overload
+def _positive(table: Mapping[str, Any], key: str, default: int, source: Source) -> int: ...
+@overload
+def _positive(table: Mapping[str, Any], key: str, default: None,
+              source: Source) -> int | None: ...
+def _positive(table: Mapping[str, Any], key: str, default: int | None,
+              source: Source) -> int | None:
     value = table.get(key, default)
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise source.error(key, f"must be a positive integer, got {value!r}")
-    return value
+    return int(value)
 
 
-def _table_headers(text):
+def _table_headers(text: str) -> list[int]:
     """1-based line numbers of each [[bucket]] header."""
     return [i for i, line in enumerate(text.splitlines(), 1)
             if re.match(r"\s*\[\[\s*bucket\s*\]\]", line)]
 
 
-def _find_key_line(lines, start, end, key):
+def _find_key_line(lines: list[str], start: int, end: int, key: str) -> int:
     pattern = re.compile(rf"\s*(\"?){re.escape(key)}\1\s*=")
     for i in range(max(start, 1), end + 1):
         if i - 1 < len(lines) and pattern.match(lines[i - 1]):
@@ -262,6 +284,6 @@ def _find_key_line(lines, start, end, key):
     return start
 
 
-def _line_of_error(message):
+def _line_of_error(message: str) -> int:
     m = re.search(r"line (\d+)", message)
     return int(m.group(1)) if m else 0

@@ -122,23 +122,24 @@ class Bucketed:
             self._verify(entry, call)
         _record(j, key, padded_axes, lengths)
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
-        if entry.effects is not None:
-            if entry.effects.broken_guard() is not None:
-                j._stale = entry.effects.broken_guard()
+        effects, targets = entry.effects, None
+        if effects is not None:
+            if effects.broken_guard() is not None:
+                j._stale = effects.broken_guard()
                 j.clear_cache()
                 return self(args, kwargs, verify)
-            if entry.effects.writes:
-                raise errors.UnsupportedError(
-                    f"{j.__name__} writes into an argument or global array, and its calls "
-                    "are padded to shape buckets: the padded program cannot write back yet",
-                    location=entry.effects.locations.get(entry.effects.writes[0]),
-                    hint="drop the bucket rule for this function, or return the new "
-                         "values instead of writing them")
-            arrays += entry.effects.call_inputs()   # globals read at call time, draws
+            inputs = effects.call_inputs()   # globals read at call time, draws
+            arrays += inputs
+            # writes land in the padded copies: their true part goes to the caller's arrays
+            targets = list(tree.flatten(tuple(v for n, v in bound.arguments.items()
+                                              if n not in j._static))[0]) + inputs
+            effects.check(targets)
         arrays += [np.array(n, dtype=dtypes.INDEX) for n in lengths]
         program, executable = entry.run
         outs = executable(*arrays)
         outs = [_slice(o, axes, lengths) for o, axes in zip(outs, program.out_axes)]
+        if effects is not None:
+            outs = effects.finish(targets, outs, entry.out_tree.num_leaves)
         return tree.unflatten(entry.out_tree, outs)
 
     # -- which axes pad to which bucket

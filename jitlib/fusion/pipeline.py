@@ -139,7 +139,8 @@ def optimize(module, options=None):
     passes = PASSES
     fuse = _fusion_pass()
     if fuse is not None:
-        passes += (fuse,)
+        from jitlib.fusion.in_place import mark_in_place
+        passes += (fuse, Pass("in_place", mark_in_place))
     module = run_pipeline(module, passes, options)
     if logs.enabled("passes"):
         logs.log("passes", "optimize: after\n%s", print_module(module, short_locs=True))

@@ -67,6 +67,11 @@ ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})
 ATTRS.update({op: dict(axis=INT, dtype=DTYPE) for op in O.ARG_REDUCE})
 ATTRS.update({op: dict(axis=INT, reverse=BOOL) for op in O.CUMULATIVE})
 assert set(ATTRS) == set(Op), sorted(set(Op) - set(ATTRS))
+PAIRS = ("a tuple of (int, int) pairs", lambda v: isinstance(v, tuple) and all(
+    isinstance(p, tuple) and len(p) == 2 and all(_is_int(x) for x in p) for p in v))
+# Attributes an op may carry or leave out: a kernel's outputs that may overwrite an
+# operand's memory (fusion/in_place.py).
+OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS)}
 
 
 def attr_error(op, attrs):
@@ -75,10 +80,12 @@ def attr_error(op, attrs):
     missing = sorted(set(expected) - set(attrs))
     if missing:
         return f"{op} is missing attribute(s) {', '.join(missing)}"
-    unexpected = sorted(set(attrs) - set(expected))
+    optional = OPTIONAL.get(Op(op), {})
+    unexpected = sorted(set(attrs) - set(expected) - set(optional))
     if unexpected:
         return f"{op} has unexpected attribute(s) {', '.join(unexpected)}"
-    for key, (what, test) in expected.items():
+    for key, (what, test) in list(expected.items()) + [
+            (k, v) for k, v in optional.items() if k in attrs]:
         if not test(attrs[key]):
             return f"{op} attribute {key}={attrs[key]!r} should be {what}"
     return None

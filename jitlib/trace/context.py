@@ -32,12 +32,19 @@ def current_trace():
     return stack[-1] if stack else None
 
 
+def current_liveness():
+    """The innermost active trace's liveness flag ([True] while it runs), or None."""
+    stack = getattr(_state, "stack", None)
+    return stack[-1].live if stack else None
+
+
 class Trace:
     """One function being traced into one Module."""
 
     def __init__(self, name):
         self.name = name
         self.params = []
+        self.live = [True]  # shared with every tracer made here; False once it ends
         self.tracers = []   # each parameter's own tracer
         self.writes = {}   # parameter index -> where the function first wrote into it
         self.known = {}    # instr -> its value, for instructions no parameter reaches
@@ -76,6 +83,7 @@ class Trace:
                 yield self
         finally:
             stack.pop()
+            self.live[0] = False
 
     def module(self, results, writes=()):
         return Module(self.name, self.params, results, writes)

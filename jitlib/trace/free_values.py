@@ -41,6 +41,8 @@ class FreeValues:
         self.inputs = []      # (name, array) per implicit input, in parameter order
         self._seen = {}       # id(value) -> (value, what the function got for it)
         self.guarded = set()  # the names whose binding is guarded
+        self.containers = []  # (name, list or dict) read: where a tracer may escape to
+        self.view = None      # the globals as the trace ran them
 
     def value_for(self, name, value, source):
         """What the traced function sees for `value`, read from `source` as `name`."""
@@ -60,6 +62,8 @@ class FreeValues:
                                 and v.dtype == s.dtype and np.array_equal(v, s, equal_nan=True)))
             seen = value
         else:
+            if isinstance(value, (list, dict)):
+                self.containers.append((name, value))
             seen = value
         self._seen[id(value)] = (value, seen)   # the value too: its id must stay its own
         return seen
@@ -125,8 +129,8 @@ def traced_function(fn, trace):
                                 lambda c=cell: _cell_value(c), value)
             cells.append(types.CellType(free.value_for(name, value, "closure variable")))
         cells = tuple(cells)
-    clone = types.FunctionType(fn.__code__, _GlobalsView(fn.__globals__, free), fn.__name__,
-                               fn.__defaults__, cells)
+    free.view = _GlobalsView(fn.__globals__, free)
+    clone = types.FunctionType(fn.__code__, free.view, fn.__name__, fn.__defaults__, cells)
     clone.__kwdefaults__ = fn.__kwdefaults__
     clone.__dict__.update(fn.__dict__)
     clone.__qualname__ = fn.__qualname__
@@ -138,3 +142,20 @@ def _cell_value(cell):
         return cell.cell_contents
     except ValueError:
         return _MISSING
+
+
+def escaped(free):
+    """The name of a global the trace left one of its tracers in (assigned with `global`,
+    appended to a global list, set in a global dict), or None."""
+    from jitlib.trace.tracer import Tracer
+
+    def live(x):
+        return isinstance(x, Tracer) and x._live is free.trace.live
+    for name, value in dict.items(free.view):
+        if live(value):
+            return name
+    for name, container in free.containers:
+        items = container.values() if isinstance(container, dict) else container
+        if any(live(x) for x in list(items)[-64:]):
+            return name
+    return None

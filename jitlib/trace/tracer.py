@@ -19,6 +19,7 @@ from jitlib import errors
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Instr
 from jitlib.trace import int_ranges
+from jitlib.trace.context import current_liveness
 
 
 class View:
@@ -40,7 +41,7 @@ _GLOBAL_WRITE_HINT = ("; if this line writes a traced value into a NumPy array f
 
 class Tracer:
     __slots__ = ("_instr", "_base", "_view", "_derived_from", "_weak", "_array0d", "_param",
-                 "__weakref__")
+                 "_live", "__weakref__")
     __array_priority__ = 1000
     __hash__ = None  # like ndarray: mutable, compares elementwise
 
@@ -55,6 +56,9 @@ class Tracer:
         # writes; only 0-d *arrays* (np.array(1.0), a 0-d argument) are written in place
         self._array0d = array0d
         self._param = None   # the parameter index of an argument's own tracer
+        # the trace's liveness flag ([True] until it ends): a tracer that escaped its
+        # trace (stored in a global, on an object) must say so when it is used later
+        self._live = current_liveness()
 
     # -- value and in-place update
 
@@ -89,6 +93,17 @@ class Tracer:
         self._base._assign(self._view.write(self._base.instr, new))
         # the view now reads `new`: keep it rather than re-deriving it from the base
         self._instr, self._derived_from = new, self._base.instr
+
+    def _check_live(self):
+        if self._live is not None and not self._live[0]:
+            loc = self._instr.loc
+            raise errors.EscapedTracerError(
+                f"this traced value ({self._instr.type_str}"
+                + (f", made at {loc.short()}" if loc else "") + ") escaped the trace of "
+                "the function it belongs to: it was stored outside (in a global, a list or "
+                "an object) and is used after jit finished tracing, when it has no value",
+                hint="return the value from the jitted function and use the result; a "
+                     "value made while tracing exists only inside that trace")
 
     def _is_scalar(self):
         """Whether this stands for a NumPy scalar (immutable: in-place operators rebind)."""
@@ -157,7 +172,12 @@ class Tracer:
     def __repr__(self):
         return f"Tracer<{self.instr.type_str}>"
 
-    __str__ = __repr__
+    def __str__(self):
+        # print() inside a jitted function runs once, while tracing, not at each call
+        known = self._known() if self._live is None or self._live[0] else None
+        value = f" = {known!s}" if known is not None and known.size <= 100 else ""
+        return (f"Tracer<{self.instr.type_str}{value}> (printed while jit traces the "
+                "function, once: not at each call)")
 
     # -- conversions that need a concrete value: known values answer, else a user error
 
@@ -169,9 +189,14 @@ class Tracer:
         return known_value(self.instr, trace.known if trace is not None else None)
 
     def _concrete(self, what, hint):
+        self._check_live()
         value = self._known()
         if value is not None:
             return value
+        if type(self._weak) is tuple:
+            # a Python int argument (or arithmetic on them): jit traces again, keyed by
+            # the ints' values, so range(n) and friends see a Python int
+            raise int_ranges.needs_values(what)
         self._concrete_error(what, hint + _GLOBAL_WRITE_HINT)
 
     def __bool__(self):
@@ -222,10 +247,12 @@ class Tracer:
     # -- NumPy protocols
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        self._check_live()
         from jitlib.trace import ufuncs
         return ufuncs.dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
+        self._check_live()
         from jitlib.trace.registry import FUNCTIONS, lookup
         lookup("sum")   # make sure the function table is loaded
         impl = FUNCTIONS.get(func)
@@ -244,16 +271,19 @@ class Tracer:
     # -- indexing
 
     def __getitem__(self, index):
+        self._check_live()
         from jitlib.trace import indexing
         return indexing.getitem(self, index)
 
     def __setitem__(self, index, value):
+        self._check_live()
         from jitlib.trace import indexing
         indexing.setitem(self, index, value)
 
     # -- methods: the implementations are NumPy's functions, by name
 
     def astype(self, dtype, copy=True):
+        self._check_live()
         return _method("astype")(self, dtype)
 
     def copy(self):
@@ -273,6 +303,7 @@ def _method(name):
 
 def _forward(name):
     def method(self, *args, **kwargs):
+        self._check_live()
         return _method(name)(self, *args, **kwargs)
     method.__name__ = name
     return method
@@ -289,6 +320,7 @@ for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argm
 def _ufunc_operator(ufunc, reflected=False, inplace=False):
     def op(self, other):
         from jitlib.trace import ufuncs
+        self._check_live()
         if not _is_operand(other):
             return NotImplemented
         if inplace and not self._is_scalar():
@@ -321,6 +353,7 @@ for _name, _uf in {"lt": np.less, "le": np.less_equal, "gt": np.greater,
 def _unary_operator(ufunc):
     def op(self):
         from jitlib.trace import ufuncs
+        self._check_live()
         return ufuncs.apply(ufunc, (self,), operator=True)
     return op
 

@@ -9,6 +9,8 @@ Only floating-point leaves are differentiated. As in JAX, grad and the Jacobians
 refuse integer or bool inputs (JitlibTypeError); jvp and vjp accept them and give
 them zero (co)tangents of their own dtype, where JAX would give float0 zeros.
 """
+from typing import Any, Callable, Literal, Sequence, overload
+
 import numpy as np
 
 from jitlib import errors, tree
@@ -26,7 +28,8 @@ __all__ = ["jvp", "vjp", "grad", "value_and_grad", "jacfwd", "jacrev", "hessian"
 
 class _Outputs:
     """Filled in while tracing: the structure of a function's output and aux value."""
-    out_tree = aux_tree = None
+    out_tree: Any = None
+    aux_tree: Any = None
 
 
 def _flat_outputs(fun, has_aux):
@@ -102,13 +105,28 @@ def _check_like(values, params, what):
                 f"{what} has shape {tuple(np.shape(v))}, but its primal has shape {p.shape}")
 
 
+_Fun = Callable[..., Any]
+_Argnums = int | Sequence[int]
+
+
 # -- forward mode
 
-def jvp(fun, primals, tangents, has_aux=False):
+@overload
+def jvp(fun: _Fun, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[False] = False) -> tuple[Any, Any]: ...
+@overload
+def jvp(fun: _Fun, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: Literal[True]) -> tuple[Any, Any, Any]: ...
+def jvp(fun: _Fun, primals: Sequence[Any], tangents: Sequence[Any],
+        has_aux: bool = False) -> tuple[Any, ...]:
     """(fun(*primals), the directional derivative of fun at primals along tangents).
 
     `primals` and `tangents` are tuples (or lists) of the same structure; with
     has_aux, fun returns (output, aux) and the result is (output, tangent, aux).
+
+    >>> import numpy as np, jitlib
+    >>> jitlib.jvp(lambda x: x ** 3, (np.array([1.0, 2.0]),), (np.array([1.0, 0.5]),))
+    (array([1., 8.]), array([3., 6.]))
     """
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise errors.JitlibTypeError("jvp takes primals and tangents as tuples or lists",
@@ -136,9 +154,22 @@ def jvp(fun, primals, tangents, has_aux=False):
 
 # -- reverse mode
 
-def vjp(fun, *primals, has_aux=False):
+_VjpFn = Callable[[Any], tuple[Any, ...]]
+
+
+@overload
+def vjp(fun: _Fun, *primals: Any, has_aux: Literal[False] = False) -> tuple[Any, _VjpFn]: ...
+@overload
+def vjp(fun: _Fun, *primals: Any, has_aux: Literal[True]) -> tuple[Any, _VjpFn, Any]: ...
+def vjp(fun: _Fun, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     """(fun(*primals), vjp_fn): vjp_fn(cotangent) pulls a cotangent of the output back
-    to a tuple of cotangents, one per primal. With has_aux: (output, vjp_fn, aux)."""
+    to a tuple of cotangents, one per primal. With has_aux: (output, vjp_fn, aux).
+
+    >>> import numpy as np, jitlib
+    >>> out, vjp_fn = jitlib.vjp(lambda x, y: x * y, np.array([1.0, 2.0]), np.array([3.0, 4.0]))
+    >>> vjp_fn(np.ones(2))
+    (array([3., 4.]), array([1., 2.]))
+    """
     flat_fun, shapes = _flat_outputs(fun, has_aux)
     traced = core.trace(flat_fun, primals, name=_name(fun))
     module = traced.module
@@ -150,7 +181,7 @@ def vjp(fun, *primals, has_aux=False):
     seeded = [i for i in range(n_out) if dtypes.is_float(module.results[i].dtype)]
     backward = vjp_module(module, wrt, seeded)
 
-    def vjp_fn(cotangent):
+    def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
         flat_ct, ct_tree = tree.flatten(cotangent)
         if ct_tree != out_tree:
             raise errors.JitlibTypeError(
@@ -161,7 +192,8 @@ def vjp(fun, *primals, has_aux=False):
         grads = dict(zip(wrt, grads[len(module.results):]))
         flat = [grads[i] if i in grads else _zero_like_param(p)
                 for i, p in enumerate(module.params)]
-        return tree.unflatten(traced.in_tree, flat)
+        cotangents: tuple[Any, ...] = tree.unflatten(traced.in_tree, flat)
+        return cotangents
 
     out = tree.unflatten(out_tree, results[:n_out])
     if has_aux:
@@ -169,11 +201,17 @@ def vjp(fun, *primals, has_aux=False):
     return out, vjp_fn
 
 
-def value_and_grad(fun, argnums=0, has_aux=False):
+def value_and_grad(fun: _Fun, argnums: _Argnums = 0,
+                   has_aux: bool = False) -> Callable[..., tuple[Any, Any]]:
     """A function returning (fun(*args), the gradient of fun's scalar output with
-    respect to the arguments `argnums`); with has_aux, ((output, aux), gradient)."""
+    respect to the arguments `argnums`); with has_aux, ((output, aux), gradient).
 
-    def value_and_grad_fun(*args, **kwargs):
+    >>> import numpy as np, jitlib
+    >>> jitlib.value_and_grad(lambda x: np.sum(x ** 2))(np.array([1.0, 2.0]))
+    (array(5.), array([2., 4.]))
+    """
+
+    def value_and_grad_fun(*args: Any, **kwargs: Any) -> tuple[Any, Any]:
         nums, many = _argnums(argnums, len(args), fun)
         flat_fun, shapes = _flat_outputs(_with_kwargs(fun, kwargs), has_aux)
         traced = core.trace(flat_fun, args, name=_name(fun))
@@ -196,12 +234,21 @@ def value_and_grad(fun, argnums=0, has_aux=False):
     return value_and_grad_fun
 
 
-def grad(fun, argnums=0, has_aux=False):
+def grad(fun: _Fun, argnums: _Argnums = 0, has_aux: bool = False) -> _Fun:
     """The gradient of fun's scalar output with respect to the arguments `argnums`
-    (an int, or a tuple giving a tuple of gradients); with has_aux, (gradient, aux)."""
+    (an int, or a tuple giving a tuple of gradients); with has_aux, (gradient, aux).
+
+    >>> import numpy as np, jitlib
+    >>> loss = lambda w, x: np.mean((x @ w) ** 2)
+    >>> jitlib.grad(loss)(np.array([1.0, -1.0]), np.array([[1.0, 2.0], [3.0, 5.0]]))
+    array([ -7., -12.])
+    >>> jitlib.jit(jitlib.grad(loss, argnums=(0, 1)))(np.ones(2), np.eye(2))[1]
+    array([[1., 1.],
+           [1., 1.]])
+    """
     both = value_and_grad(fun, argnums, has_aux)
 
-    def grad_fun(*args, **kwargs):
+    def grad_fun(*args: Any, **kwargs: Any) -> Any:
         value, g = both(*args, **kwargs)
         return (g, value[1]) if has_aux else g
 
@@ -241,19 +288,39 @@ def _scalar_output(module, shapes, fun):
 
 # -- Jacobians
 
-def jacfwd(fun, argnums=0, has_aux=False):
+def jacfwd(fun: _Fun, argnums: _Argnums = 0, has_aux: bool = False) -> _Fun:
     """The Jacobian of fun by forward mode: a jvp vmapped over the input's basis. Each
-    output leaf maps to arrays of shape out.shape + in.shape (per argnums argument)."""
-    return _jacobian(fun, argnums, has_aux, forward=True)
+    output leaf maps to arrays of shape out.shape + in.shape (per argnums argument).
+
+    >>> import numpy as np, jitlib
+    >>> jitlib.jacfwd(lambda x: x[:2] * x[1:])(np.array([1.0, 2.0, 3.0]))
+    array([[2., 1., 0.],
+           [0., 3., 2.]])
+    """
+    jacobian: _Fun = _jacobian(fun, argnums, has_aux, forward=True)
+    return jacobian
 
 
-def jacrev(fun, argnums=0, has_aux=False):
-    """The Jacobian of fun by reverse mode: a vjp vmapped over the output's basis."""
-    return _jacobian(fun, argnums, has_aux, forward=False)
+def jacrev(fun: _Fun, argnums: _Argnums = 0, has_aux: bool = False) -> _Fun:
+    """The Jacobian of fun by reverse mode: a vjp vmapped over the output's basis.
+
+    >>> import numpy as np, jitlib
+    >>> jitlib.jacrev(lambda x: np.cumsum(x))(np.array([1.0, 2.0]))
+    array([[1., 0.],
+           [1., 1.]])
+    """
+    jacobian: _Fun = _jacobian(fun, argnums, has_aux, forward=False)
+    return jacobian
 
 
-def hessian(fun, argnums=0, has_aux=False):
-    """The Hessian of a scalar function: jacfwd of jacrev, as in JAX."""
+def hessian(fun: _Fun, argnums: _Argnums = 0, has_aux: bool = False) -> _Fun:
+    """The Hessian of a scalar function: jacfwd of jacrev, as in JAX.
+
+    >>> import numpy as np, jitlib
+    >>> jitlib.hessian(lambda x: x[0] ** 2 * x[1])(np.array([1.0, 3.0]))
+    array([[6., 2.],
+           [2., 0.]])
+    """
     return jacfwd(jacrev(fun, argnums, has_aux), argnums, has_aux)
 
 
@@ -304,7 +371,7 @@ def _basis(shape, dtype):
 def _forward_blocks(module, flat, wrt, n_out):
     """J[o][i] (out_o.shape + in_i.shape): a jvp of each input i, vmapped over the
     basis of its tangent space, the batch axis landing last."""
-    pieces = [{} for _ in range(n_out)]
+    pieces: list[dict[int, Any]] = [{} for _ in range(n_out)]
     n_res = len(module.results)
     for i in wrt:
         p = module.params[i]
@@ -323,7 +390,7 @@ def _forward_blocks(module, flat, wrt, n_out):
 def _reverse_blocks(module, flat, wrt, n_out):
     """J[o][i] (out_o.shape + in_i.shape): a vjp of each output o, vmapped over the
     basis of its cotangent space."""
-    pieces = [{} for _ in range(n_out)]
+    pieces: list[dict[int, Any]] = [{} for _ in range(n_out)]
     n_res = len(module.results)
     for o in range(n_out):
         out = module.results[o]

@@ -212,6 +212,7 @@ def test_big_constants_print_as_hex_and_roundtrip_exactly():
 FLOATS = [np.float16, dtypes.bfloat16, np.float32, np.float64]
 
 
+@pytest.mark.slow   # an exhaustive sweep: the slow job's
 @pytest.mark.parametrize("dt", [np.float16, dtypes.bfloat16], ids=["f16", "bf16"])
 def test_every_16_bit_float_roundtrips_bit_exactly(dt):
     values = np.arange(2**16, dtype=np.uint16).view(dt)

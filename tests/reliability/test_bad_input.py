@@ -12,6 +12,7 @@ import pytest
 
 import jitlib
 from jitlib import errors
+from triton_marks import require_triton
 
 HERE = os.path.basename(__file__)
 X = np.arange(3, dtype=np.float32)
@@ -118,6 +119,7 @@ def test_backend_compile_failure_is_reported_with_the_ir(monkeypatch):
 
 
 def test_gpu_backend_without_a_gpu_is_an_error_not_a_silent_interpreter(monkeypatch):
+    require_triton()
     from jitlib import backends
     from jitlib.array import DeviceError
     from jitlib.backends.triton import TritonBackend

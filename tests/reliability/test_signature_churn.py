@@ -41,6 +41,7 @@ def _churn(f, sizes):
                                    err_msg=f"n={n}")
 
 
+@pytest.mark.slow   # 300 compiled signatures: the slow job's
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 def test_evicted_programs_release_their_native_code(tmp_path, monkeypatch):
     monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path / "cache"))
@@ -87,6 +88,7 @@ def test_a_kernel_shared_by_two_programs_stays_until_both_are_gone(monkeypatch):
     assert digest not in llvm._live and digest not in llvm._unused
 
 
+@pytest.mark.slow   # hundreds of cold compiles: the slow job's
 @pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="needs Linux /proc")
 def test_cold_compiles_past_the_limit_keep_memory_flat(tmp_path, monkeypatch):
     # every signature compiles anew (an empty disk cache each time would not change it)

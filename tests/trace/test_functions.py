@@ -750,3 +750,20 @@ def test_shape_errors_are_numpy_like_with_hints():
         with pytest.raises(errors.ShapeError, match=match) as info:
             run(fn, x)
         assert info.value.hint, match
+
+
+def test_fill_diagonal_writes_in_place():
+    def square(a):
+        b = a.copy()
+        np.fill_diagonal(b, 7.0)
+        np.fill_diagonal(a, [1.0, 2.0])   # a sequence repeats along the diagonal
+        return b
+
+    def tall(a):
+        np.fill_diagonal(a, -1.0, wrap=True)
+        c = np.zeros((3, 3, 3))
+        np.fill_diagonal(c, a[0, 0])
+        return c
+    from jitlib.testing import check_backends   # the arguments written are compared too
+    check_backends(square, values(F32, (4, 4)), backends=("interpreter", "cpu"))
+    check_backends(tall, values(F32, (7, 3)), backends=("interpreter", "cpu"))

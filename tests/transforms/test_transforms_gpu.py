@@ -10,8 +10,9 @@ from jitlib import backends
 from jitlib.backends.triton import TritonBackend
 from jitlib.testing import assert_allclose_tree
 from test_ad_api import attention, layernorm, mlp_loss, softmax_cross_entropy
+from triton_marks import require_triton
 
-pytest.importorskip("triton")
+require_triton()
 
 
 def _inputs(n, d, h, seed=0):

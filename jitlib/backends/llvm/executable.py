@@ -22,6 +22,7 @@ from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels,
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
+from jitlib.fusion.in_place import overwritten
 from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate
 from jitlib.hlo.ir import is_multi_output
@@ -301,6 +302,8 @@ class LLVMExecutable(Executable):
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
+        self._in_place = _in_place_writes(optimized, [i for i, r in self._steps if r is not None
+                                                      and r.writes_into])
         self._places = self._plan_places()
         self._arena = Scratch()
         self._views = None       # (arena buffer, its views per step)
@@ -321,11 +324,13 @@ class LLVMExecutable(Executable):
                          for j, slot in enumerate(slots)]
         # large results a runner writes itself: the recycler may hand back last call's
         result_of = {plan.key(r): r for r in self.optimized.results}
+        # (never a result written into the caller's argument: the caller keeps that one)
         self._recyclable = [
             (f, j, slot.at, result_of[(f, j)], *outputs_of[f][j])
             for (f, j), slot in ((k, plan.slots[k]) for k in result_of
                                  if isinstance(k, tuple) and k in plan.slots)
             if slot.kind == "result" and runners[f].writes_into
+            and (f, j) not in self._in_place
             and _nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
         self._recycler = Recycler(len(plan.fresh))
         return places
@@ -365,13 +370,20 @@ class LLVMExecutable(Executable):
         memory, owned = self._arena.acquire(self.arena_bytes)
         try:
             places = self._places_in(memory)
-            if self._recyclable:
+            if self._recyclable or self._in_place:
                 places = dict(places)
                 for f, j, n, _, shape, dtype in self._recyclable:
                     old = self._recycler.take(n, shape, dtype)
                     if old is not None:
                         places[f] = list(places[f])
                         places[f][j] = old
+                for (f, j), index in self._in_place.items():
+                    target = arrays[index]
+                    # the caller's own array, where the kernel can write it as it is
+                    if isinstance(target, np.ndarray) and target.flags.c_contiguous \
+                            and target.flags.writeable:
+                        places[f] = list(places[f])
+                        places[f][j] = target
             for step, (instr, runner) in enumerate(self._steps):
                 if runner is not None:
                     outs = runner([env[o] for o in instr.operands], places[instr])
@@ -395,6 +407,18 @@ class LLVMExecutable(Executable):
             fresh = r.op not in (Op.PARAMETER, Op.CONSTANT) and value.flags.writeable
             results.append(value if fresh else np.array(value, order="C"))
         return results
+
+
+def _in_place_writes(optimized, writing_steps):
+    """{(kernel, output index): parameter index} for the kernels the optimizer marked to
+    overwrite a written parameter (fusion/in_place.py) that run as compiled code here."""
+    found = {}
+    for kernel in writing_steps:
+        for j, i in overwritten(kernel).items():
+            operand = kernel.operands[i]
+            if operand.op is Op.PARAMETER:
+                found[(kernel, j)] = operand.attrs["index"]
+    return found
 
 
 def _nbytes(shape, dtype):

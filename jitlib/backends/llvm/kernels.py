@@ -333,11 +333,12 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
                   scalar=True)
 
 
-def render_loop(name, inputs, outputs):
+def render_loop(name, inputs, outputs, stream=True):
     """A loop kernel: each output computed per element, one loop per output shape (the
-    fuser may add a scalar output to a kernel over a larger shape)."""
+    fuser may add a scalar output to a kernel over a larger shape). `stream`: large
+    outputs may use streaming stores."""
     whole = runs_whole(inputs, outputs)
-    streamed = not whole and streaming.streams(_moved(inputs, outputs))
+    streamed = stream and not whole and streaming.streams(_moved(inputs, outputs))
     fn = _function(name, len(inputs), len(outputs), whole)
     el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
     by_shape = {}
@@ -1163,7 +1164,10 @@ def render(fusion):
     """The kernel for one FUSION instruction; raises Unsupported where it cannot."""
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
     if kind == "loop":
-        return render_loop(name, list(body.params), list(body.results))
+        # an output written over its input's lines (fusion/in_place.py) is not streamed:
+        # the loop has just read those lines into the cache
+        return render_loop(name, list(body.params), list(body.results),
+                           stream=not fusion.attrs.get("overwrites"))
     if kind == "reduction":
         return render_reduction(name, body)
     if kind == "dot":

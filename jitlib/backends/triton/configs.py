@@ -25,7 +25,10 @@ class Config:
 
     def options(self):
         """The compile options Triton takes for this config (launch keywords too)."""
-        out = {"num_warps": self.num_warps, "num_stages": self.num_stages}
+        # no a*b+c contracted into an fma: elementwise float math rounds each op, as the
+        # interpreter, NumPy and the LLVM backend do (jitlib.random's bit-identity needs it)
+        out = {"num_warps": self.num_warps, "num_stages": self.num_stages,
+               "enable_fp_fusion": False}
         if self.maxnreg:
             out["maxnreg"] = self.maxnreg
         return out

@@ -302,6 +302,38 @@ def fill(a, value):
     a._assign(operand(value))
 
 
+@implements(np.fill_diagonal)
+def fill_diagonal(a, val, wrap=False):
+    """Writes `val` into a's main diagonal in place: a scatter at the diagonal's positions
+    (NumPy's flat stride of sum(cumprod(shape[:-1])) + 1, wrapping past a square block
+    of a tall 2-D array when `wrap`)."""
+    if not isinstance(a, T.Tracer):
+        raise errors.TracerConversionError(
+            "np.fill_diagonal cannot write a traced value into a NumPy array from outside "
+            "the function", hint="fill an array made inside the function, or an argument")
+    shape = a.shape
+    if len(shape) < 2:
+        raise errors.ShapeError("array must be at least 2-d")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise errors.ShapeError("All dimensions of input must be of equal length")
+    if len(shape) == 2:
+        step = shape[1] + 1
+        end = a.size if wrap else min(a.size, shape[1] * shape[1])
+    else:
+        step = 1 + int(np.cumprod(shape[:-1]).sum())
+        end = a.size
+    flat = np.arange(0, end, step)
+    values = operand(val)
+    if T.shape_of(values) not in ((), (1,)):
+        # NumPy repeats a sequence of values along the diagonal
+        values = T.Tracer(T.as_instr(values)) if not isinstance(values, T.Tracer) else values
+        flat_values = values.reshape(-1)
+        reps = -(-len(flat) // flat_values.shape[0])
+        from jitlib.trace.registry import lookup
+        values = lookup("tile")(flat_values, reps)[:len(flat)]
+    a[np.unravel_index(flat, shape)] = values
+
+
 @implements(np.copyto)
 def copyto(dst, src, casting="same_kind", where=True):
     """Writes `src` (broadcast, cast under `casting`) into `dst` in place, where `where`."""

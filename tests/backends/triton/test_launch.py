@@ -61,7 +61,8 @@ def test_triton_compiles_once_then_the_launcher_is_called_directly():
     launch([FakeBuffer(p) for p in (16, 32, 48)])      # other pointers, same alignment
     log = launch.fn.log
     assert log[0] == ("triton", (5,), [4096, 8192, 12288],
-                      {"BLOCK": 1024, "num_warps": 4, "num_stages": 2})
+                      {"BLOCK": 1024, "num_warps": 4, "num_stages": 2,
+                       "enable_fp_fusion": False})
     # grid, our stream, the handle, metadata, no hooks, then pointers and constexprs
     assert log[1] == ("direct", 5, 1, 1, 77, "fn-handle", "packed", None, None, None,
                       16, 32, 48, 1024)

@@ -163,3 +163,13 @@ def test_a_broadcast_scalar_dot_operand_compiles(shape):
     module = Module("grad_of_sum", [x], [B.dot_general(ones, x, [1], [0])])
     (fusion,) = fusions(module)
     assert compile_sm90(kernels.render(fusion))
+
+
+def test_a_float_multiply_add_is_not_contracted_into_an_fma():
+    # each op rounds, as on the interpreter and the LLVM backend: an fma would round
+    # a*b+c once, and jitlib.random's normal would differ from the interpreter's bits
+    x, y = B.parameter(0, (1024,), np.float32, "x"), B.parameter(1, (1024,), np.float32, "y")
+    module = Module("muladd", [x, y], [B.binary(Op.ADD, B.binary(Op.MUL, x, y), x)])
+    ((_, kernel),) = rendered(module)
+    ptx = compile_sm90(kernel)
+    assert "mul.rn.f32" in ptx and "fma.rn.f32" not in ptx, ptx
