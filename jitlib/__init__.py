@@ -10,7 +10,7 @@ Public names are re-exported here; `jitlib.numpy` is the jax.numpy-like namespac
 """
 __version__ = "0.1.0"
 
-from jitlib import errors, random, tree  # noqa: E402
+from jitlib import buckets, errors, random, tree  # noqa: E402
 from jitlib.api import CacheInfo, Jitted, Lowered, jit, make_ir  # noqa: E402
 from jitlib.array import Array, from_dlpack  # noqa: E402
 from jitlib.errors import (  # noqa: E402
@@ -20,8 +20,8 @@ from jitlib.transforms.autodiff import (  # noqa: E402
     grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp)
 
 __all__ = [
-    "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "random", "tree", "Array",
-    "from_dlpack",
+    "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "random", "tree", "buckets",
+    "Array", "from_dlpack",
     "JitlibError", "JitlibTypeError", "ShapeError", "TracerConversionError",
     "UnsupportedError", "vmap",
     "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",

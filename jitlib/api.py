@@ -7,15 +7,15 @@ tracing again.
 """
 import functools
 import inspect
-import logging
-import threading
+import time
 import warnings
 from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
 
 import numpy as np
 
-from jitlib import config, errors, tree, writeback
+from jitlib import config, errors, forksafe, logs, tree, writeback
 from jitlib.cache import hooks as _cache_hooks
+from jitlib.cache.explain import format_call
 from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
@@ -26,9 +26,6 @@ from jitlib.trace.tracer import Tracer
 # the NumPy function tables, imported now rather than on a process's first traced
 # call, where they cost more than loading a cached program (a few ms)
 from jitlib.trace import functions as _functions  # noqa: F401
-
-log = logging.getLogger("jitlib")
-
 
 # Argument types whose (shape, dtype) alone key a call; an Array keys like an ndarray.
 _ARRAY_TYPES = (np.ndarray, Array)
@@ -144,7 +141,7 @@ class Jitted:
         self._recompiles = Recompiles(self.__name__, max_compiles, on_exceed)
         self._buckets = bucket_layer(self, buckets)
         self._hits = self._misses = 0
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         # Python int arguments key the cache by range until a trace needs their values
         # (trace/int_ranges.py); from then on, by value
         self._int_values = False
@@ -208,8 +205,8 @@ class Jitted:
         except NeedsIntValues as e:
             if self._int_values:
                 raise
-            log.info("jitlib: %s: Python int arguments are keyed by value from now on: %s",
-                     self.__name__, e.message)
+            logs.log("recompiles", "%s: Python int arguments are keyed by value from now "
+                     "on: %s", self.__name__, e.message)
             self._int_values = True
         # outside the except block: the second trace's errors must not chain to the first
         return call()
@@ -222,11 +219,14 @@ class Jitted:
             with self._lock:
                 entry = self._cache.get(key)
                 if entry is None:
+                    start = time.perf_counter()
                     entry = compile()
                     self._cache[key] = entry
                     self._misses += 1
-                    if config.debug_level() >= 1:
-                        log.info("jitlib: compiled %s for %s", self.__name__, key)
+                    if logs.enabled("compiles"):
+                        logs.log("compiles", "compiled %s in %.1f ms",
+                                 format_call(self.__name__, key),
+                                 (time.perf_counter() - start) * 1e3)
                     return entry
         self._hits += 1
         return entry
@@ -390,8 +390,8 @@ class Jitted:
         stale, self._stale = self._stale, None
         _cache_hooks.before_compile(self, key, *([stale] if stale else []))
         module, out_tree = self._trace(bound, dynamic, key)
-        if config.debug_level() >= 2:
-            log.info("jitlib: traced %s\n%s", self.__name__, module)
+        if logs.enabled("ir"):
+            logs.log("ir", "traced %s\n%s", self.__name__, module)
         backend = get_backend(key.backend)
         try:
             executable = backend.compile(module)

@@ -3,15 +3,6 @@ import functools
 import os
 
 
-def debug_level() -> int:
-    """JITLIB_DEBUG: 1 = cache events, 2 = IR before/after the pipeline, 3 = each pass,
-    4 = generated source."""
-    try:
-        return int(os.environ.get("JITLIB_DEBUG", "0"))
-    except ValueError:
-        return 0
-
-
 def default_backend() -> str:
     """JITLIB_BACKEND if set, else "gpu" where a CUDA GPU and Triton are present, else "cpu"."""
     return os.environ.get("JITLIB_BACKEND") or _detected_backend()
@@ -56,13 +47,14 @@ def gpu_f32_dot() -> str:
 
 
 def cpu_blas() -> str:
-    """JITLIB_BLAS: which BLAS the cpu backend's float32/float64 products call. "auto"
-    (default): NumPy's OpenBLAS, or, where it runs AVX2 kernels on an AVX-512 host, a
-    private copy of it with AVX-512 kernels (jitlib/backends/llvm/blas_library.py);
-    "numpy": always NumPy's own (np.matmul: the interpreter's bits)."""
-    value = os.environ.get("JITLIB_BLAS", "auto").strip().lower() or "auto"
-    if value not in ("auto", "numpy"):
-        raise ValueError(f"JITLIB_BLAS={value!r}: use auto or numpy")
+    """JITLIB_BLAS: which BLAS the cpu backend's float32/float64 products call. "numpy"
+    (default): NumPy's own OpenBLAS (np.matmul: the interpreter's bits). "private"
+    (opt-in): where NumPy's OpenBLAS runs AVX2 kernels on an AVX-512 host, a second,
+    private copy of it with AVX-512 kernels, loaded into the process
+    (jitlib/backends/llvm/blas_library.py; gains in docs/performance.md)."""
+    value = os.environ.get("JITLIB_BLAS", "numpy").strip().lower() or "numpy"
+    if value not in ("numpy", "private"):
+        raise ValueError(f"JITLIB_BLAS={value!r}: use numpy (the default) or private")
     return value
 
 

@@ -1,8 +1,7 @@
 """The main job's demo: jit two plain NumPy functions, show their IR, time them.
 
-Run with `python -m jitlib` (add `--backend jax` or `--backend interpreter`).
+Run with `jitlib` or `python -m jitlib` (add `--backend jax` or `--backend interpreter`).
 """
-import argparse
 import statistics
 import time
 
@@ -69,12 +68,9 @@ def run(backend=None, n=1 << 20, rows=1024, cols=256, repeats=15):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m jitlib", description=__doc__)
-    parser.add_argument("--backend", default=None,
-                        help="interpreter, cpu, jax or gpu (default: the best available)")
-    parser.add_argument("--repeats", type=int, default=15)
-    args = parser.parse_args(argv)
-    run(args.backend, repeats=args.repeats)
+    """`jitlib demo [--backend B] [--repeats N]` (jitlib/cli.py parses the options)."""
+    from jitlib.cli import main as cli_main
+    return cli_main(["demo", *(argv or [])])
 
 
 if __name__ == "__main__":

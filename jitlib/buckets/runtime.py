@@ -19,17 +19,13 @@ that no process saved.
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
 """
-import logging
-import threading
 from typing import NamedTuple
 
 import numpy as np
 
-from jitlib import errors, tree
+from jitlib import errors, forksafe, logs, tree
 from jitlib.buckets import config, safety, saved
 from jitlib.hlo import dtypes
-
-log = logging.getLogger("jitlib")
 
 
 class BucketSizeError(errors.JitlibError):
@@ -84,7 +80,7 @@ class Bucketed:
     def __init__(self, jitted, rules):
         self.jitted = jitted
         self.rules = rules
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         params = list(jitted._signature.parameters) if jitted._signature else []
         self._params = []
         for rule in rules:
@@ -166,8 +162,8 @@ class Bucketed:
                         f"rule's max = {rule.max}", location=rule.source.location("max"),
                         hint="raise max, or set beyond_max = \"compile\" to compile "
                              "such sizes exactly")
-                log.info("jitlib: %s: %s axis %d length %d is past max = %d: compiling the "
-                         "exact shape", self.jitted.__name__, name, axis, n, rule.max)
+                logs.log("buckets", "%s: %s axis %d length %d is past max = %d: compiling "
+                         "the exact shape", self.jitted.__name__, name, axis, n, rule.max)
                 continue
             if n <= 1:
                 continue   # size 0 and 1 run exactly (NumPy broadcasts size 1)
@@ -240,7 +236,7 @@ class Bucketed:
         if call.lengths not in [t.lengths for t in traces]:
             safety.prove(traces + [safety.Traced(true_trace, call.lengths)], names)
         if program.masked:
-            log.info("jitlib: %s: masked %s for the bucket", j.__name__,
+            logs.log("buckets", "%s: masked %s for the bucket", j.__name__,
                      ", ".join(f"{b.op.value}" for b in program.masked))
         return traces, program
 

@@ -17,13 +17,12 @@ program's own entry (so a warm start reads one file, not two), and how each resu
 sliced back.
 """
 import json
-import logging
 
+from jitlib import logs
 from jitlib.cache import disk
 from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.hlo import serial
 
-log = logging.getLogger("jitlib")
 KIND = "bucket-size"
 
 
@@ -53,8 +52,7 @@ class SavedCall:
             if copy is not None and not isinstance(copy, dict):
                 raise TypeError("the program's copy is not an object")
         except (ValueError, KeyError, IndexError, TypeError, AttributeError) as e:
-            log.warning("jitlib: discarding an unreadable bucket entry in the disk cache: "
-                        "%s", e)
+            logs.warning("cache", "discarding an unreadable bucket entry: %s", e)
             self.store.discard(self.key)
             return None
         executable = self.backend.load_saved(program, copy)

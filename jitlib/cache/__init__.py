@@ -10,7 +10,7 @@ recompile budget, the shapes seen, and the persistent disk cache of object code.
     fingerprint.py  what an entry derived by jitlib's Python code depends on in its source
   (saved programs are backends/llvm/saved.py's, saved bucketed calls buckets/saved.py's)
     planner.py  bucket sizes from the shapes seen: compiles against padding waste
-    cli.py      python -m jitlib cache info|clear, buckets suggest|warm
+    cli.py      jitlib cache info|clear|prune, buckets suggest|warm (parser: jitlib/cli.py)
 """
 from jitlib.cache.budget import RecompileBudgetError, RecompileWarning
 from jitlib.cache.disk import cache_dir

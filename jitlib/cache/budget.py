@@ -2,19 +2,15 @@
 
 `jit(f, max_compiles=N, on_exceed="error"|"warn")`: compile N+1 raises (or warns)
 with the difference that caused every compile and the fix for it. With
-JITLIB_LOG=recompiles (or the `jitlib` logger at INFO) every compile after the first
-logs why the cache missed.
+JITLIB_LOG=recompiles (jitlib/logs.py) every compile after the first logs why the cache
+missed.
 """
 import collections
-import logging
-import os
-import sys
 import warnings
 
-from jitlib import errors
+from jitlib import errors, logs
 from jitlib.cache import explain
 
-log = logging.getLogger("jitlib")
 _ON_EXCEED = ("error", "warn")
 
 
@@ -24,12 +20,6 @@ class RecompileBudgetError(errors.JitlibError):
 
 class RecompileWarning(UserWarning):
     """A jitted function compiled more often than its max_compiles allows."""
-
-
-def log_enabled(topic):
-    """JITLIB_LOG=topic[,topic...]: make the `jitlib` logger print that topic."""
-    topics = {t.strip() for t in os.environ.get("JITLIB_LOG", "").split(",")}
-    return topic in topics or "all" in topics
 
 
 HISTORY = 256   # compiles whose explanation is kept per function
@@ -62,8 +52,7 @@ class Recompiles:
             text += f" [{what}]"
         self.history.append((key, diffs, text))
         self.compiles += 1
-        if self.compiles > 1 or log_enabled("recompiles"):
-            _log_recompile(text)
+        logs.log("recompiles", "%s", text)
         if self.max_compiles is not None and self.compiles > self.max_compiles:
             message = self.report()
             if self.on_exceed == "error":
@@ -92,14 +81,3 @@ class Recompiles:
                     fixes.append(fix)
         return "; ".join(fixes) or "raise max_compiles"
 
-
-def _log_recompile(text):
-    if log_enabled("recompiles") and not any(getattr(h, "_jitlib", False)
-                                             for h in log.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.setFormatter(logging.Formatter("jitlib: recompile: %(message)s"))
-        handler._jitlib = True
-        log.addHandler(handler)
-        if log.level == logging.NOTSET or log.level > logging.INFO:
-            log.setLevel(logging.INFO)
-    log.info("%s", text)

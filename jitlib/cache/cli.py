@@ -1,6 +1,6 @@
-"""`python -m jitlib cache info|clear` and `python -m jitlib buckets suggest|warm CONFIG`."""
-import argparse
+"""What `jitlib cache ...` and `jitlib buckets ...` do (the parser is jitlib/cli.py)."""
 import collections
+import datetime
 import importlib
 import json
 import os
@@ -11,50 +11,90 @@ import numpy as np
 from jitlib.cache import disk, planner, shapes
 
 
-def main(argv):
-    parser = argparse.ArgumentParser(prog="python -m jitlib")
-    sub = parser.add_subparsers(dest="group", required=True)
-    cache = sub.add_parser("cache", help="the persistent compile cache")
-    cache.add_argument("action", choices=["info", "clear"])
-    buckets = sub.add_parser("buckets", help="shape buckets")
-    bsub = buckets.add_subparsers(dest="action", required=True)
-    suggest = bsub.add_parser("suggest", help="a bucket config from the shapes seen")
-    suggest.add_argument("-o", "--output", help="write the config here (default: stdout)")
-    suggest.add_argument("--max-waste", type=float, default=0.25,
-                         help="largest acceptable fraction of padded work (default 0.25)")
-    warm = bsub.add_parser("warm", help="compile every bucket into the disk cache")
-    warm.add_argument("config")
-    args = parser.parse_args(argv)
+def run(args):
     directory = disk.cache_dir()
     if directory is None:
         print("the disk cache is off (JITLIB_CACHE_DIR is empty)", file=sys.stderr)
         return 1
-    if args.group == "cache":
-        return _info(directory) if args.action == "info" else _clear(directory)
+    if args.command == "cache":
+        if args.action == "info":
+            return _info(directory, args.all)
+        if args.action == "clear":
+            return _clear(directory)
+        return _prune(directory, args.max_bytes)
     if args.action == "suggest":
         return _suggest(directory, args.output, args.max_waste)
     return _warm(directory, args.config)
 
 
-def _info(directory):
+def _info(directory, everything):
     store = disk.DiskCache(directory)
     entries = store.entries()
-    size = sum(os.path.getsize(p) for p, _ in entries)
+    sizes = {path: _size(path) for path, _ in entries}
     kinds = collections.Counter(meta.get("kind", "?") for _, meta in entries)
     print(f"directory: {directory}")
-    print(f"entries:   {len(entries)}, {size / 1024:.1f} KiB ("
-          + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + ")")
-    for path, meta in entries[:20]:
-        what = meta.get("symbol") or meta.get("kernel") or meta.get("module") or "?"
-        print(f"  {os.path.basename(path)[:16]}  {meta.get('kind', '?'):16}  {what}  "
-              f"{meta.get('size', '?')} bytes")
+    print(f"entries:   {len(entries)}, {_bytes(sum(sizes.values()))} of "
+          f"{_bytes(disk.max_bytes())} (JITLIB_DISK_CACHE_BYTES)"
+          + (": " + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items()))
+             if kinds else ""))
+    stats = store.stats()
+    looked = stats.get("hits", 0) + stats.get("misses", 0)
+    rate = f"{100 * stats.get('hits', 0) / looked:.1f}%" if looked else "-"
+    print(f"hit rate:  {rate} ({stats.get('hits', 0)} hits, {stats.get('misses', 0)} "
+          f"misses; {stats.get('evicted', 0)} evicted, {stats.get('discarded', 0)} bad "
+          "entries removed)")
     docs = shapes.load_all(directory)
-    print(f"shapes:    recorded for {len(docs)} functions")
+    print(f"shapes:    recorded for {len(docs)} functions"
+          + ("" if shapes.recording() else " (JITLIB_RECORD_SHAPES=1 records them)"))
+    if everything:
+        print(f"{'last used':19}  {'kind':16}  {'bytes':>9}  what")
+        for path, meta in reversed(entries):   # most recently used first
+            what = meta.get("symbol") or meta.get("kernel") or meta.get("module") or \
+                os.path.basename(path)[:16]
+            used = datetime.datetime.fromtimestamp(_mtime(path)).strftime(
+                "%Y-%m-%d %H:%M:%S")
+            print(f"{used}  {meta.get('kind', '?'):16}  {sizes[path]:>9}  {what}")
     return 0
+
+
+def _size(path):
+    try:
+        return os.lstat(path).st_size
+    except OSError:
+        return 0
+
+
+def _mtime(path):
+    try:
+        return os.lstat(path).st_mtime
+    except OSError:
+        return 0
+
+
+def _bytes(n):
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{n:.1f} {unit}"
+        n /= 1024
 
 
 def _clear(directory):
     print(f"removed {disk.DiskCache(directory).clear()} files from {directory}")
+    return 0
+
+
+def _prune(directory, max_bytes):
+    if max_bytes is not None:
+        os.environ["JITLIB_DISK_CACHE_BYTES"] = max_bytes   # parsed as the variable is
+        limit = disk.max_bytes()
+    else:
+        limit = int(disk.max_bytes() * 0.9)
+    store = disk.DiskCache(directory)
+    removed, freed = store.prune(limit)
+    store.flush_stats()   # its evictions count in `cache info`
+    entries, left = store.usage()
+    print(f"removed {removed} entries ({_bytes(freed)}); {entries} entries, "
+          f"{_bytes(left)} left (pruned to {_bytes(limit)})")
     return 0
 
 

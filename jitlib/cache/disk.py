@@ -23,17 +23,31 @@ features) and the jitlib / llvmlite / LLVM versions; the others hash their input
 the fingerprint of the jitlib sources that derive them (fingerprint.py).
 
 Entries are written to a temp file and `os.replace`d (two processes writing one entry
-leave one whole entry); a load checks owner, magic, key, size and sha256, and a bad
-entry is deleted and rebuilt, never loaded. The directory is created 0700; entries
+leave one whole entry); a load opens only a regular file (O_NOFOLLOW | O_NONBLOCK, then
+fstat: type, owner, size at most MAX_ENTRY_BYTES, before reading) and checks magic, key,
+size and sha256; anything else in an entry's place (corrupt, a FIFO, a directory, a
+huge file) is deleted and rebuilt, never loaded. The directory is created 0700; entries
 owned by another user are ignored (someone else's code must not run in our process).
+
+The store keeps to JITLIB_DISK_CACHE_BYTES (default 1 GiB): a load marks its entry used
+(its mtime), and a store that takes the total past the bound removes the least recently
+used entries down to 90% of it (`prune`). Hits and misses of every process add up in
+<dir>/stats.json, for `jitlib cache info`. A cache directory that cannot be written
+costs the cache only, with one warning line per process.
 """
+import atexit
+import errno
 import functools
 import hashlib
 import json
 import os
+import re
+import shutil
 import stat
 import tempfile
-import threading
+import time
+
+from jitlib import forksafe, logs
 
 _MAGIC = b"JITLIBOBJ1\n"
 
@@ -82,13 +96,113 @@ def atomic_write(path, data):
         raise
 
 
+class BadEntry(Exception):
+    """A path in the cache that is no entry (a FIFO, a directory, a file past the size
+    limit): removed, and the entry rebuilt."""
+
+
+# the largest entry read: a saved program of thousands of kernels is a few MiB
+MAX_ENTRY_BYTES = 256 << 20
+
+
+def max_bytes():
+    """JITLIB_DISK_CACHE_BYTES: the disk cache's size bound, in bytes (default 1 GiB; K,
+    M, G suffixes are powers of 1024). Past it, the least recently used entries go."""
+    text = os.environ.get("JITLIB_DISK_CACHE_BYTES", "").strip()
+    if not text:
+        return 1 << 30
+    match = re.fullmatch(r"(\d+(?:\.\d*)?)\s*([kmg]?)i?b?", text, re.IGNORECASE)
+    if match is None:
+        raise ValueError(f"JITLIB_DISK_CACHE_BYTES={text!r}: a size in bytes, like 500M")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match[2].lower()]
+    return int(float(match[1]) * scale)
+
+
+def read_regular(path, limit=MAX_ENTRY_BYTES, touch=False):
+    """The bytes of the regular file at `path` (None if there is none, or it belongs to
+    another user). Only regular files are read, never through a symbolic link, and a
+    FIFO is opened without waiting for a writer: anything else, or a file past `limit`
+    bytes, raises BadEntry. `touch`: mark it used now (its mtime: the LRU order)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            raise BadEntry("a symbolic link") from None
+        raise BadEntry(f"unreadable ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise BadEntry(f"a {_KINDS.get(stat.S_IFMT(st.st_mode), 'special file')}, "
+                           "not a regular file")
+        if st.st_uid != current_uid():
+            return None
+        if st.st_size > limit:
+            raise BadEntry(f"{st.st_size} bytes, past the {limit}-byte limit")
+        chunks, left = [], st.st_size
+        while left > 0:
+            chunk = os.read(fd, left)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+        if touch:
+            try:
+                os.utime(fd)
+            except OSError:
+                pass
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+_KINDS = {stat.S_IFIFO: "FIFO", stat.S_IFDIR: "directory", stat.S_IFSOCK: "socket",
+          stat.S_IFCHR: "character device", stat.S_IFBLK: "block device"}
+
+
+def remove(path):
+    """Delete what is at `path` (a directory with its contents) if we own it."""
+    try:
+        st = os.lstat(path)
+        if st.st_uid != current_uid():
+            return False
+        if stat.S_ISDIR(st.st_mode):
+            shutil.rmtree(path)
+        else:
+            os.unlink(path)
+        return True
+    except OSError:
+        return False
+
+
+_warned_unwritable = set()
+
+
+def warn_unwritable(directory, error):
+    """One line, once per directory and process: the cache there cannot be written."""
+    if directory in _warned_unwritable:
+        return
+    _warned_unwritable.add(directory)
+    logs.warning("cache", "the disk cache %s cannot be written (%s: %s): compiled code "
+                 "is not kept; set JITLIB_CACHE_DIR to a writable directory, or to "
+                 "nothing to turn the disk cache off", directory, type(error).__name__,
+                 getattr(error, "strerror", None) or error)
+
+
 class DiskCache:
-    """Object code by key under one directory, with counters for tests and `cache info`."""
+    """Entries by key under one directory, at most `max_bytes()` of them (least recently
+    used go first), with counters for tests and `cache info` (kept in stats.json)."""
 
     def __init__(self, root):
         self.root = os.path.abspath(root)
         self.hits = self.misses = self.stores = self.discarded = self.ignored = 0
-        self._lock = threading.Lock()
+        self.evicted = 0
+        self._lock = forksafe.lock()
+        self._bytes = None       # the entries' total as this process last counted it
+        self._saved_stats = dict.fromkeys(_COUNTERS, 0)   # counters already in stats.json
+        self._flush_registered = False
 
     @staticmethod
     def key(*parts):
@@ -102,27 +216,29 @@ class DiskCache:
         return os.path.join(self.root, "objects", key[:2], f"{key}.obj")
 
     def load(self, key):
-        """The payload stored under `key`, or None (missing, foreign or corrupt)."""
+        """The payload stored under `key`, or None (missing, foreign, corrupt or no
+        entry at all: the last two are removed, so the caller's store rebuilds them)."""
         path = self.path(key)
+        self._count_at_exit()
         try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
-        except OSError:
+            blob = read_regular(path, touch=True)
+        except BadEntry as e:
+            self.discarded += 1
             self.misses += 1
+            if remove(path):
+                logs.warning("cache", "removed %s from the disk cache: %s", path, e)
             return None
-        with os.fdopen(fd, "rb") as f:
-            if os.fstat(f.fileno()).st_uid != current_uid():
-                self.ignored += 1
-                self.misses += 1
-                return None
-            blob = f.read()
+        if blob is None:
+            self.misses += 1
+            if os.path.lexists(path):
+                self.ignored += 1   # another user's: someone else's code must not run here
+            return None
         payload = _unpack(blob, key)
         if payload is None:
             self.discarded += 1
             self.misses += 1
-            try:
-                os.unlink(path)
-            except OSError:
-                pass
+            logs.log("cache", "removed a corrupt entry %s", os.path.basename(path))
+            remove(path)
             return None
         self.hits += 1
         return payload
@@ -130,56 +246,165 @@ class DiskCache:
     def discard(self, key):
         """Delete the entry under `key` (its payload was found unusable)."""
         self.discarded += 1
-        try:
-            os.unlink(self.path(key))
-        except OSError:
-            pass
+        remove(self.path(key))
 
     def store(self, key, payload, **meta):
-        """Write one entry atomically; failures only cost the cache, never the call."""
+        """Write one entry atomically, then evict past the size bound; failures only
+        cost the cache, never the call."""
         meta = dict(meta, key=key, size=len(payload),
                     sha256=hashlib.sha256(payload).hexdigest())
         blob = _MAGIC + json.dumps(meta, sort_keys=True).encode() + b"\n" + payload
         path = self.path(key)
+        self._count_at_exit()
         try:
             for folder in (self.root, os.path.dirname(os.path.dirname(path)),
                            os.path.dirname(path)):
                 private_dir(folder)
+            if os.path.isdir(path) and not os.path.islink(path):
+                remove(path)   # a directory in an entry's place: os.replace cannot
             atomic_write(path, blob)
-            self.stores += 1
-        except OSError:
-            pass
+        except OSError as e:
+            warn_unwritable(self.root, e)
+            return
+        self.stores += 1
+        logs.log("cache", "stored %s %s (%d bytes)", meta.get("kind", "entry"),
+                 key[:16], len(blob))
+        with self._lock:
+            if self._bytes is None:
+                self._bytes = sum(size for _, size, _ in self._scan())
+            else:
+                self._bytes += len(blob)
+            over = self._bytes > max_bytes()
+        if over:
+            self.prune()
 
-    def entries(self):
-        """(path, metadata) of every readable entry we own."""
-        out = []
-        top = os.path.join(self.root, "objects")
-        if not os.path.isdir(top):
-            return out
-        for sub in sorted(os.listdir(top)):
-            folder = os.path.join(top, sub)
-            for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
-                if name.endswith(".obj"):
-                    out.append((os.path.join(folder, name), _read_meta(
-                        os.path.join(folder, name))))
+    def prune(self, limit=None):
+        """Remove the least recently used entries until the rest fit in `limit` bytes
+        (default: 90% of `max_bytes()`, so each prune makes room for a while), along with
+        anything in the store that is no entry and temp files a crash left. Returns
+        (entries removed, bytes removed)."""
+        limit = int(max_bytes() * 0.9) if limit is None else limit
+        entries, removed, freed = self._scan(clean=True), 0, 0
+        total = sum(size for _, size, _ in entries)
+        for path, size, _ in sorted(entries, key=lambda e: e[2]):
+            if total <= limit:
+                break
+            if remove(path):
+                removed, freed, total = removed + 1, freed + size, total - size
+        with self._lock:
+            self._bytes = total
+            self.evicted += removed
+        if removed:
+            logs.log("cache", "evicted %d least recently used entries (%d bytes) to stay "
+                     "under %d bytes", removed, freed, limit)
+        return removed, freed
+
+    def _scan(self, clean=False):
+        """(path, size, last use) of every entry we own; `clean`: remove what is no
+        entry (not a regular file) and temp files over an hour old."""
+        out, top = [], os.path.join(self.root, "objects")
+        now = time.time()
+        for folder in _subdirs(top):
+            try:
+                listing = list(os.scandir(folder))
+            except OSError:
+                continue
+            for item in listing:
+                try:
+                    st = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                if st.st_uid != current_uid():
+                    continue
+                stale = item.name.startswith(".tmp-") and now - st.st_mtime > 3600
+                if not stat.S_ISREG(st.st_mode) or stale:
+                    if clean:
+                        remove(item.path)
+                    continue
+                if item.name.endswith(".obj"):
+                    out.append((item.path, st.st_size, st.st_mtime))
         return out
 
+    def entries(self):
+        """(path, metadata) of every readable entry we own, least recently used first."""
+        return [(path, _read_meta(path))
+                for path, _, _ in sorted(self._scan(), key=lambda e: (e[2], e[0]))]
+
+    def usage(self):
+        """(entries, bytes) of the store now."""
+        found = self._scan()
+        return len(found), sum(size for _, size, _ in found)
+
     def clear(self):
-        """Delete every entry (and recorded shapes) we own; returns how many files."""
+        """Delete every entry (and recorded shapes, statistics) we own; returns how many
+        files."""
         removed = 0
         for sub in ("objects", "shapes"):
             top = os.path.join(self.root, sub)
-            for dirpath, _, files in os.walk(top, topdown=False):
-                for name in files:
-                    path = os.path.join(dirpath, name)
-                    if os.lstat(path).st_uid == current_uid():
-                        os.unlink(path)
-                        removed += 1
+            for dirpath, dirs, files in os.walk(top, topdown=False):
+                for name in files + [d for d in dirs if os.path.islink(
+                        os.path.join(dirpath, d))]:
+                    removed += remove(os.path.join(dirpath, name))
                 try:
                     os.rmdir(dirpath)
                 except OSError:
                     pass
+        remove(os.path.join(self.root, _STATS))
+        with self._lock:
+            self._bytes = 0
         return removed
+
+    # -- statistics across processes, for `cache info`
+
+    def stats(self):
+        """The counters of every process that used this cache (stats.json), plus this
+        one's not yet written there."""
+        totals = _read_stats(self.root)
+        for name in _COUNTERS:
+            totals[name] = totals.get(name, 0) + getattr(self, name) - \
+                self._saved_stats[name]
+        return totals
+
+    def _count_at_exit(self):
+        if not self._flush_registered:
+            self._flush_registered = True
+            atexit.register(self.flush_stats)
+
+    def flush_stats(self):
+        """Add this process's counters to stats.json (a read-only cache: a warning)."""
+        new = {name: getattr(self, name) - self._saved_stats[name] for name in _COUNTERS}
+        if not any(new.values()) or not os.path.isdir(self.root):
+            return
+        totals = _read_stats(self.root)
+        for name, value in new.items():
+            totals[name] = totals.get(name, 0) + value
+        try:
+            atomic_write(os.path.join(self.root, _STATS), json.dumps(totals).encode())
+        except OSError as e:
+            warn_unwritable(self.root, e)
+            return
+        self._saved_stats.update({name: getattr(self, name) for name in _COUNTERS})
+
+
+_COUNTERS = ("hits", "misses", "stores", "discarded", "evicted")
+_STATS = "stats.json"
+
+
+def _read_stats(root):
+    try:
+        data = json.loads(read_regular(os.path.join(root, _STATS), 1 << 16) or b"{}")
+    except (BadEntry, ValueError):
+        data = {}
+    return {k: v for k, v in data.items() if k in _COUNTERS and type(v) is int} \
+        if isinstance(data, dict) else {}
+
+
+def _subdirs(top):
+    try:
+        return [item.path for item in os.scandir(top)
+                if item.is_dir(follow_symlinks=False)]
+    except OSError:
+        return []
 
 
 def _unpack(blob, key):
@@ -201,17 +426,25 @@ def _unpack(blob, key):
 
 
 def _read_meta(path):
+    """An entry's metadata, read from its first 4 KiB (no whole-file read)."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | getattr(os, "O_NOFOLLOW", 0)
     try:
-        with open(path, "rb") as f:
-            head = f.read(4096)
+        fd = os.open(path, flags)
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return {}
+            head = os.read(fd, 4096)
+        finally:
+            os.close(fd)
         end = head.find(b"\n", len(_MAGIC))
-        return json.loads(head[len(_MAGIC):end]) if head.startswith(_MAGIC) else {}
+        meta = json.loads(head[len(_MAGIC):end]) if head.startswith(_MAGIC) else {}
+        return meta if isinstance(meta, dict) else {}
     except (OSError, ValueError):
         return {}
 
 
 _stores = {}
-_stores_lock = threading.Lock()
+_stores_lock = forksafe.lock()
 
 
 def object_store():

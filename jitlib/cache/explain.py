@@ -103,6 +103,34 @@ def explain(fn_name, key, cached):
     return diffs, f"{fn_name}: " + "; ".join(d.describe() for d in diffs)
 
 
+def format_call(fn_name, key):
+    """A call signature as a user reads it: `f(x: f32[8,16], n: int in [0, 255], k=3)`,
+    then the backend: an array argument with its type and shape, a Python scalar by its
+    type (an int by the range it is keyed by, or its value once keyed by value), static
+    arguments by value."""
+    from jitlib.hlo import dtypes
+    parts = []
+    for name, (shape, dtype, weak) in zip(leaf_names(key), key.leaves):
+        if type(weak) is tuple:
+            parts.append(f"{name}: int in {_range(weak)}")
+        elif type(weak).__name__ == "ExactInt":
+            parts.append(f"{name}={weak.value}")
+        elif weak:
+            parts.append(f"{name}: {_PYTHON_TYPES.get(np.dtype(dtype).kind, 'scalar')}")
+        else:
+            parts.append(f"{name}: {dtypes.name(dtype)}[{','.join(map(str, shape))}]")
+    parts += [f"{name}={_short_repr(value)}" for name, value in key.static]
+    return f"{fn_name}({', '.join(parts)}) on {key.backend}"
+
+
+_PYTHON_TYPES = {"b": "bool", "i": "int", "u": "int", "f": "float", "c": "complex"}
+
+
+def _short_repr(value, limit=40):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def leaf_names(key):
     from jitlib.api import _leaf_names
     return _leaf_names(key.names, key.in_tree)

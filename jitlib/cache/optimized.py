@@ -10,16 +10,14 @@ the text costs as much as optimizing (measured: a two-kernel MLP optimizes in 0.
 parses in 1.8 ms; a 181-instruction layernorm/gelu/softmax chain optimizes in 21-30 ms
 and parses in 8-11 ms).
 """
-import logging
 
-from jitlib import fusion
+from jitlib import fusion, logs
 from jitlib.cache import disk
 from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.fusion import fuse as _fuse  # noqa: F401 - else the first optimize imports it
 from jitlib.hlo.parser import parse_module
 from jitlib.hlo.printer import print_module
 
-log = logging.getLogger("jitlib")
 
 MIN_INSTRUCTIONS = 64
 _KIND = "optimized-module"
@@ -36,8 +34,7 @@ def optimize(module):
         try:
             optimized = parse_module(text.decode())
         except Exception as e:   # noqa: BLE001 - a bad entry costs a re-optimize, not the call
-            log.warning("jitlib: discarding an unreadable optimized module in the disk "
-                        "cache: %s", e)
+            logs.warning("cache", "discarding an unreadable optimized module: %s", e)
             store.discard(key)
         else:
             return optimized

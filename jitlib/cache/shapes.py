@@ -1,16 +1,17 @@
 """The shapes each jitted function has seen, for `python -m jitlib buckets suggest`.
 
-Counted in memory on every compile and every bucketed call (never on the fast path,
-which must stay a dict lookup), and merged into <cache dir>/shapes/<function>.json
-when the process exits, if the disk cache is on.
+Only with JITLIB_RECORD_SHAPES=1: then counted in memory on every compile and every
+bucketed call (never on the fast path, which must stay a dict lookup), and merged into
+<cache dir>/shapes/<function>.json when the process exits, if the disk cache is on.
 """
 import atexit
 import collections
 import json
 import os
-import threading
 
-_lock = threading.Lock()
+from jitlib import forksafe
+
+_lock = forksafe.lock()
 _seen = {}          # (module, qualname) -> Counter of ((name, shape, dtype), ...) tuples
 _registered = False
 # distinct signatures kept per function: enough to plan buckets from, and a function
@@ -18,9 +19,16 @@ _registered = False
 MAX_SIGNATURES = 4096
 
 
+def recording():
+    """JITLIB_RECORD_SHAPES=1: keep the shapes each function sees, for `buckets suggest`."""
+    return os.environ.get("JITLIB_RECORD_SHAPES", "") not in ("", "0")
+
+
 def record(fn, names, shapes):
     """One call of `fn` with leaves `names` of `shapes` ((shape, dtype) each)."""
     global _registered
+    if not recording():
+        return
     key = (getattr(fn, "__module__", "?"), getattr(fn, "__qualname__", repr(fn)))
     sig = tuple((n, tuple(s), _dtype_text(d)) for n, (s, d) in zip(names, shapes))
     with _lock:
@@ -57,11 +65,20 @@ def flush(directory=None):
         items = {k: dict(v) for k, v in _seen.items()}
     if not items:
         return
-    folder = os.path.join(directory, "shapes")
     try:
-        disk.private_dir(folder)
-    except OSError:
+        _write(directory, items)
+    except OSError as e:   # a read-only cache: one line, never a traceback at exit
+        disk.warn_unwritable(directory, e)
         return
+    with _lock:
+        for key in items:
+            _seen.pop(key, None)
+
+
+def _write(directory, items):
+    from jitlib.cache import disk
+    folder = os.path.join(directory, "shapes")
+    disk.private_dir(folder)
     for (module, qualname), counts in items.items():
         path = os.path.join(folder, f"{module}.{qualname}.json".replace(os.sep, "_"))
         merged = collections.Counter()
@@ -72,17 +89,15 @@ def flush(directory=None):
                "calls": [{"args": [[n, list(s), d] for n, s, d in sig], "count": c}
                          for sig, c in merged.items()]}
         disk.atomic_write(path, json.dumps(doc, indent=1).encode())
-    with _lock:
-        for key in items:
-            _seen.pop(key, None)
 
 
 def load_file(path):
+    from jitlib.cache import disk
     try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
+        doc = json.loads(disk.read_regular(path) or b"{}")
+    except (disk.BadEntry, ValueError):
         return {}
+    return doc if isinstance(doc, dict) else {}
 
 
 def load_all(directory):

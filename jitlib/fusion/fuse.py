@@ -20,15 +20,14 @@ producers, a producer joins its consumers' kernel when all of them are in one ke
 and `can_fuse` says yes; a cheap producer whose consumers sit in several kernels is
 duplicated into each when the cost model (bytes moved) says that pays. Then sibling
 kernels of the same space that read a common input merge into one multi-output kernel.
-Every decision carries a reason (`FusionDecision`), logged at JITLIB_DEBUG>=2.
+Every decision carries a reason (`FusionDecision`), logged with JITLIB_LOG=passes.
 """
 import dataclasses
-import logging
 import os
 
 import numpy as np
 
-from jitlib import config
+from jitlib import logs
 from jitlib.fusion import cost
 from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
@@ -36,7 +35,6 @@ from jitlib.hlo import ops as O
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
 
-log = logging.getLogger("jitlib")
 
 # ops a loop kernel computes per output element from operand elements at mapped indices
 ELEMENTAL = O.ELEMENTWISE | {
@@ -536,8 +534,8 @@ def fuse(module, options=None, explain=None):
     fused, kernels = fuser.build()
     if explain is not None:
         explain.extend(fuser.decisions)
-    if config.debug_level() >= 2:
+    if logs.enabled("passes"):
         for instr, group, decision in fuser.decisions:
             verdict = "fused" if decision else f"not fused: {decision.reason}"
-            log.info("fusion: %s into %s: %s", instr.op, group, verdict)
+            logs.log("passes", "fusion: %s into %s: %s", instr.op.value, group, verdict)
     return fused

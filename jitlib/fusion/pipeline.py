@@ -18,24 +18,21 @@ simplification pipeline; `optimize` runs it and then fusion. The order, and why:
      the rules do not look inside kernels, and dead or duplicate ops would become
      kernel work.
 
-Debugging (`JITLIB_DEBUG`, logger "jitlib"): 2 logs the module before and after
-`optimize`; 3 verifies the module after every pass and logs each pass's diff.
+Debugging (`JITLIB_LOG=passes`, logger "jitlib.passes"): logs the module before and
+after `optimize` and each pass's diff, and verifies the module after every pass.
 """
 import dataclasses
 import difflib
 import importlib
-import logging
 from typing import Callable
 
-from jitlib import config
+from jitlib import logs
 from jitlib.errors import VerifierError
 from jitlib.fusion import rewrite
 from jitlib.fusion.options import Options
 from jitlib.fusion.simplify import ALGEBRAIC, FOLD
 from jitlib.hlo.printer import print_module
 from jitlib.hlo.verifier import verify
-
-log = logging.getLogger("jitlib")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,12 +86,12 @@ BY_NAME = {p.name: p for p in (SIMPLIFY, CONSTANT_FOLD, CSE, DCE, *PASSES)}
 def run_pipeline(module, passes=None, options=None, verify_each=False):
     """Run `passes` (default `PASSES`) in order and return the result.
 
-    With `verify_each`, or at JITLIB_DEBUG>=3, the verifier runs after every pass and a
-    failure names the pass; at JITLIB_DEBUG>=3 each pass's diff is logged.
+    With `verify_each`, or with JITLIB_LOG=passes, the verifier runs after every pass
+    and a failure names the pass; with JITLIB_LOG=passes each pass's diff is logged.
     """
     passes = PASSES if passes is None else tuple(passes)
     options = options if options is not None else Options()
-    debug = config.debug_level() >= 3
+    debug = logs.enabled("passes")
     for p in passes:
         module = _run(p, module, options, verify_each or debug, debug)
     return module
@@ -121,7 +118,7 @@ def _run(p, module, options, check, debug):
             raise VerifierError(f"after pass {p.name!r}: {e.message}",
                                 location=e.location) from e
     if debug:
-        log.info("%s", _diff(p.name, before, module))
+        logs.log("passes", "%s", _diff(p.name, before, module))
     return module
 
 
@@ -137,16 +134,16 @@ def _diff(name, before, after):
 def optimize(module, options=None):
     """The optimized module: `PASSES`, then fusion into kernels when that pass exists."""
     options = options if options is not None else Options()
-    if config.debug_level() >= 2:
-        log.info("optimize: before\n%s", print_module(module, short_locs=True))
+    if logs.enabled("passes"):
+        logs.log("passes", "optimize: before\n%s", print_module(module, short_locs=True))
     passes = PASSES
     fuse = _fusion_pass()
     if fuse is not None:
         from jitlib.fusion.in_place import mark_in_place
         passes += (fuse, Pass("in_place", mark_in_place))
     module = run_pipeline(module, passes, options)
-    if config.debug_level() >= 2:
-        log.info("optimize: after\n%s", print_module(module, short_locs=True))
+    if logs.enabled("passes"):
+        logs.log("passes", "optimize: after\n%s", print_module(module, short_locs=True))
     return module
 
 

@@ -12,12 +12,12 @@ deterministic topological order. Modules compare and hash by structure
 Module, is interned like any other.
 """
 import math
-import threading
 import weakref
 from _weakref import _remove_dead_weakref
 
 import numpy as np
 
+from jitlib import forksafe
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
@@ -85,7 +85,7 @@ class Instr:
     _interned = {}
     # Two threads tracing at once must agree on one object per structure, or CSE (and
     # the identity-based equality of Modules) silently breaks.
-    _intern_lock = threading.Lock()
+    _intern_lock = forksafe.lock()
 
     @classmethod
     def make(cls, op, shape, dtype, operands=(), attrs=None, loc=None, typed=False):

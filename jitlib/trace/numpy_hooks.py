@@ -18,7 +18,7 @@ import threading
 
 import numpy as np
 
-from jitlib import errors
+from jitlib import errors, forksafe
 from jitlib.trace import host_random
 from jitlib.trace.context import current_trace
 
@@ -28,7 +28,7 @@ NAMES = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_lik
          "full_like", "arange", "linspace", "eye", "identity", "tri", "array", "asarray",
          "asanyarray", "copy")
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _host = threading.local()   # host.work: jitlib runs NumPy for itself (probing a draw)
 
 

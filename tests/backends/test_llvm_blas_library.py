@@ -5,7 +5,7 @@ copy of it with AVX-512 kernels, split by rows between jitlib's threads.
 Checked: which cores ask for the copy; that the copy, where loaded, really runs other
 kernels than NumPy's; products of many shapes (batches, one row, empty contraction, a
 split that crosses a batch boundary, float64) against the interpreter within the
-product tolerance; JITLIB_BLAS=numpy keeps the interpreter's bits."""
+product tolerance; JITLIB_BLAS=numpy, the default, keeps the interpreter's bits."""
 import numpy as np
 import pytest
 
@@ -26,7 +26,12 @@ def test_the_copy_is_wanted_only_for_avx2_kernels_on_an_avx512_host(core, flags,
     assert blas_library.wanted_core(core, flags) == want
 
 
-def test_the_loaded_copy_runs_the_kernels_it_asked_for():
+@pytest.fixture
+def private(monkeypatch):
+    monkeypatch.setenv("JITLIB_BLAS", "private")
+
+
+def test_the_loaded_copy_runs_the_kernels_it_asked_for(private):
     found = blas_library._numpys_library()
     library = blas_library._loader.library()
     wanted = found and blas_library.wanted_core(found[1], blas_library._host_flags())
@@ -54,7 +59,7 @@ SHAPES = [
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("shapes", SHAPES, ids=str)
-def test_products_match_the_interpreter(dtype, shapes):
+def test_products_match_the_interpreter(dtype, shapes, private):
     rng = np.random.default_rng(1)
     a, b = (rng.standard_normal(s).astype(dtype) for s in shapes)
     got = jitlib.jit(_matmul, backend="cpu")(a, b)
@@ -85,13 +90,19 @@ def test_blas_numpy_keeps_the_interpreters_bits(monkeypatch):
     assert "JITLIB_BLAS=numpy" in blas_library.describe()
 
 
+def test_the_private_copy_is_opt_in(monkeypatch):
+    monkeypatch.delenv("JITLIB_BLAS", raising=False)
+    assert not blas_library.uses_copy(1 << 40)
+    assert "the default" in blas_library.describe()
+
+
 def test_a_bad_setting_is_an_error(monkeypatch):
     monkeypatch.setenv("JITLIB_BLAS", "mkl")
     with pytest.raises(ValueError, match="JITLIB_BLAS"):
         blas_library.describe()
 
 
-def test_small_products_stay_on_numpys_copy(monkeypatch):
+def test_small_products_stay_on_numpys_copy(monkeypatch, private):
     # below blas_threads.SMALL_PRODUCT multiply-adds: NumPy's copy, single-threaded, so a
     # served model's small batches never wait for the private copy to load; the same
     # bits as with JITLIB_BLAS=numpy

@@ -205,7 +205,8 @@ def test_warm_saves_every_recorded_length(tmp_path):
     (tmp_path / "model.py").write_text(SERVICE)
     (tmp_path / "buckets.toml").write_text(CONFIG)
     env = dict(os.environ, JITLIB_CACHE_DIR=str(tmp_path / "cache"),
-               JITLIB_BUCKETS=str(tmp_path / "buckets.toml"), PYTHONPATH=str(tmp_path))
+               JITLIB_BUCKETS=str(tmp_path / "buckets.toml"), PYTHONPATH=str(tmp_path),
+               JITLIB_RECORD_SHAPES="1")
 
     def run(*argv):
         out = subprocess.run([sys.executable, *argv], env=env, cwd=tmp_path, text=True,

@@ -93,6 +93,7 @@ def test_planner_reads_recorded_shapes_and_writes_loadable_toml(tmp_path, monkey
     from jitlib.cache import shapes
     f = jitlib.jit(lambda x, w: x @ w, backend="interpreter")
     monkeypatch.setattr(shapes, "_seen", {})   # this function's shapes, whatever ran before
+    monkeypatch.setenv("JITLIB_RECORD_SHAPES", "1")
     for n in (3, 5, 9, 17, 30):
         f(np.ones((n, 2)), np.ones((2, 2)))
     shapes.flush(str(tmp_path))
@@ -123,6 +124,7 @@ def test_recorded_shapes_are_bounded_per_function(monkeypatch):
     from jitlib.cache import shapes
     monkeypatch.setattr(shapes, "_seen", {})
     monkeypatch.setattr(shapes, "MAX_SIGNATURES", 3)
+    monkeypatch.setenv("JITLIB_RECORD_SHAPES", "1")
 
     def fn(x):
         return x
@@ -130,3 +132,16 @@ def test_recorded_shapes_are_bounded_per_function(monkeypatch):
         shapes.record(fn, ["x"], [((n,), "float32")])
     seen = shapes.seen(fn)
     assert len(seen) == 3 and seen[(("x", (2,), "float32"),)] == 2
+
+
+def test_shapes_are_recorded_only_when_asked(monkeypatch, tmp_path):
+    from jitlib.cache import shapes
+    monkeypatch.setattr(shapes, "_seen", {})
+    monkeypatch.delenv("JITLIB_RECORD_SHAPES", raising=False)
+    f = jitlib.jit(lambda x: x - 1.0, backend="interpreter")
+    f(np.ones(3))
+    shapes.flush(str(tmp_path))
+    assert shapes.seen(f.fn) == {} and shapes.load_all(str(tmp_path)) == []
+    monkeypatch.setenv("JITLIB_RECORD_SHAPES", "1")
+    f(np.ones(4))
+    assert list(shapes.seen(f.fn)) == [(("x", (4,), "float64"),)]

@@ -18,6 +18,7 @@ later process loads the saved program instead (no optimizer, renderer or LLVM ru
 """
 import numpy as np
 
+from jitlib import logs
 from jitlib.backends.base import Backend
 from jitlib.backends.llvm import blas_library
 from jitlib.backends.llvm import saved
@@ -48,9 +49,10 @@ class LLVMBackend(Backend):
         found = None if key is None else saved.load(store, key)
         if found is not None:
             return self._from_saved(module, found, key)
-        optimized = optimize(module)
-        made = render_all(optimized)
-        executable = LLVMExecutable(module, self.name, optimized, made)
+        with logs.compiling(module.name):   # a slow compile reports its progress
+            optimized = optimize(module)
+            made = render_all(optimized)
+            executable = LLVMExecutable(module, self.name, optimized, made)
         if key is not None:
             saved.save(store, key, optimized, made, executable.code, largest)
         executable.saved_key = key

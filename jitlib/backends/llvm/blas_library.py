@@ -18,23 +18,22 @@ is compiled, so the ~12 ms it takes overlaps the rest of the compile; small prod
 stay on NumPy's copy. Its dependencies (libgfortran) are
 the ones NumPy already loaded.
 
-`JITLIB_BLAS=numpy` keeps NumPy's own copy (results then have the interpreter's bits;
-the tuned kernels sum in another order, within the usual float tolerance of a product).
-Anywhere this cannot work (another BLAS, no memfd, a library without the symbols) the
-products stay np.matmul.
+A second OpenBLAS in the user's process is a surprise, so the copy is opt-in:
+`JITLIB_BLAS=private`. By default (`numpy`) products run on NumPy's own copy (results
+then have the interpreter's bits; the tuned kernels sum in another order, within the
+usual float tolerance of a product). Anywhere the copy cannot work (another BLAS, no
+memfd, a library without the symbols) the products stay np.matmul.
 """
 import ctypes
-import logging
 import os
 import threading
 
 import numpy as np
 
-from jitlib import config
+from jitlib import config, forksafe, logs
 from jitlib.backends.llvm import blas_threads, parallel
 from jitlib.backends.llvm.compiler import get_compiler
 
-log = logging.getLogger("jitlib")
 
 # NumPy's core names that mean "AVX2 kernels", on hosts that could run AVX-512 ones
 _AVX2_CORES = {b"Haswell", b"Zen"}
@@ -119,7 +118,7 @@ class _Loader:
     """The private copy, loaded at most once per process, on a background thread."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self._thread = None
         self._library = None
         self.reason = None          # why NumPy's copy is used, once decided
@@ -147,11 +146,11 @@ class _Loader:
                 self.reason = f"the copy chose {library.corename.decode()}, not {core}"
                 return
             self._library = library
-            log.debug("jitlib: float products on a private OpenBLAS copy with %s kernels "
-                      "(NumPy's runs %s)", core, numpys_core.decode())
+            logs.log("compiles", "float products on a private OpenBLAS copy with %s "
+                     "kernels (NumPy's runs %s)", core, numpys_core.decode())
         except Exception as e:   # noqa: BLE001 - any failure leaves NumPy's BLAS in charge
             self.reason = f"loading a private OpenBLAS copy failed: {e}"
-            log.debug("jitlib: %s", self.reason)
+            logs.log("compiles", "%s", self.reason)
 
     def library(self):
         """The private copy, waiting for its load; None where NumPy's is used."""
@@ -171,8 +170,8 @@ def prepare(multiply_adds):
 
 def describe():
     """Which BLAS the products run on, in words."""
-    if config.cpu_blas() != "auto":
-        return "NumPy's OpenBLAS (JITLIB_BLAS=numpy)"
+    if config.cpu_blas() != "private":
+        return "NumPy's OpenBLAS (JITLIB_BLAS=numpy, the default)"
     library = _loader.library()
     if library is None:
         return f"NumPy's OpenBLAS ({_loader.reason})"
@@ -208,7 +207,7 @@ def uses_copy(multiply_adds):
     overhead, and a program of small products, like a served MLP's batch, then never
     waits ~13 ms for the copy to load in a new process. The choice is by size alone, so
     a program gives the same bits on every call."""
-    return (config.cpu_blas() == "auto"
+    return (config.cpu_blas() == "private"
             and multiply_adds >= blas_threads.SMALL_PRODUCT)
 
 

@@ -8,16 +8,20 @@ OpenBLAS 0.3.27+ has `openblas_set_num_threads_local`; despite its name, in NumP
 build it sets the count of the whole process (set on one thread, another thread reads
 it back and its products run on one core: measured). So the sections that want one
 thread (`_enter` ... `_leave`) share one count: the first to start sets 1, the last to
-end gives the count back. Saving and restoring it per call, two threads' calls interleaved
-(set, set, restore, restore) and left it at 1 for good: every later large product on
-one core. Where the setter cannot be found (another BLAS, no /proc), `matmul` is plain
-np.matmul.
+end gives the count back, unless someone else (the user, threadpoolctl) set one of their
+own meanwhile. Saving and restoring it per call, two threads' calls interleaved (set,
+set, restore, restore) and left it at 1 for good: every later large product on one
+core. So the change is scoped to jitlib's own small products and restored after them;
+NumPy calls made by other threads while one runs see a count of 1 (threadpoolctl's
+limits are process-wide too: it would scope nothing tighter). Where the setter cannot be found (another BLAS, no /proc),
+`matmul` is plain np.matmul.
 """
 import ctypes
 import os
-import threading
 
 import numpy as np
+
+from jitlib import forksafe
 
 # below this many multiply-adds (~0.5 ms on one core) threads cost more than they save
 SMALL_PRODUCT = 1 << 23
@@ -34,22 +38,30 @@ def _openblas_paths():
 
 
 def _find_setter():
-    """(path, OpenBLAS's per-thread setter) of the copy NumPy loaded, or (None, None)."""
+    """(path, OpenBLAS's per-thread setter, its getter) of the copy NumPy loaded, or
+    (None, None, None)."""
     for path in _openblas_paths():
         try:
-            setter = ctypes.CDLL(path).openblas_set_num_threads_local
+            lib = ctypes.CDLL(path)
+            setter = lib.openblas_set_num_threads_local
         except (OSError, AttributeError):
             continue
+        # scipy-openblas (NumPy's wheels) prefixes the getter's name
+        getter = getattr(lib, "scipy_openblas_get_num_threads64_", None) or getattr(
+            lib, "openblas_get_num_threads", None)
+        if getter is None:
+            continue
         setter.restype, setter.argtypes = ctypes.c_int, [ctypes.c_int]
-        return path, setter
-    return None, None
+        getter.restype, getter.argtypes = ctypes.c_int, []
+        return path, setter, getter
+    return None, None, None
 
 
 np.dot(np.ones((2, 2)), np.ones((2, 2)))   # NumPy loads its BLAS on first use
-_path, _set_threads = _find_setter()
+_path, _set_threads, _get_threads = _find_setter()
 
 
-_sections_lock = threading.Lock()
+_sections_lock = forksafe.lock()
 _sections = 0          # one-thread sections running
 _saved_count = None    # the count before the first of them
 
@@ -68,8 +80,22 @@ def _leave():
     global _sections
     with _sections_lock:
         _sections -= 1
-        if _sections == 0:
+        # a count someone else set meanwhile (threadpoolctl, the user) is theirs to keep
+        if _sections == 0 and _get_threads() == 1:
             _set_threads(_saved_count)
+
+
+def _after_fork_in_child():
+    # a section another thread was in at the fork never ends in the child: give the
+    # count back now
+    global _sections
+    if _sections:
+        _sections = 0
+        _set_threads(_saved_count)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def library_path():

@@ -10,10 +10,10 @@ the next call once its caller has dropped it.
 import dataclasses
 import math
 import sys
-import threading
 
 import numpy as np
 
+from jitlib import forksafe
 from jitlib.hlo.ops import Op
 
 ALIGN = 64     # a cache line: neighbouring buffers never share one
@@ -140,7 +140,7 @@ class Recycler:
 
     def __init__(self, n):
         self._kept = [None] * n
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
 
     def take(self, n, shape, dtype):
         """The kept array for result n if nobody else holds it and it still has this

@@ -18,19 +18,21 @@ soon finds it) and released after that.
 import atexit
 import collections
 import hashlib
-import logging
 import os
 import threading
 import weakref
 
 import llvmlite.binding as llvm
 
-from jitlib import config
+from jitlib import config, forksafe, logs
 from jitlib.backends.llvm import loader, optimizer_process
 from jitlib.cache.disk import object_store, versions
 from jitlib.cache.fingerprint import source_fingerprint
 
-log = logging.getLogger("jitlib")
+# a fork waits for the thread inside LLVM, if any: see forksafe.py
+_llvm_lock = getattr(getattr(llvm.ffi.lib, "_lock", None), "_lock", None)
+if _llvm_lock is not None:
+    forksafe.hold_llvm_across_fork(_llvm_lock)
 
 
 class Compiler:
@@ -49,7 +51,7 @@ class Compiler:
         self._live = weakref.WeakValueDictionary()   # sha256 of the IR text -> KernelCode
         self._unused = collections.OrderedDict()     # sha256 -> _Native no handle uses
         self._pinned = {}             # address -> handle of `compile` callers: kept for good
-        self._lock = threading.RLock()   # a handle's finalizer may run inside `load`
+        self._lock = forksafe.rlock()   # a handle's finalizer may run inside `load`
         self.compiled = 0             # cache misses, for tests
         self.released = 0             # kernels unmapped (or due to be, with their mapping)
         self.optimized_here = 0       # LLVM optimizer runs in this process
@@ -145,6 +147,7 @@ class Compiler:
             return
         missing.sort(key=lambda item: len(item[1]))   # largest last: popped first
         lock, made = threading.Lock(), {}
+        tick = getattr(logs.current(), "tick", lambda: None)   # a slow compile's report
 
         def take():
             with lock:
@@ -156,12 +159,14 @@ class Compiler:
                     made[item[0]] = self._second.object_code(item[1])
                 except RuntimeError:   # `load` compiles it here, and reports any error
                     return
+                tick()
 
         item = take()   # this thread's warm LLVM takes the largest
         helper = threading.Thread(target=by_worker, name="jitlib-llvm-ahead", daemon=True)
         helper.start()
         while item is not None:
             made[item[0]] = self._object_code_here(item[1])
+            tick()
             item = take()
         helper.join()
         with self._lock:
@@ -255,7 +260,7 @@ class Compiler:
                 self.loaded_by["jitlib"] += 1
                 return mapping, addresses
             except loader.Unloadable as e:
-                log.debug("llvm: %s mapped by MCJIT: %s", ", ".join(symbols), e)
+                logs.log("compiles", "%s mapped by MCJIT: %s", ", ".join(symbols), e)
         # an engine is made around a module; removed again, the same empty one serves
         # every engine (parsing it took 0.1-0.2 ms of a warm kernel's 0.5 ms load)
         engine = llvm.create_mcjit_compiler(self._empty, self._loader_machine())
@@ -281,15 +286,17 @@ class Compiler:
             return ahead   # compiled by `compile_ahead`
         generate = self.quick_object_code if quick else self.object_code
         store = object_store()
-        if store is None:
-            return generate(renamed)
         # the disk cache holds object code: a new process skips LLVM
-        key = self._disk_key(store, renamed)
-        obj = store.load(key)
+        key = None if store is None else self._disk_key(store, renamed)
+        obj = None if key is None else store.load(key)
         if obj is None:
             obj = generate(renamed)
-            store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
-                        triple=self.target_machine.triple)
+            if key is not None:
+                store.store(key, obj, kind="llvm-object", symbol=symbol, cpu=self.cpu,
+                            triple=self.target_machine.triple)
+        progress = logs.current()
+        if progress is not None:
+            progress.tick()
         return obj
 
     def _release(self, digest, native):
@@ -384,7 +391,7 @@ class KernelCode:
 
 
 _compiler = None
-_compiler_lock = threading.Lock()
+_compiler_lock = forksafe.lock()
 
 
 def get_compiler():

@@ -11,13 +11,11 @@ arrays or in last call's ones the caller dropped, large kernels shared between t
 """
 import ctypes
 import functools
-import logging
 import math
-import threading
 
 import numpy as np
 
-from jitlib import config
+from jitlib import forksafe, logs
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
                                   program, rendered)
@@ -29,8 +27,6 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate
 from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.ops import Op
-
-log = logging.getLogger("jitlib")
 
 
 def _contiguous(a):
@@ -45,8 +41,8 @@ class NativeRunner:
 
     def __init__(self, kernel, code=None):
         """`code`: the kernel's KernelCode, where the caller has it mapped already."""
-        if config.debug_level() >= 4:
-            log.info("llvm kernel %s:\n%s", kernel.name, kernel.ir)
+        if logs.enabled("kernels"):
+            logs.log("kernels", "llvm kernel %s:\n%s", kernel.name, kernel.ir)
         # keeps the code mapped
         self._code = code or get_compiler().load(kernel.ir, kernel.name)
         self.address = self._code.address
@@ -198,7 +194,7 @@ class Scratch:
     caller then calls `release(owned)`."""
 
     def __init__(self):
-        self._lock = threading.Lock()
+        self._lock = forksafe.lock()
         self.buffer = np.empty(0, np.uint8)
 
     def acquire(self, nbytes):
@@ -281,6 +277,9 @@ class LLVMExecutable(Executable):
             made = render_all(optimized)
         # every kernel's object code first, on both cores where that pays
         texts = [text for kernel, _ in made.values() for text in native_texts(kernel)]
+        progress = logs.current()
+        if progress is not None:
+            progress.total = len(texts)
         if ahead:
             get_compiler().compile_ahead(texts)
         # mapped together; each runner holds its kernel's handle
@@ -298,7 +297,8 @@ class LLVMExecutable(Executable):
                     self.native.append(name)
                 else:
                     self.fallbacks[name] = reason
-                    log.debug("llvm: kernel %s runs on the interpreter: %s", name, reason)
+                    logs.log("compiles", "kernel %s runs on the interpreter: %s", name,
+                             reason)
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
@@ -343,8 +343,8 @@ class LLVMExecutable(Executable):
                 type(r) is NativeRunner and r.small for r in runners.values()):
             return None
         driver = program.Program(self.optimized, runners)
-        if config.debug_level() >= 4:
-            log.info("llvm program driver:\n%s", driver.ir)
+        if logs.enabled("kernels"):
+            logs.log("kernels", "llvm program driver:\n%s", driver.ir)
         return driver
 
     def __call__(self, *arrays):

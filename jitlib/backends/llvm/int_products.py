@@ -13,10 +13,10 @@ does not depend on the shape): `gemm(a, b, c, m, n, k, part, parts)` computes ro
 share a large one out by rows.
 """
 import ctypes
-import threading
 
 import numpy as np
 
+from jitlib import forksafe
 from jitlib.backends.llvm import parallel
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import memory_type
@@ -90,7 +90,7 @@ done:
 }}
 """
 
-_lock = threading.Lock()
+_lock = forksafe.lock()
 _compiled = {}   # dtype -> ctypes function
 
 

@@ -17,8 +17,8 @@ import base64
 import functools
 import hashlib
 import json
-import logging
 
+from jitlib import logs
 from jitlib.backends.llvm import rendered
 from jitlib.backends.llvm.compiler import CODEGEN_SOURCES, get_compiler
 from jitlib.backends.llvm.executable import native_texts, render
@@ -26,7 +26,6 @@ from jitlib.cache.fingerprint import source_fingerprint
 from jitlib.hlo import serial
 from jitlib.hlo.ops import Op
 
-log = logging.getLogger("jitlib")
 KIND = "llvm-program"
 
 
@@ -66,7 +65,7 @@ def save(store, key, optimized, made, code, largest_product):
         payload = json.dumps({"optimized": serial.to_data(optimized), "kernels": kernels,
                               "largest_product": largest_product})
     except TypeError as e:   # a value with no plain form: the program is not kept
-        log.debug("jitlib: program %s is not saved: %s", optimized.name, e)
+        logs.log("cache", "program %s is not saved: %s", optimized.name, e)
         return
     store.store(key, payload.encode(), kind=KIND, module=optimized.name)
 
@@ -105,7 +104,7 @@ def load(store, key, record=None):
                 objects[text] = (str(digest), base64.b64decode(obj, validate=True))
         largest = int(record["largest_product"])
     except serial.READ_ERRORS as e:   # base64's errors are ValueErrors too
-        log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
+        logs.warning("cache", "discarding an unreadable saved program: %s", e)
         store.discard(key)
         return None
     return optimized, made, objects, largest
@@ -121,7 +120,7 @@ def read(store, key):
         if not isinstance(record, dict):
             raise ValueError("not an object")
     except ValueError as e:
-        log.warning("jitlib: discarding an unreadable saved program in the disk cache: %s", e)
+        logs.warning("cache", "discarding an unreadable saved program: %s", e)
         store.discard(key)
         return None
     return record

@@ -11,7 +11,7 @@ import logging
 
 import numpy as np
 
-from jitlib import config as jitlib_config
+from jitlib import logs
 from jitlib.backends.base import Executable
 from jitlib.backends.triton import attention, autotune, compiler, configs, kernels
 from jitlib.backends.triton.source import Unsupported
@@ -40,8 +40,8 @@ class KernelRunner:
             self._untuned = self.config is kernel.config and autotune.wanted(kernel)
         self._outputs = tuple(kernel.outputs)
         self._empty = not all(n > 0 for n in kernel.grid(self.config))
-        if jitlib_config.debug_level() >= 4:
-            log.info("triton kernel %s (%s):\n%s", kernel.name,
+        if logs.enabled("kernels"):
+            logs.log("kernels", "triton kernel %s (%s):\n%s", kernel.name,
                      compiler.source_path(kernel), kernel.source)
 
     def _launcher(self, config):

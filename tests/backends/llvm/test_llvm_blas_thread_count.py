@@ -8,6 +8,7 @@ import threading
 import numpy as np
 import pytest
 
+import jitlib
 from jitlib.backends.llvm import blas_threads
 
 RNG = np.random.default_rng(11)
@@ -55,3 +56,58 @@ def test_two_threads_small_products_give_the_thread_count_back(monkeypatch):
     for t in threads:
         t.join()
     assert _process_count() == before
+
+
+def _set_process_count(n):
+    lib = ctypes.CDLL(blas_threads.library_path())
+    lib.scipy_openblas_set_num_threads64_.argtypes = [ctypes.c_int]
+    lib.scipy_openblas_set_num_threads64_(n)
+
+
+@pytest.fixture
+def user_count():
+    """The user's own thread count (3: neither the default nor jitlib's 1), restored."""
+    if blas_threads._set_threads is None:
+        pytest.skip("NumPy's BLAS has no per-thread thread count here")
+    before = _process_count()
+    _set_process_count(3)
+    yield 3
+    _set_process_count(before)
+
+
+def _small_product():
+    return jitlib.jit(lambda a, b: a @ b, backend="cpu"), *_stack((), 64, 32, 48)[:2]
+
+
+def test_numpys_count_is_unchanged_after_a_jitted_call_in_another_thread(user_count):
+    f, a, b = _small_product()
+    out = []
+    worker = threading.Thread(target=lambda: out.append(f(a, b)))
+    worker.start()
+    worker.join()
+    np.testing.assert_allclose(out[0], a @ b, rtol=1e-5)
+    assert _process_count() == user_count
+
+
+def test_a_count_set_during_a_jitted_call_is_kept(user_count, monkeypatch):
+    # the user changes NumPy's count while jitlib's one-thread section runs: at its end
+    # jitlib must not put back the count from before
+    f, a, b = _small_product()
+    f(a, b)   # compiled: the next call only runs
+    inside, changed = threading.Event(), threading.Event()
+    matmul = np.matmul
+
+    def held(*args, **kwargs):
+        if threading.current_thread().name == "jitted":
+            assert _process_count() == 1
+            inside.set()
+            changed.wait(30)
+        return matmul(*args, **kwargs)
+    monkeypatch.setattr(np, "matmul", held)
+    worker = threading.Thread(target=f, args=(a, b), name="jitted")
+    worker.start()
+    assert inside.wait(30)
+    _set_process_count(2)
+    changed.set()
+    worker.join()
+    assert _process_count() == 2
