@@ -137,7 +137,12 @@ def user_location(skip_numpy: bool = True) -> SourceLocation | None:
 
 def is_user_frame(frame) -> bool:
     """Whether `frame` runs user code (not jitlib's, NumPy's or a functools wrapper's)."""
-    filename = frame.f_code.co_filename
+    return is_user_file(frame.f_code.co_filename)
+
+
+def is_user_file(filename: str) -> bool:
+    """Whether code from `filename` is user code (not jitlib's, NumPy's, a library's
+    compiled Cython, or a functools wrapper's)."""
     category = _category_cache.get(filename)
     if category is None:
         category = _classify(filename)

@@ -538,3 +538,36 @@ def test_gpu_float_to_int_casts_and_in_place_programs():
         (p,) = [p for p in programs.PROGRAMS if p.name == name]
         check_backends(p.fn, *p.make_args(rng()), backends=("gpu",),
                        static_argnums=p.static_argnums, rtol=p.rtol or 2e-5, atol=p.atol)
+
+
+HELPER_TABLE = np.linspace(0.0, 1.0, 200)
+
+
+def scaled_by_table(x):
+    return x * HELPER_TABLE[:x.shape[0]]
+
+
+@jitlib.jit
+def jitted_helper(x):
+    return scaled_by_table(x) + HELPER_TABLE[0]
+
+
+def calls_helpers(x):
+    return scaled_by_table(x).sum() + jitted_helper(x).sum()
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_helpers_read_their_globals_at_call_time(backend):
+    global HELPER_TABLE
+    saved = HELPER_TABLE
+    f = jitlib.jit(calls_helpers, backend=backend)
+    x = np.ones(5)
+    try:
+        assert f(x) == calls_helpers(x)
+        HELPER_TABLE[:5] = 2.0                        # in place, read in a helper
+        assert f(x) == calls_helpers(x)
+        HELPER_TABLE = np.full(200, 3.0)              # rebound: traced again
+        assert f(x) == calls_helpers(x)
+        assert f.cache_info().misses == 2
+    finally:
+        HELPER_TABLE = saved

@@ -173,8 +173,9 @@ same results:
   the same array object at every call (in-place updates are seen; writes into it reach
   it). A smaller array stays a constant, and a change of its contents traces again; so
   does rebinding any global or closure name the function read (`JITLIB_LOG=recompiles`
-  names it). Only the jitted function's own globals are seen this way: a helper function
-  defined elsewhere reads its globals as constants at trace time.
+  names it). Helper functions the jitted function calls by name (plain functions of
+  yours, or jitted ones) read their globals the same way; functions reached as an
+  attribute (`mymodule.helper`, a method) read their globals as constants at trace time.
 - **`np.random` draws what eager NumPy draws.** The legacy functions (`np.random.rand`,
   `randn`, `normal`, `uniform`, `randint`, `choice`, `permutation`, `shuffle`, `seed`,
   ...) and the methods of a `np.random.Generator` or `RandomState` passed in, captured,

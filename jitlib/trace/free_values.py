@@ -15,14 +15,17 @@ that hand out, per name:
 
 Before each call the guards are checked: a rebound name, or a small array whose
 contents changed, makes jit trace the function again (`JITLIB_LOG=recompiles` says
-which name). Only the jitted function's own globals and closures are seen this way (and
-the functions it defines inside); a helper function defined elsewhere reads its own
-globals, whose arrays become constants (docs/numpy_support.md).
+which name). The jitted function's helpers are seen the same way: a plain Python function
+of the user's (or a jitted one, which inlines) that the function reads from its globals
+or closure runs over a view of its own globals too. Functions reached otherwise (a
+method, an attribute of a module: `mymodule.helper`) read their globals as they are,
+whose arrays then become constants (docs/numpy_support.md).
 """
 import types
 
 import numpy as np
 
+from jitlib import errors
 from jitlib.trace import host_random
 
 SMALL_ARRAY = 64
@@ -43,6 +46,7 @@ class FreeValues:
         self.guarded = set()  # the names whose binding is guarded
         self.containers = []  # (name, list or dict) read: where a tracer may escape to
         self.view = None      # the globals as the trace ran them
+        self._clones = {}     # function -> its clone in this trace
 
     def value_for(self, name, value, source):
         """What the traced function sees for `value`, read from `source` as `name`."""
@@ -81,6 +85,14 @@ class FreeValues:
     def guard_identity(self, description, read, value):
         self.guards.append((description, lambda: read() is value))
 
+    def clone(self, fn):
+        """`fn` as the trace runs it: over a view of its globals and copies of its closure
+        cells that hand out what `value_for` says (one clone per function a trace)."""
+        found = self._clones.get(fn)
+        if found is None:
+            found = self._clones[fn] = _clone(fn, self)
+        return found
+
 
 class _GlobalsView(dict):
     """The function's globals as the trace reads them (LOAD_GLOBAL calls __getitem__ on a
@@ -94,8 +106,9 @@ class _GlobalsView(dict):
         if dict.__contains__(self, name):
             return dict.__getitem__(self, name)
         value = self._real[name]   # KeyError: Python goes on to the builtins
-        if isinstance(value, _CODE_TYPES) or callable(value) and not isinstance(
-                value, np.ndarray):
+        helper = _user_function(value)
+        if helper is None and (isinstance(value, _CODE_TYPES) or callable(value)
+                               and not isinstance(value, np.ndarray)):
             return value
         free = self._free
         if name not in free.guarded:
@@ -103,6 +116,9 @@ class _GlobalsView(dict):
             real = self._real
             free.guard_identity(f"global {name!r} was rebound",
                                 lambda: real.get(name, _MISSING), value)
+        if helper is not None:
+            # a helper function of the user's: its globals are read at call time too
+            return free.clone(helper)
         return free.value_for(name, value, "global")
 
 
@@ -112,6 +128,22 @@ def traced_function(fn, trace):
     if type(fn) is not types.FunctionType:
         return fn, None
     free = FreeValues(trace)
+    clone = free.clone(fn)
+    free.view = clone.__globals__
+    return clone, free
+
+
+def _user_function(value):
+    """The plain Python function of the user's behind `value` (a function, or a jitted
+    one, which inlines inside a trace), or None."""
+    fn = getattr(value, "fn", None) if type(value).__name__ in ("Jitted", "CheckedJitted") \
+        else value
+    if type(fn) is types.FunctionType and errors.is_user_file(fn.__code__.co_filename):
+        return fn
+    return None
+
+
+def _clone(fn, free):
     cells = None
     if fn.__closure__:
         cells = []
@@ -121,20 +153,23 @@ def traced_function(fn, trace):
             except ValueError:     # not yet assigned
                 cells.append(cell)
                 continue
-            if isinstance(value, _CODE_TYPES) or callable(value) and not isinstance(
-                    value, np.ndarray):
+            helper = _user_function(value)
+            if helper is None and (isinstance(value, _CODE_TYPES) or callable(value)
+                                   and not isinstance(value, np.ndarray)):
                 cells.append(cell)
                 continue
             free.guard_identity(f"closure variable {name!r} was rebound",
                                 lambda c=cell: _cell_value(c), value)
-            cells.append(types.CellType(free.value_for(name, value, "closure variable")))
+            seen = free.clone(helper) if helper is not None else \
+                free.value_for(name, value, "closure variable")
+            cells.append(types.CellType(seen))
         cells = tuple(cells)
-    free.view = _GlobalsView(fn.__globals__, free)
-    clone = types.FunctionType(fn.__code__, free.view, fn.__name__, fn.__defaults__, cells)
+    clone = types.FunctionType(fn.__code__, _GlobalsView(fn.__globals__, free), fn.__name__,
+                               fn.__defaults__, cells)
     clone.__kwdefaults__ = fn.__kwdefaults__
     clone.__dict__.update(fn.__dict__)
     clone.__qualname__ = fn.__qualname__
-    return clone, free
+    return clone
 
 
 def _cell_value(cell):
