@@ -225,6 +225,11 @@ class _Fuser:
             return YES
         if group.kind == "loop":
             if op in ELEMENTAL:
+                if op not in CHEAP and self._read_at_several_indices(producer):
+                    # each distinct index recomputes it, and each of its own fused
+                    # producers again: a stencil chain's work would grow exponentially
+                    return FusionDecision.no("read at several indices: computed once "
+                                             "instead of at each")
                 return YES
             if op in REDUCING:
                 space = (producer.operands[0].shape, _reduced(producer))
@@ -238,6 +243,21 @@ class _Fuser:
                 f"reduces {_reduced(producer)} of {producer.operands[0].shape}, the kernel "
                 f"reduces {group.space[1]} of {group.space[0]}")
         return self._check_reduction(group.members | {producer}, *group.space)
+
+    def _read_at_several_indices(self, producer):
+        """Whether the users of `producer` read it at more than one index mapping (two
+        slices at different offsets, a slice beside an elementwise use...)."""
+        ways = set()
+        for user in self.users[producer]:
+            if user.op in O.ELEMENTWISE:
+                ways.add(None)   # at the output's own index
+            else:
+                ways.add((user.op, tuple(sorted(
+                    (k, v) for k, v in user.attrs.items() if k != "name")),
+                    tuple(i for i, o in enumerate(user.operands) if o is producer)))
+            if len(ways) > 1:
+                return True
+        return False
 
     def _same_space_output(self, producer, group):
         if group.kind == "reduction":
