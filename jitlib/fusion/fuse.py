@@ -360,10 +360,14 @@ class _Fuser:
         while changed:
             changed = False
             groups = self._groups()
+            self._group_outputs = {}   # per group: its outputs, until the next merge
             readers = {}
             for g in groups:
                 for value in self._inputs_of(g):
-                    readers.setdefault(value, []).append(g)
+                    # kernels sharing a scalar (a step size, a learning rate) gain nothing
+                    # from reading it once: only arrays make siblings
+                    if value.size > 1:
+                        readers.setdefault(value, []).append(g)
             for value, gs in readers.items():
                 for a_idx in range(len(gs)):
                     for b_idx in range(a_idx + 1, len(gs)):
@@ -384,17 +388,30 @@ class _Fuser:
 
     def _reaches(self, src, dst):
         """Whether kernel `dst` depends, through any chain of kernels, on kernel `src`."""
+        # a kernel reached from g has a member after g's first one (the order is
+        # topological), so no kernel starting after dst's last member can lead to dst
+        last = max(self.position[m] for m in dst.members)
         stack, seen = [src], {src}
         while stack:
             g = stack.pop()
-            for out in self._outputs_of(g.members):
+            for out in self._group_outputs_of(g):
                 for ug in self._reader_groups(out):
                     if ug is dst:
                         return True
                     if ug not in seen:
                         seen.add(ug)
-                        stack.append(ug)
+                        if min(self.position[m] for m in ug.members) < last:
+                            stack.append(ug)
         return False
+
+    def _group_outputs_of(self, group):
+        cache = getattr(self, "_group_outputs", None)
+        if cache is None:
+            return self._outputs_of(group.members)
+        found = cache.get(group)
+        if found is None:
+            found = cache[group] = self._outputs_of(group.members)
+        return found
 
     def _reader_groups(self, value):
         """The kernels that read `value`, looking through kept kernels to their readers."""
@@ -410,6 +427,7 @@ class _Fuser:
                 yield from self.groups_of[user]
 
     def _merge(self, a, b):
+        self._group_outputs = {}
         a.members |= b.members
         for m in b.members:
             self.groups_of[m] = [a if g is b else g for g in self.groups_of[m]]
