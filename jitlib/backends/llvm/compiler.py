@@ -129,7 +129,7 @@ class Compiler:
         store = object_store()
         missing = []
         with self._lock:
-            for ir_text, name in kernels:
+            for ir_text, name in map(anonymous, kernels):
                 digest = hashlib.sha256(ir_text.encode()).hexdigest()
                 if digest in self._live or digest in self._unused or digest in self._ahead:
                     continue
@@ -206,7 +206,7 @@ class Compiler:
         None: no hashing of the text, and no object code to find."""
         prefix = "; jitlib: compiled at -O0\n" if quick else ""
         # the level is part of the text: hashes and disk keys tell them apart
-        texts = [(prefix + ir_text, name) for ir_text, name in kernels]
+        texts = [(prefix + text, name) for text, name in map(anonymous, kernels)]
         saved = saved or [None] * len(texts)
         digests = [hashlib.sha256(text.encode()).hexdigest() if known is None else known[0]
                    for (text, _), known in zip(texts, saved)]
@@ -343,6 +343,14 @@ def full_width(features):
     if "+avx512f" in features.split(","):
         return features + ",-prefer-256-bit"
     return features
+
+
+def anonymous(kernel):
+    """(ir_text, name) with the function named for its body alone: kernels that differ
+    only in their names (a model's identical layers, a loop's steps) hash alike, so each
+    body compiles and maps once."""
+    ir_text, name = kernel
+    return ir_text.replace(f'@"{name}"', '@"kernel"'), "kernel"
 
 
 def _renamed(ir_text, name, digest):
