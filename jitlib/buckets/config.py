@@ -137,7 +137,15 @@ def load(path: str | os.PathLike[str]) -> list[Rule]:
     except OSError as e:
         raise BucketConfigError(f"cannot read bucket config {path}: {e.strerror}",
                                 location=errors.SourceLocation(path, 0, "<file>")) from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # TOML is UTF-8; replacing the bytes would hide a mangled glob or key
+        line = raw[:e.start].count(b"\n") + 1
+        raise BucketConfigError(
+            f"bucket config {path} is not UTF-8: byte {raw[e.start]:#04x} at line {line}",
+            location=errors.SourceLocation(path, line, "<file>"),
+            hint="save the file as UTF-8") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -122,3 +122,12 @@ def test_smallest_in_and_verify_key(tmp_path):
     with pytest.raises(BucketConfigError, match="verify") as info:
         load(path)
     assert f"{path}:9" in str(info.value)
+
+
+def test_non_utf8_bytes_name_the_file_and_line(tmp_path):
+    path = tmp_path / "b.toml"
+    # a Latin-1 "é" in the glob: replaced, it would load a rule that matches nothing
+    path.write_bytes(GOOD.replace("model.forward", "mod\xe8le.forward").encode("latin-1"))
+    with pytest.raises(BucketConfigError, match="not UTF-8") as info:
+        load(path)
+    assert f"{path}:2" in str(info.value) and "0xe8" in str(info.value)
