@@ -43,6 +43,10 @@ class Source:
         line = self.lines.get(key, self.header_line) if key else self.header_line
         return errors.SourceLocation(self.file, line, "[[bucket]]")
 
+    def where(self) -> str:
+        """`file:line` of the rule's header, or how an inline rule was given."""
+        return f"{self.file}:{self.header_line}" if self.header_line else self.file
+
     def error(self, key: str, message: str, hint: str | None = None) -> BucketConfigError:
         return BucketConfigError(f"bucket rule from {self.file}: key {key!r}: {message}",
                                  location=self.location(key), hint=hint)

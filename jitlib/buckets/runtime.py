@@ -96,6 +96,9 @@ class Bucketed:
             if name in jitted._static:
                 raise rule.source.error("arg", f"{name!r} is static; only array arguments "
                                         "can be bucketed")
+            for other, other_name in zip(rules, self._params):
+                if other_name == name and other.axis == rule.axis:
+                    raise _conflict(jitted, other, rule, name, rule.axis)
             self._params.append(name)
 
     def __call__(self, args, kwargs, verify=False):
@@ -107,9 +110,11 @@ class Bucketed:
         padded_axes, lengths, buckets = self._plan(bound)
         if not padded_axes:
             return self._exact(bound, args, kwargs)
-        padded = _Bound(bound, {a.name: _pad(bound.arguments[a.name], a.axis, b,
-                                             a.rule.pad_value)
-                                for a, b in zip(padded_axes, buckets)})
+        replace = {}
+        for a, b in zip(padded_axes, buckets):   # two rules may pad two axes of one arg
+            value = replace.get(a.name, bound.arguments[a.name])
+            replace[a.name] = _pad(value, a.axis, b, a.rule.pad_value)
+        padded = _Bound(bound, replace)
         key, dynamic, flat = j._key(padded)
         key = key._replace(static=key.static + (
             ("<buckets>", tuple((a.name, a.axis) for a in padded_axes)),))
@@ -146,6 +151,7 @@ class Bucketed:
 
     def _plan(self, bound):
         padded_axes, lengths, buckets = [], [], []
+        seen = {}   # (name, axis) -> rule: axis -1 and 1 may be one axis
         for rule, name in zip(self.rules, self._params):
             value = bound.arguments.get(name)
             ndim = np.ndim(value)
@@ -153,6 +159,9 @@ class Bucketed:
                 raise rule.source.error("axis", f"axis {rule.axis} is out of range for "
                                         f"argument {name!r} with {ndim} dimensions")
             axis = rule.axis % ndim
+            other = seen.setdefault((name, axis), rule)
+            if other is not rule:
+                raise _conflict(self.jitted, other, rule, name, axis)
             n = np.shape(value)[axis]
             bucket = rule.bucket_for(n)
             if bucket is None:
@@ -286,15 +295,25 @@ class Bucketed:
             saved_call.save(executable, program.out_axes)
 
 
+def _conflict(jitted, first, second, name, axis):
+    return config.BucketConfigError(
+        f"two bucket rules pad argument {name!r} axis {axis} of {jitted.__name__}:\n"
+        f"  {first.describe()}  ({first.source.where()})\n"
+        f"  {second.describe()}  ({second.source.where()})",
+        location=second.source.location("arg"),
+        hint="keep one of them (narrow a rule's function glob, or drop the inline rule)")
+
+
 def _record(jitted, key, axes, lengths):
     """The call's true shapes, for the bucket planner."""
     from jitlib.cache import explain, shapes
     names = explain.leaf_names(key)
-    true = dict(zip((a.name for a in axes), zip((a.axis for a in axes), lengths)))
+    true = {}   # name -> [(axis, length)]: rules may pad several axes of one argument
+    for a, n in zip(axes, lengths):
+        true.setdefault(a.name, []).append((a.axis, n))
     leaves = []
     for name, (shape, dtype, _) in zip(names, key.leaves):
-        if name in true:
-            axis, n = true[name]
+        for axis, n in true.get(name, ()):
             shape = shape[:axis] + (n,) + shape[axis + 1:]
         leaves.append((shape, dtype))
     shapes.record(jitted.fn, names, leaves)
