@@ -28,6 +28,10 @@ class BucketConfigError(errors.JitlibError):
     """A bucket rule is malformed: names the config file, line and key."""
 
 
+class BucketRuleWarning(UserWarning):
+    """A JITLIB_BUCKETS rule whose `function` glob matches no jitted function."""
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a rule was written: for error messages."""

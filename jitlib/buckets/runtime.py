@@ -19,6 +19,7 @@ that no process saved.
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
 """
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -69,17 +70,62 @@ def qualified_names(fn):
 
 def bucket_layer(jitted, inline):
     """The Bucketed layer for `jitted` (its inline rules, then JITLIB_BUCKETS's that match
-    its qualified name), or None when no rule applies."""
+    its qualified name), or None when no rule applies (`_Unmatched` when a JITLIB_BUCKETS
+    rule matched no function so far: its first call says so)."""
     rules = config.from_inline(inline)
     names = qualified_names(jitted.fn)
-    rules += [r for r in config.from_env() if any(r.matches(n) for n in names)]
-    return Bucketed(jitted, rules) if rules else None
+    env = config.from_env()
+    matched = [r for r in env if any(r.matches(n) for n in names)]
+    if env:
+        _jitted_names.setdefault(names[1])
+        _matched_rules.update(matched)
+    unmatched = env if env and not matched else None
+    if rules or matched:
+        return Bucketed(jitted, rules + matched, unmatched)
+    return _Unmatched(jitted, unmatched) if unmatched else None
+
+
+# JITLIB_BUCKETS rules against the functions jitted in this process. A rule that matches
+# none is most likely a typo; said once, at the first call of a function no rule matched
+# (decorators have run by then, so the names it lists are the ones the user meant)
+_jitted_names = {}       # module.qualname -> None, in the order they were jitted
+_matched_rules = set()
+_warned_rules = set()
+
+
+def _warn_unmatched(env_rules):
+    for rule in env_rules:
+        if rule in _matched_rules or rule in _warned_rules:
+            continue
+        _warned_rules.add(rule)
+        names = list(_jitted_names)
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12
+                                         else "")
+        warnings.warn_explicit(
+            f"bucket rule function = {rule.function!r} matches no jitted function (its "
+            f"glob is matched against qualname and module.qualname); jitted so far: "
+            f"{shown}", config.BucketRuleWarning, rule.source.file,
+            rule.source.lines.get("function", rule.source.header_line))
+
+
+class _Unmatched:
+    """The layer of a function no rule matched while some JITLIB_BUCKETS rule matched
+    nothing: the first call warns, then takes itself out of the jitted function."""
+
+    def __init__(self, jitted, env_rules):
+        self.jitted, self.env_rules = jitted, env_rules
+
+    def __call__(self, args, kwargs, verify=False):
+        _warn_unmatched(self.env_rules)
+        self.jitted._buckets = None   # later calls take jit's own path
+        return self.jitted(*args, **kwargs)
 
 
 class Bucketed:
-    def __init__(self, jitted, rules):
+    def __init__(self, jitted, rules, unmatched=None):
         self.jitted = jitted
         self.rules = rules
+        self._unmatched = unmatched   # JITLIB_BUCKETS rules to warn about at the first call
         self._lock = forksafe.lock()
         params = list(jitted._signature.parameters) if jitted._signature else []
         self._params = []
@@ -106,6 +152,9 @@ class Bucketed:
         proof (and save them, with the disk cache on) as `verify = "each_size"` would:
         `python -m jitlib buckets warm` does so for every length a service recorded."""
         j = self.jitted
+        if self._unmatched is not None:
+            _warn_unmatched(self._unmatched)
+            self._unmatched = None
         bound = j._bind(args, kwargs)
         padded_axes, lengths, buckets = self._plan(bound)
         if not padded_axes:

@@ -131,3 +131,35 @@ def test_non_utf8_bytes_name_the_file_and_line(tmp_path):
     with pytest.raises(BucketConfigError, match="not UTF-8") as info:
         load(path)
     assert f"{path}:2" in str(info.value) and "0xe8" in str(info.value)
+
+
+def forward(x):
+    return x * 2.0
+
+
+def scaled(x):
+    return x.sum(axis=0) * 3.0
+
+
+def test_glob_matching_no_jitted_function_warns_once(tmp_path, monkeypatch):
+    from jitlib.buckets import BucketRuleWarning
+    path = _write(tmp_path, GOOD.replace("model.forward", "*.forwrad") +
+                  GOOD.replace("model.forward", "*.scaled"))
+    monkeypatch.setenv("JITLIB_BUCKETS", path)
+    typo = jitlib.jit(forward, backend="interpreter")
+    matched = jitlib.jit(scaled, backend="interpreter")
+    x = np.ones((3, 2))
+    with pytest.warns(BucketRuleWarning) as record:
+        np.testing.assert_array_equal(typo(x), forward(x))
+    (warning,) = record
+    assert (warning.filename, warning.lineno) == (path, 2)
+    text = str(warning.message)
+    assert "'*.forwrad' matches no jitted function" in text
+    assert f"{__name__}.forward" in text and f"{__name__}.scaled" in text
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BucketRuleWarning)   # once: not again
+        typo(x)
+        typo(np.ones((5, 2)))
+        jitlib.jit(lambda x: x + 1.0, backend="interpreter")(x)
+        np.testing.assert_allclose(matched(x), scaled(x))
