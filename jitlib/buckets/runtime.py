@@ -19,6 +19,9 @@ that no process saved.
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
 """
+import functools
+import math
+import os
 import warnings
 from typing import NamedTuple
 
@@ -225,6 +228,8 @@ class Bucketed:
                 continue
             if n <= 1:
                 continue   # size 0 and 1 run exactly (NumPy broadcasts size 1)
+            if bucket > n:
+                _check_memory(rule, name, value, axis, n, bucket)
             padded_axes.append(_Axis(rule, name, axis))
             lengths.append(n)
             buckets.append(bucket)
@@ -342,6 +347,34 @@ class Bucketed:
             entry.verified.add(call.lengths)
             program, executable = entry.run
             saved_call.save(executable, program.out_axes)
+
+
+def _check_memory(rule, name, value, axis, n, bucket):
+    """Refuse a padded copy larger than the machine's memory before allocating it: a
+    `sizes` entry or `min` written for another dtype or shape would otherwise be a
+    MemoryError (or, under overcommit, an allocation that succeeds until it is filled)."""
+    dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+    shape = list(np.shape(value))
+    shape[axis] = bucket
+    need = math.prod(shape) * dtype.itemsize
+    have = _memory_bytes()
+    if need <= have:
+        return
+    key = "sizes" if rule.sizes is not None else "min" if n < rule.min else "max"
+    raise BucketSizeError(
+        f"bucket rule {rule.source.where()} pads argument {name!r} axis {axis} from "
+        f"length {n} to {bucket}: the padded {dtype} array of shape {tuple(shape)} "
+        f"would need {need:,} bytes ({dtype.itemsize} per item), more than this "
+        f"machine's {have:,} bytes of memory", location=rule.source.location(key),
+        hint=f"lower the rule's {key} to a size that fits")
+
+
+@functools.cache
+def _memory_bytes():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):   # no sysconf: numpy's own limit
+        return np.iinfo(np.intp).max
 
 
 def _conflict(jitted, first, second, name, axis):

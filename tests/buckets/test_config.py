@@ -163,3 +163,26 @@ def test_glob_matching_no_jitted_function_warns_once(tmp_path, monkeypatch):
         typo(np.ones((5, 2)))
         jitlib.jit(lambda x: x + 1.0, backend="interpreter")(x)
         np.testing.assert_allclose(matched(x), scaled(x))
+
+
+def test_sizes_too_large_to_allocate_name_the_rule_and_bytes(tmp_path):
+    from jitlib.buckets.runtime import BucketSizeError
+    path = _write(tmp_path, GOOD.replace('policy = "pow2"', f"sizes = [8, {2**61}]")
+                  .replace("max = 4096\n", "").replace("model.forward", "*"))
+    jitted = jitlib.jit(lambda x: x.sum(axis=0), backend="interpreter", buckets=path)
+    with pytest.raises(BucketSizeError) as info:   # was numpy's "array is too big"
+        jitted(np.ones((9, 3)))
+    text = str(info.value)
+    assert f"{path}:5" in text and f"from length 9 to {2**61}" in text
+    assert f"{2**61 * 3 * 8:,} bytes (8 per item)" in text
+
+
+def test_padded_bytes_use_the_argument_item_size(monkeypatch):
+    from jitlib.buckets import runtime
+    monkeypatch.setattr(runtime, "_memory_bytes", lambda: 1 << 20, raising=False)
+    jitted = jitlib.jit(lambda x: x.sum(axis=0), backend="interpreter",
+                        buckets={"arg": "x", "sizes": [4, 1 << 17]})
+    small = np.ones((5, 2), np.int8)   # pads to 256 KiB: fits
+    np.testing.assert_array_equal(jitted(small), small.sum(axis=0))
+    with pytest.raises(runtime.BucketSizeError, match=r"2,097,152 bytes \(8 per item\)"):
+        jitted(np.ones((5, 2)))        # float64: 2 MiB
