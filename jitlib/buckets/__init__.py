@@ -5,6 +5,8 @@
     runtime.py  the call path: pad, run the bucket's program, slice the results back
 """
 from jitlib.buckets.config import BucketConfigError, BucketRuleWarning, Rule, load
+from jitlib.buckets.runtime import BucketShapeError, BucketSizeError
 from jitlib.buckets.safety import BucketRefusedError
 
-__all__ = ["load", "Rule", "BucketConfigError", "BucketRefusedError", "BucketRuleWarning"]
+__all__ = ["load", "Rule", "BucketConfigError", "BucketRefusedError", "BucketRuleWarning",
+           "BucketShapeError", "BucketSizeError"]

@@ -30,10 +30,17 @@ import numpy as np
 from jitlib import errors, forksafe, logs, tree
 from jitlib.buckets import config, safety, saved
 from jitlib.hlo import dtypes
+from jitlib.trace.int_ranges import NeedsIntValues
 
 
 class BucketSizeError(errors.JitlibError):
-    """A bucketed length is past the rule's max and the rule says beyond_max = "error"."""
+    """A bucketed length is past the rule's max and the rule says beyond_max = "error",
+    or its bucket is too large to allocate."""
+
+
+class BucketShapeError(safety.BucketRefusedError):
+    """The function traces at the call's own shapes but fails once an argument is padded
+    (another argument's length must agree with the padded one)."""
 
 
 class _Axis(NamedTuple):
@@ -282,7 +289,8 @@ class Bucketed:
         """(traces, PaddedProgram) for the call's bucket, the call's own trace checked
         against the proof (so that a saved call is one the proof covers, not a guess)."""
         j = self.jitted
-        module, _ = j._trace(call.padded, call.dynamic, call.key)
+        module, _ = self._explained(
+            call, None, lambda: j._trace(call.padded, call.dynamic, call.key))
         traces = [safety.Traced(module, call.buckets)]
         for i, (a, b) in enumerate(zip(call.axes, call.buckets)):
             # the first probe (one below the bucket) fits the length-affine constants;
@@ -291,8 +299,8 @@ class Bucketed:
             probes = [b - 1 if b - 1 >= 2 else b + 1] + ([bottom] if bottom < b - 1 else [])
             for probe in probes:
                 sizes = call.buckets[:i] + (probe,) + call.buckets[i + 1:]
-                traced = true_trace if sizes == call.lengths else \
-                    self._trace_at(call.padded, a, probe)
+                traced = true_trace if sizes == call.lengths else self._explained(
+                    call, (a, probe), lambda: self._trace_at(call.padded, a, probe))
                 traces.append(safety.Traced(traced, sizes))
         names = [f"{a.name}{a.axis}" for a in call.axes]
         program = safety.prove(traces, names)
@@ -302,6 +310,16 @@ class Bucketed:
             logs.log("buckets", "%s: masked %s for the bucket", j.__name__,
                      ", ".join(f"{b.op.value}" for b in program.masked))
         return traces, program
+
+    def _explained(self, call, probe, trace):
+        """`trace()` of the padded call (or of a probe: (axis, size)). The call's own
+        shapes traced already, so an error here comes from the padding: say which."""
+        try:
+            return trace()
+        except (NeedsIntValues, errors.VerifierError):
+            raise   # jit retraces by value; a verifier error is jitlib's own
+        except Exception as e:
+            raise _padding_error(self.jitted, call, probe, e) from e
 
     def _trace_true(self, call):
         """The function traced at the call's own (unpadded) shapes: (module, out tree)."""
@@ -347,6 +365,27 @@ class Bucketed:
             entry.verified.add(call.lengths)
             program, executable = entry.run
             saved_call.save(executable, program.out_axes)
+
+
+def _padding_error(jitted, call, probe, e):
+    padded = [f"argument {a.name!r} axis {a.axis}: length {n} padded to {b} by the "
+              f"bucket rule {a.rule.source.where()}"
+              for a, n, b in zip(call.axes, call.lengths, call.buckets)]
+    if probe is None:
+        what = "padded to its bucket"
+    else:
+        a, size = probe
+        what = (f"with argument {a.name!r} axis {a.axis} resized to {size} (a trace the "
+                f"padding proof takes inside the bucket) and the rest padded")
+    cause = e.message if isinstance(e, errors.JitlibError) else f"{type(e).__name__}: {e}"
+    names = " and ".join(f"{a.name!r} axis {a.axis}" for a in call.axes)
+    return BucketShapeError(
+        f"{jitted.__name__} traces at the shapes it was called with, but fails {what}:\n"
+        + "".join(f"  {p}\n" for p in padded) + f"the error at those shapes: {cause}",
+        location=getattr(e, "location", None),
+        hint=f"an argument whose length must agree with {names} needs a bucket rule too, "
+             f"with the same sizes (axes of equal length under rules with equal sizes pad "
+             f"together); or drop the rule")
 
 
 def _check_memory(rule, name, value, axis, n, bucket):
