@@ -77,6 +77,10 @@ class Rule:
     source: Source
     verify: str = "bucket"   # "bucket" or "each_size" (see _VERIFY)
 
+    def bucketing(self) -> tuple[Any, ...]:
+        """What decides `bucket_for` and `smallest_in`: rules equal in it pad alike."""
+        return (self.policy, self.sizes, self.multiple_of, self.min, self.max)
+
     def matches(self, qualname: str) -> bool:
         return fnmatch.fnmatchcase(qualname, self.function)
 

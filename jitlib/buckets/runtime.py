@@ -47,6 +47,7 @@ class _Axis(NamedTuple):
     rule: config.Rule
     name: str          # the parameter
     axis: int          # normalised for this call's array
+    group: int         # its index in the call's lengths and buckets (see _plan)
 
 
 class _Entry:
@@ -170,13 +171,13 @@ class Bucketed:
         if not padded_axes:
             return self._exact(bound, args, kwargs)
         replace = {}
-        for a, b in zip(padded_axes, buckets):   # two rules may pad two axes of one arg
+        for a in padded_axes:   # two rules may pad two axes of one argument
             value = replace.get(a.name, bound.arguments[a.name])
-            replace[a.name] = _pad(value, a.axis, b, a.rule.pad_value)
+            replace[a.name] = _pad(value, a.axis, buckets[a.group], a.rule.pad_value)
         padded = _Bound(bound, replace)
         key, dynamic, flat = j._key(padded)
         key = key._replace(static=key.static + (
-            ("<buckets>", tuple((a.name, a.axis) for a in padded_axes)),))
+            ("<buckets>", tuple((a.name, a.axis, a.group) for a in padded_axes)),))
         call = _Call(key, bound, padded, dynamic, padded_axes, lengths, buckets)
         entry = j._entry(key, lambda: self._compile(call))
         if lengths not in entry.verified and not entry.traces:
@@ -209,8 +210,13 @@ class Bucketed:
     # -- which axes pad to which bucket
 
     def _plan(self, bound):
+        """The padded axes, and per group of them the true length and the bucket. Axes of
+        one length under rules with the same sizes are one group: they pad to one bucket
+        and the proof's probes resize them together, so x and y whose lengths must agree
+        stay in agreement (a program for a group serves only calls where they agree)."""
         padded_axes, lengths, buckets = [], [], []
         seen = {}   # (name, axis) -> rule: axis -1 and 1 may be one axis
+        groups = {}  # (the rule's sizes, true length) -> group
         for rule, name in zip(self.rules, self._params):
             value = bound.arguments.get(name)
             ndim = np.ndim(value)
@@ -237,9 +243,11 @@ class Bucketed:
                 continue   # size 0 and 1 run exactly (NumPy broadcasts size 1)
             if bucket > n:
                 _check_memory(rule, name, value, axis, n, bucket)
-            padded_axes.append(_Axis(rule, name, axis))
-            lengths.append(n)
-            buckets.append(bucket)
+            group = groups.setdefault((rule.bucketing(), n), len(lengths))
+            if group == len(lengths):
+                lengths.append(n)
+                buckets.append(bucket)
+            padded_axes.append(_Axis(rule, name, axis, group))
         return padded_axes, tuple(lengths), tuple(buckets)
 
     def _exact(self, bound, args, kwargs):
@@ -259,7 +267,7 @@ class Bucketed:
         from jitlib.cache import hooks
         j = self.jitted
         hooks.before_compile(j, call.key, what="bucket " + ", ".join(
-            f"{a.name}[axis {a.axis}]={b}" for a, b in zip(call.axes, call.buckets)))
+            f"{a.name}[axis {a.axis}]={call.buckets[a.group]}" for a in call.axes))
         true_trace, out_tree = self._trace_true(call)
         saved_call = self._saved_call(call, true_trace)
         found = saved_call.load()
@@ -292,17 +300,18 @@ class Bucketed:
         module, _ = self._explained(
             call, None, lambda: j._trace(call.padded, call.dynamic, call.key))
         traces = [safety.Traced(module, call.buckets)]
-        for i, (a, b) in enumerate(zip(call.axes, call.buckets)):
+        for i, b in enumerate(call.buckets):
+            group = [a for a in call.axes if a.group == i]
             # the first probe (one below the bucket) fits the length-affine constants;
             # the bottom of the bucket checks that fit, and any threshold in between
-            bottom = a.rule.smallest_in(b)
+            bottom = group[0].rule.smallest_in(b)
             probes = [b - 1 if b - 1 >= 2 else b + 1] + ([bottom] if bottom < b - 1 else [])
             for probe in probes:
                 sizes = call.buckets[:i] + (probe,) + call.buckets[i + 1:]
                 traced = true_trace if sizes == call.lengths else self._explained(
-                    call, (a, probe), lambda: self._trace_at(call.padded, a, probe))
+                    call, (group, probe), lambda: self._trace_at(call.padded, group, probe))
                 traces.append(safety.Traced(traced, sizes))
-        names = [f"{a.name}{a.axis}" for a in call.axes]
+        names = _length_names(call)
         program = safety.prove(traces, names)
         if call.lengths not in [t.lengths for t in traces]:
             safety.prove(traces + [safety.Traced(true_trace, call.lengths)], names)
@@ -345,12 +354,15 @@ class Bucketed:
             entry.verified = {call.buckets, call.lengths}
             entry.traces = traces
 
-    def _trace_at(self, bound, axis, size):
-        """The function traced with `axis` resized to `size` (no data needed)."""
-        value = bound.arguments[axis.name]
-        shape = list(np.shape(value))
-        shape[axis.axis] = size
-        probe = _Bound(bound, {axis.name: np.empty(shape, np.asarray(value).dtype)})
+    def _trace_at(self, bound, axes, size):
+        """The function traced with `axes` (one group) resized to `size` (no data needed)."""
+        replace = {}
+        for a in axes:
+            value = replace.get(a.name, bound.arguments[a.name])
+            shape = list(np.shape(value))
+            shape[a.axis] = size
+            replace[a.name] = np.empty(shape, np.asarray(value).dtype)
+        probe = _Bound(bound, replace)
         key, dynamic, _ = self.jitted._key(probe)
         # probes are only walked beside the verified bucket trace: any difference refuses
         return self.jitted._trace(probe, dynamic, key, check=False)[0]
@@ -361,22 +373,29 @@ class Bucketed:
         saved_call = self._saved_call(call, self._trace_true(call)[0])
         with self._lock:
             safety.prove(entry.traces + [safety.Traced(saved_call.traced, call.lengths)],
-                         [f"{a.name}{a.axis}" for a in call.axes])
+                         _length_names(call))
             entry.verified.add(call.lengths)
             program, executable = entry.run
             saved_call.save(executable, program.out_axes)
 
 
+def _length_names(call):
+    """The program's length parameters, one per group: x0, or x0_y0 for x and y together."""
+    return ["_".join(f"{a.name}{a.axis}" for a in call.axes if a.group == i)
+            for i in range(len(call.buckets))]
+
+
 def _padding_error(jitted, call, probe, e):
-    padded = [f"argument {a.name!r} axis {a.axis}: length {n} padded to {b} by the "
-              f"bucket rule {a.rule.source.where()}"
-              for a, n, b in zip(call.axes, call.lengths, call.buckets)]
+    padded = [f"argument {a.name!r} axis {a.axis}: length {call.lengths[a.group]} padded "
+              f"to {call.buckets[a.group]} by the bucket rule {a.rule.source.where()}"
+              for a in call.axes]
     if probe is None:
         what = "padded to its bucket"
     else:
-        a, size = probe
-        what = (f"with argument {a.name!r} axis {a.axis} resized to {size} (a trace the "
-                f"padding proof takes inside the bucket) and the rest padded")
+        group, size = probe
+        resized = " and ".join(f"argument {a.name!r} axis {a.axis}" for a in group)
+        what = (f"with {resized} resized to {size} (a trace the padding proof takes "
+                f"inside the bucket) and the rest padded")
     cause = e.message if isinstance(e, errors.JitlibError) else f"{type(e).__name__}: {e}"
     names = " and ".join(f"{a.name!r} axis {a.axis}" for a in call.axes)
     return BucketShapeError(
@@ -430,8 +449,8 @@ def _record(jitted, key, axes, lengths):
     from jitlib.cache import explain, shapes
     names = explain.leaf_names(key)
     true = {}   # name -> [(axis, length)]: rules may pad several axes of one argument
-    for a, n in zip(axes, lengths):
-        true.setdefault(a.name, []).append((a.axis, n))
+    for a in axes:
+        true.setdefault(a.name, []).append((a.axis, lengths[a.group]))
     leaves = []
     for name, (shape, dtype, _) in zip(names, key.leaves):
         for axis, n in true.get(name, ()):
@@ -441,8 +460,8 @@ def _record(jitted, key, axes, lengths):
 
 
 class _Call(NamedTuple):
-    """One bucketed call: its key (padded shapes), arguments as given and padded, and
-    per bucketed axis the true length and the bucket size."""
+    """One bucketed call: its key (padded shapes), arguments as given and padded, its
+    padded axes, and per group of them (_Axis.group) the true length and the bucket."""
     key: object
     bound: object
     padded: object

@@ -44,3 +44,18 @@ def test_an_error_of_any_kind_is_explained():
     jitted = jitlib.jit(f, backend="interpreter", buckets={"arg": "x", "policy": "pow2"})
     with pytest.raises(BucketShapeError, match="AssertionError: rows differ"):
         jitted(np.ones((5, 2)), np.ones((5, 2)))
+
+
+def test_arguments_of_equal_length_under_equal_sizes_pad_together():
+    def weighted(x, w):
+        return (x * w).sum(axis=0) / x.shape[0]
+    jitted = jitlib.jit(weighted, backend="interpreter",
+                        buckets=[{"arg": "x", "sizes": [4, 8]}, {"arg": "w", "sizes": [4, 8]}])
+    rng = np.random.default_rng(0)
+    for n in range(2, 9):
+        x, w = rng.standard_normal((n, 3)), rng.standard_normal((n, 3))
+        np.testing.assert_allclose(jitted(x, w), weighted(x, w), rtol=1e-12)
+    assert jitted.cache_info().misses == 2   # buckets 4 and 8, one length each
+    from jitlib.buckets import runtime
+    entry = next(e for e in jitted._cache._entries.values() if isinstance(e, runtime._Entry))
+    assert "%len_x0_w0: i64[]" in str(entry.program.module)
