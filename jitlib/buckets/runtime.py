@@ -403,8 +403,8 @@ def _padding_error(jitted, call, probe, e):
         + "".join(f"  {p}\n" for p in padded) + f"the error at those shapes: {cause}",
         location=getattr(e, "location", None),
         hint=f"an argument whose length must agree with {names} needs a bucket rule too, "
-             f"with the same sizes (axes of equal length under rules with equal sizes pad "
-             f"together); or drop the rule")
+             f"with the same sizes (equal lengths under equal sizes pad together); code "
+             f"that fails at other lengths of the bucket needs a higher min, or no rule")
 
 
 def _check_memory(rule, name, value, axis, n, bucket):
