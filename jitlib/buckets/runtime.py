@@ -4,8 +4,9 @@ A call whose bucketed axes have lengths n_i runs the program compiled for the bu
 sizes B_i (one compile per bucket, not per size). The program is the user's function
 traced at B_i and made safe by `safety.prove` (masks, lengths as runtime scalars).
 The proof walks traces taken at the bucket size, one below it and at the smallest
-length the bucket serves (per bucketed axis): code whose structure changes with the
-length shows up as a difference there, and is refused. A parity test or a threshold
+length the bucket serves (per bucketed length; axes of equal length under rules with
+equal sizes share one, see `_plan`): code whose structure changes with the length
+shows up as a difference there, and is refused. A parity test or a threshold
 anywhere inside the bucket is caught by those ends; a test for one exact length in the
 middle is not. A rule with verify = "each_size" traces each new tuple of true lengths
 once more (no compile) and checks it against the proof before it runs; the first call
@@ -321,7 +322,7 @@ class Bucketed:
         return traces, program
 
     def _explained(self, call, probe, trace):
-        """`trace()` of the padded call (or of a probe: (axis, size)). The call's own
+        """`trace()` of the padded call (or of a probe: (group's axes, size)). The call's own
         shapes traced already, so an error here comes from the padding: say which."""
         try:
             return trace()

@@ -18,8 +18,9 @@ are walked side by side, so whatever changes with a length shows up as a differe
   (`y[:, 0] = x.sum(1)`, x and y bucketed together) keeps padding on padding;
 - everything else that touches a padded axis (a reshape merging it with another
   axis, a slice or reverse of it, a cumulative op from the end, a gather along it,
-  a scatter, a concatenation, any other slice update) is refused with a `BucketRefusedError` at the user's
-  line, and so is a program whose structure changes with the length.
+  a scatter, a concatenation, any other slice update) is refused with a
+  `BucketRefusedError` at the user's line, and so is a program whose structure changes
+  with the length.
 """
 from typing import NamedTuple
 
