@@ -4,7 +4,9 @@
     safety.py   the proof that padding cannot change the answer (masks, or a refusal)
     runtime.py  the call path: pad, run the bucket's program, slice the results back
 """
-from jitlib.buckets.config import BucketConfigError, Rule, load
+from jitlib.buckets.config import BucketConfigError, BucketRuleWarning, Rule, load
+from jitlib.buckets.runtime import BucketShapeError, BucketSizeError
 from jitlib.buckets.safety import BucketRefusedError
 
-__all__ = ["load", "Rule", "BucketConfigError", "BucketRefusedError"]
+__all__ = ["load", "Rule", "BucketConfigError", "BucketRefusedError", "BucketRuleWarning",
+           "BucketShapeError", "BucketSizeError"]

@@ -28,6 +28,10 @@ class BucketConfigError(errors.JitlibError):
     """A bucket rule is malformed: names the config file, line and key."""
 
 
+class BucketRuleWarning(UserWarning):
+    """A JITLIB_BUCKETS rule whose `function` glob matches no jitted function."""
+
+
 @dataclass(frozen=True)
 class Source:
     """Where a rule was written: for error messages."""
@@ -42,6 +46,10 @@ class Source:
             return None
         line = self.lines.get(key, self.header_line) if key else self.header_line
         return errors.SourceLocation(self.file, line, "[[bucket]]")
+
+    def where(self) -> str:
+        """`file:line` of the rule's header, or how an inline rule was given."""
+        return f"{self.file}:{self.header_line}" if self.header_line else self.file
 
     def error(self, key: str, message: str, hint: str | None = None) -> BucketConfigError:
         return BucketConfigError(f"bucket rule from {self.file}: key {key!r}: {message}",
@@ -68,6 +76,10 @@ class Rule:
     beyond_max: str          # "compile": compile the exact shape; "error": raise
     source: Source
     verify: str = "bucket"   # "bucket" or "each_size" (see _VERIFY)
+
+    def bucketing(self) -> tuple[Any, ...]:
+        """What decides `bucket_for` and `smallest_in`: rules equal in it pad alike."""
+        return (self.policy, self.sizes, self.multiple_of, self.min, self.max)
 
     def matches(self, qualname: str) -> bool:
         return fnmatch.fnmatchcase(qualname, self.function)
@@ -137,7 +149,15 @@ def load(path: str | os.PathLike[str]) -> list[Rule]:
     except OSError as e:
         raise BucketConfigError(f"cannot read bucket config {path}: {e.strerror}",
                                 location=errors.SourceLocation(path, 0, "<file>")) from None
-    text = raw.decode("utf-8", errors="replace")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        # TOML is UTF-8; replacing the bytes would hide a mangled glob or key
+        line = raw[:e.start].count(b"\n") + 1
+        raise BucketConfigError(
+            f"bucket config {path} is not UTF-8: byte {raw[e.start]:#04x} at line {line}",
+            location=errors.SourceLocation(path, line, "<file>"),
+            hint="save the file as UTF-8") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:

@@ -4,8 +4,9 @@ A call whose bucketed axes have lengths n_i runs the program compiled for the bu
 sizes B_i (one compile per bucket, not per size). The program is the user's function
 traced at B_i and made safe by `safety.prove` (masks, lengths as runtime scalars).
 The proof walks traces taken at the bucket size, one below it and at the smallest
-length the bucket serves (per bucketed axis): code whose structure changes with the
-length shows up as a difference there, and is refused. A parity test or a threshold
+length the bucket serves (per bucketed length; axes of equal length under rules with
+equal sizes share one, see `_plan`): code whose structure changes with the length
+shows up as a difference there, and is refused. A parity test or a threshold
 anywhere inside the bucket is caught by those ends; a test for one exact length in the
 middle is not. A rule with verify = "each_size" traces each new tuple of true lengths
 once more (no compile) and checks it against the proof before it runs; the first call
@@ -19,6 +20,10 @@ that no process saved.
 Lengths 0 and 1 run their exact shape, unpadded: NumPy broadcasts a size-1 axis, so
 a program traced at B may not mean the same thing at 1.
 """
+import functools
+import math
+import os
+import warnings
 from typing import NamedTuple
 
 import numpy as np
@@ -26,16 +31,24 @@ import numpy as np
 from jitlib import errors, forksafe, logs, tree
 from jitlib.buckets import config, safety, saved
 from jitlib.hlo import dtypes
+from jitlib.trace.int_ranges import NeedsIntValues
 
 
 class BucketSizeError(errors.JitlibError):
-    """A bucketed length is past the rule's max and the rule says beyond_max = "error"."""
+    """A bucketed length is past the rule's max and the rule says beyond_max = "error",
+    or its bucket is too large to allocate."""
+
+
+class BucketShapeError(safety.BucketRefusedError):
+    """The function traces at the call's own shapes but fails once an argument is padded
+    (another argument's length must agree with the padded one)."""
 
 
 class _Axis(NamedTuple):
     rule: config.Rule
     name: str          # the parameter
     axis: int          # normalised for this call's array
+    group: int         # its index in the call's lengths and buckets (see _plan)
 
 
 class _Entry:
@@ -69,17 +82,62 @@ def qualified_names(fn):
 
 def bucket_layer(jitted, inline):
     """The Bucketed layer for `jitted` (its inline rules, then JITLIB_BUCKETS's that match
-    its qualified name), or None when no rule applies."""
+    its qualified name), or None when no rule applies (`_Unmatched` when a JITLIB_BUCKETS
+    rule matched no function so far: its first call says so)."""
     rules = config.from_inline(inline)
     names = qualified_names(jitted.fn)
-    rules += [r for r in config.from_env() if any(r.matches(n) for n in names)]
-    return Bucketed(jitted, rules) if rules else None
+    env = config.from_env()
+    matched = [r for r in env if any(r.matches(n) for n in names)]
+    if env:
+        _jitted_names.setdefault(names[1])
+        _matched_rules.update(matched)
+    unmatched = env if env and not matched else None
+    if rules or matched:
+        return Bucketed(jitted, rules + matched, unmatched)
+    return _Unmatched(jitted, unmatched) if unmatched else None
+
+
+# JITLIB_BUCKETS rules against the functions jitted in this process. A rule that matches
+# none is most likely a typo; said once, at the first call of a function no rule matched
+# (decorators have run by then, so the names it lists are the ones the user meant)
+_jitted_names = {}       # module.qualname -> None, in the order they were jitted
+_matched_rules = set()
+_warned_rules = set()
+
+
+def _warn_unmatched(env_rules):
+    for rule in env_rules:
+        if rule in _matched_rules or rule in _warned_rules:
+            continue
+        _warned_rules.add(rule)
+        names = list(_jitted_names)
+        shown = ", ".join(names[:12]) + (f" and {len(names) - 12} more" if len(names) > 12
+                                         else "")
+        warnings.warn_explicit(
+            f"bucket rule function = {rule.function!r} matches no jitted function (its "
+            f"glob is matched against qualname and module.qualname); jitted so far: "
+            f"{shown}", config.BucketRuleWarning, rule.source.file,
+            rule.source.lines.get("function", rule.source.header_line))
+
+
+class _Unmatched:
+    """The layer of a function no rule matched while some JITLIB_BUCKETS rule matched
+    nothing: the first call warns, then takes itself out of the jitted function."""
+
+    def __init__(self, jitted, env_rules):
+        self.jitted, self.env_rules = jitted, env_rules
+
+    def __call__(self, args, kwargs, verify=False):
+        _warn_unmatched(self.env_rules)
+        self.jitted._buckets = None   # later calls take jit's own path
+        return self.jitted(*args, **kwargs)
 
 
 class Bucketed:
-    def __init__(self, jitted, rules):
+    def __init__(self, jitted, rules, unmatched=None):
         self.jitted = jitted
         self.rules = rules
+        self._unmatched = unmatched   # JITLIB_BUCKETS rules to warn about at the first call
         self._lock = forksafe.lock()
         params = list(jitted._signature.parameters) if jitted._signature else []
         self._params = []
@@ -96,6 +154,9 @@ class Bucketed:
             if name in jitted._static:
                 raise rule.source.error("arg", f"{name!r} is static; only array arguments "
                                         "can be bucketed")
+            for other, other_name in zip(rules, self._params):
+                if other_name == name and other.axis == rule.axis:
+                    raise _conflict(jitted, other, rule, name, rule.axis)
             self._params.append(name)
 
     def __call__(self, args, kwargs, verify=False):
@@ -103,16 +164,21 @@ class Bucketed:
         proof (and save them, with the disk cache on) as `verify = "each_size"` would:
         `python -m jitlib buckets warm` does so for every length a service recorded."""
         j = self.jitted
+        if self._unmatched is not None:
+            _warn_unmatched(self._unmatched)
+            self._unmatched = None
         bound = j._bind(args, kwargs)
         padded_axes, lengths, buckets = self._plan(bound)
         if not padded_axes:
             return self._exact(bound, args, kwargs)
-        padded = _Bound(bound, {a.name: _pad(bound.arguments[a.name], a.axis, b,
-                                             a.rule.pad_value)
-                                for a, b in zip(padded_axes, buckets)})
+        replace = {}
+        for a in padded_axes:   # two rules may pad two axes of one argument
+            value = replace.get(a.name, bound.arguments[a.name])
+            replace[a.name] = _pad(value, a.axis, buckets[a.group], a.rule.pad_value)
+        padded = _Bound(bound, replace)
         key, dynamic, flat = j._key(padded)
         key = key._replace(static=key.static + (
-            ("<buckets>", tuple((a.name, a.axis) for a in padded_axes)),))
+            ("<buckets>", tuple((a.name, a.axis, a.group) for a in padded_axes)),))
         call = _Call(key, bound, padded, dynamic, padded_axes, lengths, buckets)
         entry = j._entry(key, lambda: self._compile(call))
         if lengths not in entry.verified and not entry.traces:
@@ -145,7 +211,13 @@ class Bucketed:
     # -- which axes pad to which bucket
 
     def _plan(self, bound):
+        """The padded axes, and per group of them the true length and the bucket. Axes of
+        one length under rules with the same sizes are one group: they pad to one bucket
+        and the proof's probes resize them together, so x and y whose lengths must agree
+        stay in agreement (a program for a group serves only calls where they agree)."""
         padded_axes, lengths, buckets = [], [], []
+        seen = {}   # (name, axis) -> rule: axis -1 and 1 may be one axis
+        groups = {}  # (the rule's sizes, true length) -> group
         for rule, name in zip(self.rules, self._params):
             value = bound.arguments.get(name)
             ndim = np.ndim(value)
@@ -153,6 +225,9 @@ class Bucketed:
                 raise rule.source.error("axis", f"axis {rule.axis} is out of range for "
                                         f"argument {name!r} with {ndim} dimensions")
             axis = rule.axis % ndim
+            other = seen.setdefault((name, axis), rule)
+            if other is not rule:
+                raise _conflict(self.jitted, other, rule, name, axis)
             n = np.shape(value)[axis]
             bucket = rule.bucket_for(n)
             if bucket is None:
@@ -167,9 +242,13 @@ class Bucketed:
                 continue
             if n <= 1:
                 continue   # size 0 and 1 run exactly (NumPy broadcasts size 1)
-            padded_axes.append(_Axis(rule, name, axis))
-            lengths.append(n)
-            buckets.append(bucket)
+            if bucket > n:
+                _check_memory(rule, name, value, axis, n, bucket)
+            group = groups.setdefault((rule.bucketing(), n), len(lengths))
+            if group == len(lengths):
+                lengths.append(n)
+                buckets.append(bucket)
+            padded_axes.append(_Axis(rule, name, axis, group))
         return padded_axes, tuple(lengths), tuple(buckets)
 
     def _exact(self, bound, args, kwargs):
@@ -189,7 +268,7 @@ class Bucketed:
         from jitlib.cache import hooks
         j = self.jitted
         hooks.before_compile(j, call.key, what="bucket " + ", ".join(
-            f"{a.name}[axis {a.axis}]={b}" for a, b in zip(call.axes, call.buckets)))
+            f"{a.name}[axis {a.axis}]={call.buckets[a.group]}" for a in call.axes))
         true_trace, out_tree = self._trace_true(call)
         saved_call = self._saved_call(call, true_trace)
         found = saved_call.load()
@@ -219,19 +298,21 @@ class Bucketed:
         """(traces, PaddedProgram) for the call's bucket, the call's own trace checked
         against the proof (so that a saved call is one the proof covers, not a guess)."""
         j = self.jitted
-        module, _ = j._trace(call.padded, call.dynamic, call.key)
+        module, _ = self._explained(
+            call, None, lambda: j._trace(call.padded, call.dynamic, call.key))
         traces = [safety.Traced(module, call.buckets)]
-        for i, (a, b) in enumerate(zip(call.axes, call.buckets)):
+        for i, b in enumerate(call.buckets):
+            group = [a for a in call.axes if a.group == i]
             # the first probe (one below the bucket) fits the length-affine constants;
             # the bottom of the bucket checks that fit, and any threshold in between
-            bottom = a.rule.smallest_in(b)
+            bottom = group[0].rule.smallest_in(b)
             probes = [b - 1 if b - 1 >= 2 else b + 1] + ([bottom] if bottom < b - 1 else [])
             for probe in probes:
                 sizes = call.buckets[:i] + (probe,) + call.buckets[i + 1:]
-                traced = true_trace if sizes == call.lengths else \
-                    self._trace_at(call.padded, a, probe)
+                traced = true_trace if sizes == call.lengths else self._explained(
+                    call, (group, probe), lambda: self._trace_at(call.padded, group, probe))
                 traces.append(safety.Traced(traced, sizes))
-        names = [f"{a.name}{a.axis}" for a in call.axes]
+        names = _length_names(call)
         program = safety.prove(traces, names)
         if call.lengths not in [t.lengths for t in traces]:
             safety.prove(traces + [safety.Traced(true_trace, call.lengths)], names)
@@ -239,6 +320,16 @@ class Bucketed:
             logs.log("buckets", "%s: masked %s for the bucket", j.__name__,
                      ", ".join(f"{b.op.value}" for b in program.masked))
         return traces, program
+
+    def _explained(self, call, probe, trace):
+        """`trace()` of the padded call (or of a probe: (group's axes, size)). The call's own
+        shapes traced already, so an error here comes from the padding: say which."""
+        try:
+            return trace()
+        except (NeedsIntValues, errors.VerifierError):
+            raise   # jit retraces by value; a verifier error is jitlib's own
+        except Exception as e:
+            raise _padding_error(self.jitted, call, probe, e) from e
 
     def _trace_true(self, call):
         """The function traced at the call's own (unpadded) shapes: (module, out tree)."""
@@ -264,12 +355,15 @@ class Bucketed:
             entry.verified = {call.buckets, call.lengths}
             entry.traces = traces
 
-    def _trace_at(self, bound, axis, size):
-        """The function traced with `axis` resized to `size` (no data needed)."""
-        value = bound.arguments[axis.name]
-        shape = list(np.shape(value))
-        shape[axis.axis] = size
-        probe = _Bound(bound, {axis.name: np.empty(shape, np.asarray(value).dtype)})
+    def _trace_at(self, bound, axes, size):
+        """The function traced with `axes` (one group) resized to `size` (no data needed)."""
+        replace = {}
+        for a in axes:
+            value = replace.get(a.name, bound.arguments[a.name])
+            shape = list(np.shape(value))
+            shape[a.axis] = size
+            replace[a.name] = np.empty(shape, np.asarray(value).dtype)
+        probe = _Bound(bound, replace)
         key, dynamic, _ = self.jitted._key(probe)
         # probes are only walked beside the verified bucket trace: any difference refuses
         return self.jitted._trace(probe, dynamic, key, check=False)[0]
@@ -280,29 +374,95 @@ class Bucketed:
         saved_call = self._saved_call(call, self._trace_true(call)[0])
         with self._lock:
             safety.prove(entry.traces + [safety.Traced(saved_call.traced, call.lengths)],
-                         [f"{a.name}{a.axis}" for a in call.axes])
+                         _length_names(call))
             entry.verified.add(call.lengths)
             program, executable = entry.run
             saved_call.save(executable, program.out_axes)
+
+
+def _length_names(call):
+    """The program's length parameters, one per group: x0, or x0_y0 for x and y together."""
+    return ["_".join(f"{a.name}{a.axis}" for a in call.axes if a.group == i)
+            for i in range(len(call.buckets))]
+
+
+def _padding_error(jitted, call, probe, e):
+    padded = [f"argument {a.name!r} axis {a.axis}: length {call.lengths[a.group]} padded "
+              f"to {call.buckets[a.group]} by the bucket rule {a.rule.source.where()}"
+              for a in call.axes]
+    if probe is None:
+        what = "padded to its bucket"
+    else:
+        group, size = probe
+        resized = " and ".join(f"argument {a.name!r} axis {a.axis}" for a in group)
+        what = (f"with {resized} resized to {size} (a trace the padding proof takes "
+                f"inside the bucket) and the rest padded")
+    cause = e.message if isinstance(e, errors.JitlibError) else f"{type(e).__name__}: {e}"
+    names = " and ".join(f"{a.name!r} axis {a.axis}" for a in call.axes)
+    return BucketShapeError(
+        f"{jitted.__name__} traces at the shapes it was called with, but fails {what}:\n"
+        + "".join(f"  {p}\n" for p in padded) + f"the error at those shapes: {cause}",
+        location=getattr(e, "location", None),
+        hint=f"an argument whose length must agree with {names} needs a bucket rule too, "
+             f"with the same sizes (equal lengths under equal sizes pad together); code "
+             f"that fails at other lengths of the bucket needs a higher min, or no rule")
+
+
+def _check_memory(rule, name, value, axis, n, bucket):
+    """Refuse a padded copy larger than the machine's memory before allocating it: a
+    `sizes` entry or `min` written for another dtype or shape would otherwise be a
+    MemoryError (or, under overcommit, an allocation that succeeds until it is filled)."""
+    dtype = value.dtype if hasattr(value, "dtype") else np.asarray(value).dtype
+    shape = list(np.shape(value))
+    shape[axis] = bucket
+    need = math.prod(shape) * dtype.itemsize
+    have = _memory_bytes()
+    if need <= have:
+        return
+    key = "sizes" if rule.sizes is not None else "min" if n < rule.min else "max"
+    raise BucketSizeError(
+        f"bucket rule {rule.source.where()} pads argument {name!r} axis {axis} from "
+        f"length {n} to {bucket}: the padded {dtype} array of shape {tuple(shape)} "
+        f"would need {need:,} bytes ({dtype.itemsize} per item), more than this "
+        f"machine's {have:,} bytes of memory", location=rule.source.location(key),
+        hint=f"lower the rule's {key} to a size that fits")
+
+
+@functools.cache
+def _memory_bytes():
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, OSError, ValueError):   # no sysconf: numpy's own limit
+        return np.iinfo(np.intp).max
+
+
+def _conflict(jitted, first, second, name, axis):
+    return config.BucketConfigError(
+        f"two bucket rules pad argument {name!r} axis {axis} of {jitted.__name__}:\n"
+        f"  {first.describe()}  ({first.source.where()})\n"
+        f"  {second.describe()}  ({second.source.where()})",
+        location=second.source.location("arg"),
+        hint="keep one of them (narrow a rule's function glob, or drop the inline rule)")
 
 
 def _record(jitted, key, axes, lengths):
     """The call's true shapes, for the bucket planner."""
     from jitlib.cache import explain, shapes
     names = explain.leaf_names(key)
-    true = dict(zip((a.name for a in axes), zip((a.axis for a in axes), lengths)))
+    true = {}   # name -> [(axis, length)]: rules may pad several axes of one argument
+    for a in axes:
+        true.setdefault(a.name, []).append((a.axis, lengths[a.group]))
     leaves = []
     for name, (shape, dtype, _) in zip(names, key.leaves):
-        if name in true:
-            axis, n = true[name]
+        for axis, n in true.get(name, ()):
             shape = shape[:axis] + (n,) + shape[axis + 1:]
         leaves.append((shape, dtype))
     shapes.record(jitted.fn, names, leaves)
 
 
 class _Call(NamedTuple):
-    """One bucketed call: its key (padded shapes), arguments as given and padded, and
-    per bucketed axis the true length and the bucket size."""
+    """One bucketed call: its key (padded shapes), arguments as given and padded, its
+    padded axes, and per group of them (_Axis.group) the true length and the bucket."""
     key: object
     bound: object
     padded: object

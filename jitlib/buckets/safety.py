@@ -14,10 +14,13 @@ are walked side by side, so whatever changes with a length shows up as a differe
   size in the bucket);
 - a scalar constant that differs (NumPy's count in a mean, `n - ddof` in a var) must
   be affine in the length, and is recomputed from the length parameter;
+- an update of a slice spanning the padded axis from 0 with an update padded alike
+  (`y[:, 0] = x.sum(1)`, x and y bucketed together) keeps padding on padding;
 - everything else that touches a padded axis (a reshape merging it with another
   axis, a slice or reverse of it, a cumulative op from the end, a gather along it,
-  a scatter, a concatenation) is refused with a `BucketRefusedError` at the user's
-  line, and so is a program whose structure changes with the length.
+  a scatter, a concatenation, any other slice update) is refused with a
+  `BucketRefusedError` at the user's line, and so is a program whose structure changes
+  with the length.
 """
 from typing import NamedTuple
 
@@ -147,7 +150,11 @@ class _Prover:
                 if b.attrs["sizes"][a] != b.operands[0].shape[a]:
                     self._refuse(b, f"slices the padded axis {a} at a computed offset")
         elif op is Op.DYNAMIC_UPDATE_SLICE:
-            if any(pads[:2]):
+            # y[:, 0] = v with y and v padded alike: the update spans each padded axis
+            # from 0, so its padding lands on y's padding and its kept part on y's
+            spans = all(pads[1].get(a) == i and all(_is_zero(x.operands[2 + a]) for x in t)
+                        for a, i in pads[0].items())
+            if not spans or set(pads[1]) - set(pads[0]):
                 self._refuse(b, "updates a slice of a padded array")
         elif op is Op.GATHER:
             if b.attrs["axis"] in pads[0]:
@@ -280,6 +287,10 @@ class _Prover:
             location=_user_loc(b),
             hint="code that branches on the array's size cannot share one program; drop "
                  "the bucket rule, or make the code independent of the size")
+
+
+def _is_zero(instr):
+    return instr.op is Op.CONSTANT and not np.any(instr.attrs["value"].array)
 
 
 def _user_loc(instr):

@@ -76,6 +76,7 @@ def _key(store, traced, axes, buckets, backend):
     text says (locations included) in a fifth of the Python calls printing makes; and
     what the backend's saved programs depend on (its sources, the target), so that the
     program an entry names is one this code would compile for this machine."""
-    spec = [(a.name, a.axis, repr(a.rule.pad_value), b) for a, b in zip(axes, buckets)]
+    spec = [(a.name, a.axis, a.group, repr(a.rule.pad_value), buckets[a.group])
+            for a in axes]
     return store.key(KIND, serial.dumps(traced), repr(spec), backend.name,
                      backend.saved_context(), source_fingerprint("buckets", "hlo"))

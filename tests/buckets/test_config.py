@@ -122,3 +122,67 @@ def test_smallest_in_and_verify_key(tmp_path):
     with pytest.raises(BucketConfigError, match="verify") as info:
         load(path)
     assert f"{path}:9" in str(info.value)
+
+
+def test_non_utf8_bytes_name_the_file_and_line(tmp_path):
+    path = tmp_path / "b.toml"
+    # a Latin-1 "é" in the glob: replaced, it would load a rule that matches nothing
+    path.write_bytes(GOOD.replace("model.forward", "mod\xe8le.forward").encode("latin-1"))
+    with pytest.raises(BucketConfigError, match="not UTF-8") as info:
+        load(path)
+    assert f"{path}:2" in str(info.value) and "0xe8" in str(info.value)
+
+
+def forward(x):
+    return x * 2.0
+
+
+def scaled(x):
+    return x.sum(axis=0) * 3.0
+
+
+def test_glob_matching_no_jitted_function_warns_once(tmp_path, monkeypatch):
+    from jitlib.buckets import BucketRuleWarning
+    path = _write(tmp_path, GOOD.replace("model.forward", "*.forwrad") +
+                  GOOD.replace("model.forward", "*.scaled"))
+    monkeypatch.setenv("JITLIB_BUCKETS", path)
+    typo = jitlib.jit(forward, backend="interpreter")
+    matched = jitlib.jit(scaled, backend="interpreter")
+    x = np.ones((3, 2))
+    with pytest.warns(BucketRuleWarning) as record:
+        np.testing.assert_array_equal(typo(x), forward(x))
+    (warning,) = record
+    assert (warning.filename, warning.lineno) == (path, 2)
+    text = str(warning.message)
+    assert "'*.forwrad' matches no jitted function" in text
+    assert f"{__name__}.forward" in text and f"{__name__}.scaled" in text
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", BucketRuleWarning)   # once: not again
+        typo(x)
+        typo(np.ones((5, 2)))
+        jitlib.jit(lambda x: x + 1.0, backend="interpreter")(x)
+        np.testing.assert_allclose(matched(x), scaled(x))
+
+
+def test_sizes_too_large_to_allocate_name_the_rule_and_bytes(tmp_path):
+    from jitlib.buckets.runtime import BucketSizeError
+    path = _write(tmp_path, GOOD.replace('policy = "pow2"', f"sizes = [8, {2**61}]")
+                  .replace("max = 4096\n", "").replace("model.forward", "*"))
+    jitted = jitlib.jit(lambda x: x.sum(axis=0), backend="interpreter", buckets=path)
+    with pytest.raises(BucketSizeError) as info:   # was numpy's "array is too big"
+        jitted(np.ones((9, 3)))
+    text = str(info.value)
+    assert f"{path}:5" in text and f"from length 9 to {2**61}" in text
+    assert f"{2**61 * 3 * 8:,} bytes (8 per item)" in text
+
+
+def test_padded_bytes_use_the_argument_item_size(monkeypatch):
+    from jitlib.buckets import runtime
+    monkeypatch.setattr(runtime, "_memory_bytes", lambda: 1 << 20, raising=False)
+    jitted = jitlib.jit(lambda x: x.sum(axis=0), backend="interpreter",
+                        buckets={"arg": "x", "sizes": [4, 1 << 17]})
+    small = np.ones((5, 2), np.int8)   # pads to 256 KiB: fits
+    np.testing.assert_array_equal(jitted(small), small.sum(axis=0))
+    with pytest.raises(runtime.BucketSizeError, match=r"2,097,152 bytes \(8 per item\)"):
+        jitted(np.ones((5, 2)))        # float64: 2 MiB

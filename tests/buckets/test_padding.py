@@ -188,3 +188,27 @@ def test_sizes_inside_a_proved_bucket_are_not_traced_again():
         np.testing.assert_allclose(jitted(_x(n)), f(_x(n)), rtol=1e-12)
     # the bucket (16), one below it (15) and its bottom (5), traced once each at compile
     assert sorted(traced[:3]) == [5, 15, 16] and len(traced) == 3 + 12
+
+
+def test_column_update_with_both_arguments_bucketed():
+    """y[:, 0] = x.sum(1) spans y's padded axis from 0 with an update padded alike: the
+    proof keeps it, and the write reaches the caller's y as eager NumPy leaves it."""
+    def f(x, y):
+        y[:, 0] = x.sum(axis=1)
+        return y.sum(axis=0)
+    rules = [{"arg": "x", "sizes": [4, 8]}, {"arg": "y", "sizes": [4, 8]}]
+    jitted = jitlib.jit(f, backend="interpreter", buckets=rules)
+    for n in range(2, 9):
+        x, y, y_eager = _x(n), np.zeros((n, 2)), np.zeros((n, 2))
+        np.testing.assert_allclose(jitted(x, y), f(x, y_eager), rtol=1e-12)
+        np.testing.assert_allclose(y, y_eager, rtol=1e-12)
+
+
+def test_update_not_spanning_the_padded_axis_is_refused():
+    def f(x, z):
+        y = x.copy()
+        y[:3] = z
+        return y
+    jitted = jitlib.jit(f, backend="interpreter", buckets={"arg": "x", "sizes": [4, 8]})
+    with pytest.raises(BucketRefusedError, match="updates a slice of a padded array"):
+        jitted(_x(6), np.ones((3, 3)))

@@ -205,7 +205,10 @@ def test_warm_saves_every_recorded_length(tmp_path):
     (tmp_path / "model.py").write_text(SERVICE)
     (tmp_path / "buckets.toml").write_text(CONFIG)
     env = dict(os.environ, JITLIB_CACHE_DIR=str(tmp_path / "cache"),
-               JITLIB_BUCKETS=str(tmp_path / "buckets.toml"), PYTHONPATH=str(tmp_path),
+               JITLIB_BUCKETS=str(tmp_path / "buckets.toml"),
+               # model.py, then the jitlib under test (not whichever the venv installed)
+               PYTHONPATH=os.pathsep.join([str(tmp_path),
+                                           os.path.dirname(os.path.dirname(jitlib.__file__))]),
                JITLIB_RECORD_SHAPES="1")
 
     def run(*argv):
