@@ -28,7 +28,7 @@ Ops that can reach outside their operand (pad, concatenate, dynamic_update_slice
 the position they read at and select: every read stays inside its buffer, even in lanes
 whose value is not taken.
 """
-from jitlib.hlo.ops import Op
+from jitlib.hlo.ops import ELEMENTWISE, Op
 
 
 def strides(shape):
@@ -63,6 +63,11 @@ class Index:
         return ("d",) + self.dims if self.dims is not None else ("l", self.lin)
 
 
+# how deep the walk recurses before it computes an elementwise chain bottom-up instead
+# (shallower chains keep the walk's order, and so their generated code)
+_DEEP = 64
+
+
 class ElementalBase:
     """Values of a kernel body's instructions at indices, memoised per (instr, index)
     inside a scope: kernels open a scope per loop body, since a value computed inside a
@@ -83,6 +88,7 @@ class ElementalBase:
         self.inputs = dict(inputs)
         self.fixed = {}
         self.scopes = [{}]
+        self._depth = 0   # values being computed, one inside another
 
     def push(self):
         self.scopes.append({})
@@ -121,9 +127,39 @@ class ElementalBase:
         for scope in reversed(self.scopes):
             if key in scope:
                 return scope[key]
-        v = self._compute(instr, index)
+        if self._depth > _DEEP and instr.op in ELEMENTWISE and instr not in self.inputs:
+            self._operands_first(instr, index)
+        self._depth += 1
+        try:
+            v = self._compute(instr, index)
+        finally:
+            self._depth -= 1
         self.scopes[-1][key] = v
         return v
+
+    def _operands_first(self, instr, index):
+        """Compute the elementwise chain under `instr` at `index` bottom-up, so that a long
+        fused chain (a loop's thousand steps) needs no recursion as deep as itself."""
+        order, stack, seen = [], [(instr, False)], set()
+        while stack:
+            node, expanded = stack.pop()
+            if expanded:
+                order.append(node)
+                continue
+            if node in seen:
+                continue
+            seen.add(node)
+            stack.append((node, True))
+            for o in reversed(node.operands):   # the first operand's chain first, as before
+                if o.shape == node.shape and o.op in ELEMENTWISE and o not in self.inputs \
+                        and o not in self.fixed and o not in seen \
+                        and not self._known(self._key(o, index)):
+                    stack.append((o, False))
+        for node in order[:-1]:   # the last is `instr` itself
+            self.value(node, index)
+
+    def _known(self, key):
+        return any(key in scope for scope in self.scopes)
 
     def remember(self, instr, index, value):
         """Make `value` (one the kernel has, such as a reload of what it stored) the

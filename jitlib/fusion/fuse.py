@@ -58,6 +58,10 @@ def is_widening_float_convert(instr):
     src, dst = instr.operands[0].dtype, instr.dtype
     return (dtypes.is_float(src) and dtypes.is_float(dst)
             and np.dtype(dst).itemsize > np.dtype(src).itemsize)
+# a kernel holds at most this many ops: past it, LLVM's compile time grows faster than the
+# work saved by not writing one more intermediate (a 20,000-op chain compiled in 46 s as
+# one kernel), and registers run out
+MAX_KERNEL_OPS = 512
 # constants up to this many elements are baked into each kernel instead of passed in
 INLINE_CONSTANT_LIMIT = 1
 # names that say little about a kernel; left out of kernel names
@@ -209,6 +213,8 @@ class _Fuser:
             return FusionDecision.no(f"{op} runs as its own kernel")
         if group.kind == "opaque":
             return FusionDecision.no(f"the consumer {group.hero.op} runs as its own kernel")
+        if len(group.members) >= MAX_KERNEL_OPS:
+            return FusionDecision.no(f"the kernel holds {MAX_KERNEL_OPS} ops already")
         if producer in self.results and not self._same_space_output(producer, group):
             return FusionDecision.no("a module result of another shape than the kernel's")
         if group.kind == "dot":

@@ -231,3 +231,20 @@ def test_stencil_chains_fuse_in_linear_work():
     one, eight = fused_work(1), fused_work(8)
     assert eight[0] == 8 * one[0]        # two kernels a step
     assert eight[1] == one[1] <= 20      # and none grows with the chain
+
+
+def test_a_long_elementwise_chain_is_split_and_compiles_without_deep_recursion():
+    """3,000 steps of x = x * a + b: kernels of at most MAX_KERNEL_OPS ops, and code
+    generation that does not recurse once per op (it raised RecursionError at ~250)."""
+    from jitlib.fusion.fuse import MAX_KERNEL_OPS
+
+    def chain(x):
+        for _ in range(3000):
+            x = x * 0.999 + 0.001
+        return x
+    x = np.linspace(0.0, 1.0, 64)
+    f = jitlib.jit(chain, backend="cpu")
+    kernels = [k for k in f.lower(x).optimized().instructions if k.op is Op.FUSION]
+    assert len(kernels) >= 6000 // MAX_KERNEL_OPS
+    assert max(len(k.attrs["body"].instructions) for k in kernels) <= MAX_KERNEL_OPS + 8
+    np.testing.assert_allclose(f(x), chain(x), rtol=1e-12)
