@@ -4,6 +4,7 @@ eager and torch.compile, on one NVIDIA GPU.
     python -m benchmarks.gpu [--quick] [--only NAME ...] [--rounds R] [--out PATH]
         [--budget-s S]
     python -m benchmarks --gpu ...
+    ncu --profile-from-start off ... python -m benchmarks.gpu --ncu [--only NAME ...]
 
 For each workload of `benchmarks/workloads.py` (float32 at the "large" sizes; mlp and
 attention also in bfloat16), each tool gets:
@@ -30,6 +31,10 @@ counted). TFLOP/s counts 2*M*N*K per matmul, as % of torch.matmul (cuBLAS) at th
 shapes and dtype (fp32 without TF32, as torch defaults; TF32 is measured too; a bf16 row's
 products each at the types NumPy gives them: bf16 x bf16, then f32 x f32). `tiny`
 gives dispatch: call + sync median (p10/p90) and queued µs/call.
+
+`--ncu` times nothing: it builds and warms every tool's function (autotuning included),
+then calls each once between cudaProfilerStart and cudaProfilerStop, so Nsight Compute
+(`--profile-from-start off`) profiles exactly one launch of each tool's kernels.
 
 A failing row or tool records its error and the run goes on. Results:
 `benchmarks/results/gpu-<date>.json` and `.md`, and copies in $OUT when it is set.
@@ -208,7 +213,7 @@ class EventTimer:
 
     The sleep kernel (torch.cuda._sleep) spins for a count of SM clock cycles, so how long
     it lasts depends on the clock. Calibrated once on an idle H200 (SM clock 345 MHz) it
-    measured 154K cycles a ms against 1.96M with the clock up (2026-12-03e): every "5 ms"
+    measured 154K cycles a ms against 1.96M with the clock up: every "5 ms"
     hold then lasted 0.39 ms, and torch.compile, which queues a call in ~70 us, left idle
     gaps of up to 0.64 ms among the calls meant to run back to back. So the calibration
     repeats until the rate stops rising (the clock has come up) and keeps the highest
@@ -326,8 +331,8 @@ def _block_sum():
 def read_bandwidth(torch, timer, sizes_mib, reps):
     """Device read GB/s per size, the faster of torch.sum and a Triton block sum over a flat
     float32 buffer: what a read-only kernel such as logsumexp can reach (the copy figure
-    also pays for writes). On the H200 torch.sum read 64 MiB at 3168 GB/s, a Triton row or
-    block sum at 4104-4178 (2026-12-03, tools/gpu_read_probe.py)."""
+    also pays for writes). The Triton block sum reads faster than torch.sum on the H200
+    (docs/performance.md)."""
     block_sum = _block_sum()
     out = {}
     for mib in sizes_mib:
@@ -461,7 +466,7 @@ def kernel_rounds(torch, ready, settings, timer=None):
     kernel, so they run back to back whatever the tool's dispatch speed: a tool that
     takes about as long to queue a call as its kernel runs (torch.compile and jax on
     ew_chain, ~61 µs against ~62) leaves the GPU idle before some of its kernels, and on
-    the H200 a kernel after an idle gap ran 0.2-1 µs faster (gpu-2026-12-03d-notes.md).
+    the H200 a kernel after an idle gap ran 0.2-1 µs faster (docs/performance.md).
     jax queues on its own stream and is timed as queued. Each record keeps its rounds,
     the rounds' plain queued figures (kernel_us_queued_rounds) and the single pass of
     `measure` (kernel_us_single)."""
@@ -545,6 +550,27 @@ def run_row(row, name, dtype, tools, settings, torch, timer, ceilings):
         result["ratio_vs_jitlib"] = {t: r["kernel_us"] / base for t, r in result["tools"].items()
                                      if t != "jitlib" and r.get("kernel_us")}
     return result
+
+
+def profile_once(only, tools, torch, scale):
+    """--ncu: every tool's function for each row built and warmed, then called once inside
+    the CUDA profiler's range, so Nsight Compute sees one launch of each."""
+    calls = []
+    for row_name, name, dtype in rows(only):
+        arrays = row_inputs(name, dtype, scale)
+        for tool in tools.values():
+            f = tool.make(W.WORKLOADS[name])
+            put = [tool.put(a) for a in arrays]
+            for _ in range(3):
+                tool.sync(f(*put))
+            calls.append((f"{row_name} / {tool.name}",
+                          lambda f=f, put=put, tool=tool: tool.sync(f(*put))))
+    torch.cuda.synchronize()
+    torch.cuda.profiler.start()
+    for label, call in calls:
+        print(f"profiling: {label}", flush=True)
+        call()
+    torch.cuda.profiler.stop()
 
 
 def derive(rec, row, ceilings):
@@ -713,7 +739,15 @@ def main(argv=None):
                         "2026-12-03 13:00)")
     p.add_argument("--budget-s", type=float, default=360.0,
                    help="stop timing new tools after this many seconds (rows say so)")
+    p.add_argument("--ncu", action="store_true",
+                   help="time nothing: call each tool once inside the CUDA profiler's range, "
+                        "for ncu --profile-from-start off")
     args = p.parse_args(argv)
+    if args.ncu:
+        import torch
+        profile_once(args.only, make_tools(torch, _gpu_jax()),
+                     torch, "small" if args.quick else "large")
+        return
     started = time.perf_counter()
     quick = args.quick
     settings = dict(scale="small" if quick else "large", k=5 if quick else 30,
@@ -726,14 +760,7 @@ def main(argv=None):
         import torch
     except ImportError as e:
         notes.append(f"torch not importable ({e}): no torch columns, no CUPTI or event timing")
-    try:
-        import jax
-        if not any(d.platform == "gpu" for d in jax.devices()):
-            notes.append(f"jax sees no GPU ({jax.devices()}): no jax column")
-            jax = None
-    except Exception as e:
-        notes.append(f"jax not usable ({type(e).__name__}: {e}): no jax column")
-        jax = None
+    jax = _gpu_jax(notes)
 
     result = dict(machine=machine_info(torch, jax), quick=quick, settings={
         k: v for k, v in settings.items() if k != "deadline"}, ceilings={}, rows={}, notes=notes)
@@ -772,6 +799,20 @@ def main(argv=None):
                      "mlp/attention with the TF32 cuBLAS figure")
     notes.append(f"total {time.perf_counter() - started:.0f} s")
     write(result, args.out)
+
+
+def _gpu_jax(notes=None):
+    """jax, where it is importable and sees a GPU; else None (and a note why)."""
+    notes = [] if notes is None else notes
+    try:
+        import jax
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            notes.append(f"jax sees no GPU ({jax.devices()}): no jax column")
+            return None
+        return jax
+    except Exception as e:
+        notes.append(f"jax not usable ({type(e).__name__}: {e}): no jax column")
+        return None
 
 
 def write(result, out):

@@ -8,9 +8,12 @@
 #   FUZZ_MINUTES=3 BENCH=0 bash tools/gpu_session.sh   # tests, then the differential fuzzer
 #                                                      # with the gpu variant, no benchmark
 #   TESTS=0 bash tools/gpu_session.sh                  # the benchmark only
+#   ROWS="attention,layernorm" SWEEP=1 bash tools/gpu_session.sh   # a few rows only, with a
+#                                      # config sweep of their kernels (tools/gpu_tune_sweep.py)
 #
 # Everything printed also lands in $OUT (default ./gpu-session-out): session.log,
-# versions.txt, pytest-gpu.log, pytest-gpu.xml, benchmark.log, gpu-<date>.json and .md.
+# versions.txt, pytest-gpu.log, pytest-gpu.xml, sweep.log/.json, benchmark.log,
+# gpu-<date>.json and .md.
 # Each stage has its own time limit, so a hang in one still leaves the others' results;
 # the exit status is the tests' (0: all gpu tests passed).
 set -uo pipefail
@@ -81,12 +84,23 @@ if [ "${FUZZ_MINUTES:-0}" != 0 ]; then
     echo "fuzz exit status: ${PIPESTATUS[0]}"
 fi
 
+IFS=',' read -r -a rows <<< "${ROWS:-}"
+if [ "${SWEEP:-0}" = 1 ]; then
+    stage "config sweep ${rows[*]:-(default rows)}"
+    SWEEP_ARGS=(--dot-grid candidates --budget-s "$(( ${SWEEP_LIMIT_S:-110} - 10 ))"
+                --out "$OUT/sweep.json")
+    [ ${#rows[@]} -gt 0 ] && SWEEP_ARGS+=(--rows "${rows[@]}")
+    PYTHONPATH="$PWD" timeout -k 10 "${SWEEP_LIMIT_S:-110}" python tools/gpu_tune_sweep.py \
+        "${SWEEP_ARGS[@]}" 2>&1 | tee "$OUT/sweep.log"
+fi
+
 [ "${BENCH:-1}" = 1 ] || { stage "done"; ls -l "$OUT"; exit "$tests_rc"; }
 stage "benchmark"
 # the budget skips the tools not yet measured once spent; the full run (scale large) needs
 # ~2-4 minutes, most of it first-call compiles of four tools
 BENCH_ARGS=(--budget-s "${BENCH_BUDGET_S:-290}")
 [ "${QUICK:-0}" = 1 ] && BENCH_ARGS+=(--quick)
+[ ${#rows[@]} -gt 0 ] && BENCH_ARGS+=(--only "${rows[@]}")
 timeout -k 10 "$(( ${BENCH_BUDGET_S:-290} + 45 ))" python -m benchmarks.gpu "${BENCH_ARGS[@]}" 2>&1 | tee "$OUT/benchmark.log"
 echo "benchmark exit status: ${PIPESTATUS[0]}"
 

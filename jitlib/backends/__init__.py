@@ -8,7 +8,7 @@ import importlib
 import importlib.util
 import os
 
-from jitlib.errors import BackendError, UnsupportedError
+from jitlib.errors import BackendError
 
 # name -> (module, class, the third-party package it needs or None)
 _BACKENDS = {
@@ -18,19 +18,13 @@ _BACKENDS = {
     # without a CUDA GPU it runs its kernels on Triton's interpreter (slow; for tests)
     "gpu": ("jitlib.backends.triton", "TritonBackend", "triton"),
 }
-# Names that will exist but do not yet, with why.
-_NOT_BUILT = {}
-
-KNOWN = tuple(_BACKENDS) + tuple(_NOT_BUILT)
+KNOWN = tuple(_BACKENDS)
 
 _instances = {}
 
 
 def get_backend(name):
     """The backend called `name`: one of "interpreter", "jax", "cpu", "gpu"."""
-    if name in _NOT_BUILT:
-        raise UnsupportedError(_NOT_BUILT[name], hint="use backend='cpu', 'interpreter' or "
-                                                      "'jax' until it lands")
     check_name(name)
     if name not in _instances:
         module, cls, _ = _BACKENDS[name]
@@ -40,7 +34,7 @@ def get_backend(name):
 
 def check_name(name):
     """Raise a clear error for a backend name that does not exist."""
-    if name not in _BACKENDS and name not in _NOT_BUILT:
+    if name not in _BACKENDS:
         raise BackendError(f"unknown backend {name!r}",
                            hint=f"known backends: {', '.join(KNOWN)}")
 
@@ -53,10 +47,9 @@ def available_backends():
 
 
 def default_backend_name():
-    """The default backend: "gpu" where it can run (built, triton installed, a CUDA GPU
+    """The default backend: "gpu" where it can run (triton installed, a CUDA GPU
     visible), else "cpu"."""
-    if "gpu" in _BACKENDS and importlib.util.find_spec("triton") is not None \
-            and _cuda_gpu_visible():
+    if importlib.util.find_spec("triton") is not None and _cuda_gpu_visible():
         return "gpu"
     return "cpu"
 

@@ -23,12 +23,13 @@ after `optimize` and each pass's diff, and verifies the module after every pass.
 """
 import dataclasses
 import difflib
-import importlib
 from typing import Callable
 
 from jitlib import logs
 from jitlib.errors import VerifierError
 from jitlib.fusion import rewrite
+from jitlib.fusion.fuse import fuse
+from jitlib.fusion.in_place import mark_in_place
 from jitlib.fusion.options import Options
 from jitlib.fusion.simplify import ALGEBRAIC, FOLD
 from jitlib.hlo.printer import print_module
@@ -82,6 +83,10 @@ PASSES = (
 
 BY_NAME = {p.name: p for p in (SIMPLIFY, CONSTANT_FOLD, CSE, DCE, *PASSES)}
 
+# after PASSES, in `optimize`: fusion into kernels, then the kernels that may write in place
+FUSE = Pass("fuse", fuse)
+KERNEL_PASSES = (FUSE, Pass("in_place", mark_in_place))
+
 
 def run_pipeline(module, passes=None, options=None, verify_each=False):
     """Run `passes` (default `PASSES`) in order and return the result.
@@ -132,28 +137,11 @@ def _diff(name, before, after):
 
 
 def optimize(module, options=None):
-    """The optimized module: `PASSES`, then fusion into kernels when that pass exists."""
+    """The optimized module: `PASSES`, then fusion into kernels (`KERNEL_PASSES`)."""
     options = options if options is not None else Options()
     if logs.enabled("passes"):
         logs.log("passes", "optimize: before\n%s", print_module(module, short_locs=True))
-    passes = PASSES
-    fuse = _fusion_pass()
-    if fuse is not None:
-        from jitlib.fusion.in_place import mark_in_place
-        passes += (fuse, Pass("in_place", mark_in_place))
-    module = run_pipeline(module, passes, options)
+    module = run_pipeline(module, PASSES + KERNEL_PASSES, options)
     if logs.enabled("passes"):
         logs.log("passes", "optimize: after\n%s", print_module(module, short_locs=True))
     return module
-
-
-def _fusion_pass():
-    """The fusion pass, or None while `jitlib.fusion.fuse` is not written yet."""
-    try:
-        fuse = importlib.import_module("jitlib.fusion.fuse")
-    except ImportError as e:
-        if e.name != "jitlib.fusion.fuse":   # fuse.py exists but is broken: say so
-            raise
-        return None
-    fn = getattr(fuse, "fuse", None)
-    return Pass("fuse", fn) if fn is not None else None

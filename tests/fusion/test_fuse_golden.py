@@ -11,7 +11,7 @@ CASES = golden.collect("fuse_*.hlo")
 @pytest.fixture
 def fuse_runnable(monkeypatch):
     # the pipeline names "fuse" as its last pass but BY_NAME lists only the rewrite passes
-    monkeypatch.setitem(golden.BY_NAME, "fuse", pipeline._fusion_pass())
+    monkeypatch.setitem(golden.BY_NAME, "fuse", pipeline.FUSE)
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

@@ -3,9 +3,8 @@ the host CPU can run.
 
 NumPy's wheels ship OpenBLAS built for many CPUs (DYNAMIC_ARCH) and pick the kernels
 at load time from the CPU it detects. Releases before OpenMathLib/OpenBLAS#6033 detect
-AMD Zen 5 as "Haswell" and run AVX2 kernels on a CPU with full-width AVX-512: a float32
-(1024 x 1024) @ (1024 x 4096) took 38.8 ms there (221 GFLOP/s), 20.2-21.7 ms with the
-same library's SkylakeX kernels (396-426 GFLOP/s), on the 2-core test VM.
+AMD Zen 5 as "Haswell" and run AVX2 kernels on a CPU with full-width AVX-512, at about
+half the speed of the same library's SkylakeX kernels there (docs/performance.md).
 
 The kernel set is chosen once per loaded copy of the library (OPENBLAS_CORETYPE, read
 when it initializes), and NumPy's copy is loaded before jitlib can say anything. So
@@ -14,7 +13,7 @@ private copy of the same file, told to use SkylakeX, and calls its cblas_sgemm /
 cblas_dgemm. The copy is the file's bytes in
 an anonymous memory file (memfd: dlopen would hand back NumPy's copy for the same inode),
 made on a background thread when the first program with a large product (`uses_copy`)
-is compiled, so the ~12 ms it takes overlaps the rest of the compile; small products
+is compiled, so the time it takes overlaps the rest of the compile; small products
 stay on NumPy's copy. Its dependencies (libgfortran) are
 the ones NumPy already loaded.
 
@@ -205,7 +204,7 @@ def uses_copy(multiply_adds):
     """Whether a product of this size goes to the private copy (where one is loaded).
     Small ones stay on NumPy's (single-threaded, blas_threads.py): their time is mostly
     overhead, and a program of small products, like a served MLP's batch, then never
-    waits ~13 ms for the copy to load in a new process. The choice is by size alone, so
+    waits for the copy to load in a new process. The choice is by size alone, so
     a program gives the same bits on every call."""
     return (config.cpu_blas() == "private"
             and multiply_adds >= blas_threads.SMALL_PRODUCT)

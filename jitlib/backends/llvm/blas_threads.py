@@ -2,8 +2,8 @@
 
 NumPy's OpenBLAS splits any product past a few tens of thousands of multiply-adds
 between its threads. When the machine is busy, waiting for those threads to be
-scheduled costs far more than the product: on a loaded 2-core machine a float32
-(100, 64) @ (64, 256) took 12-30 ms threaded against 0.1 ms on one thread (measured).
+scheduled costs far more than the product, by two orders of magnitude on a loaded
+2-core machine (docs/performance.md).
 OpenBLAS 0.3.27+ has `openblas_set_num_threads_local`; despite its name, in NumPy's
 build it sets the count of the whole process (set on one thread, another thread reads
 it back and its products run on one core: measured). So the sections that want one
@@ -23,7 +23,8 @@ import numpy as np
 
 from jitlib import forksafe
 
-# below this many multiply-adds (~0.5 ms on one core) threads cost more than they save
+# below this many multiply-adds (well under a millisecond on one core) threads cost
+# more than they save
 SMALL_PRODUCT = 1 << 23
 
 

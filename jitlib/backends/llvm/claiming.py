@@ -1,20 +1,18 @@
 """Claimed chunks: the threads of a large kernel call take its work a chunk at a time.
 
 A static split (thread t does part t of parts) makes every thread wait for the slowest
-share, and on this VM the slowest is the worker's: it starts 60-190 us after the call
-(median 86 us: the vCPU it sleeps on has to be woken), and the caller, blocked until
-the worker reports, takes a median 57 us more to be woken in turn. On a logsumexp call
-of 2.05 ms that was 143 us (7%).
+share, usually the worker's: the core it sleeps on has to be woken, and then the caller,
+blocked until the worker reports, has to be woken in turn (docs/performance.md).
 
 So the threads of a split call each run a claiming entry, one per number of pointer
-arguments, compiled once per process (`entry`), at -O0 (`Compiler.compile`: ~1.5 ms,
-where O3 took ~15 ms, paid in the first call of every new number of arguments):
+arguments, compiled once per process (`entry`), at -O0 (`Compiler.compile`: a tenth of
+O3's time, paid in the first call of every new number of arguments):
 
     i64 @jl_claim_N(ptr %kernel, ptr %p0, ..., ptr %work, i64 %thread)
 
 which calls the kernel, `kernel(p0, ..., chunk, chunks)`, on chunk after chunk until
-none is left. (Defined in each kernel's own module instead, it cost ~11 ms more LLVM
-work per kernel: logsumexp's 25.6 -> 37.5 ms.) `work` (`work_area`) holds the number
+none is left. (Defined in each kernel's own module instead, it added LLVM work to
+every kernel.) `work` (`work_area`) holds the number
 of chunks, a count of finished ones, the number of threads, and per thread a range of
 chunks packed as lo | hi << 32, each on its own cache line. Thread t takes chunks from
 the front of its own range, so its rows stay contiguous (a row kernel's prefetch of the
@@ -35,7 +33,7 @@ import platform
 import numpy as np
 
 # Chunks of about this many bytes moved (inputs and outputs): small enough that the
-# threads finish within ~15 us of each other, large enough that claiming one (an
+# threads finish within microseconds of each other, large enough that claiming one (an
 # atomic compare-exchange on the thread's own line) costs nothing measurable.
 CHUNK_BYTES = 256 << 10
 # The caller spins this many times (`pause`, some 30-60 ns each) for the other threads'

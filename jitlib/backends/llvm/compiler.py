@@ -62,14 +62,13 @@ class Compiler:
                                                           idle_only=True)
         atexit.register(self._second.close)
         self._ahead = {}              # sha256 -> object code `compile_ahead` made
-        # `target()`, made here: in LLVM calls it took 0.1 ms of a warm first call
+        # `target()`, made once here: in LLVM calls it was a visible part of a warm first call
         self._target = (self.target_machine.triple, self.cpu, self.features, *versions())
         if object_store() is not None:
             # with the disk cache on, what saved programs depend on besides the target
             # (saved.context: the sources of the IR, the optimizer and the code
             # generators) is walked here too, once a process, as the code imported
-            # before the compiler starts: 48 files stat'ed, 0.2 ms that a warm first
-            # call paid before
+            # before the compiler starts, and not in a warm first call
             source_fingerprint(*CODEGEN_SOURCES)
         self._several = 0             # programs that had several kernels to compile
         self.loaded_by = {"jitlib": 0, "mcjit": 0}   # mappings made by each loader
@@ -78,8 +77,8 @@ class Compiler:
         """The target machine of an engine that only loads object code. An engine owns
         (and frees) its machine, so each gets a fresh one; it never generates code (the
         object is compiled by `self.target_machine`), so it is the generic machine of the
-        host triple: 0.02 ms to make, where the host CPU's, with its ~900 feature flags
-        parsed, takes 0.13 ms (a third of loading a cached kernel)."""
+        host triple: far cheaper to make than the host CPU's, with its ~900 feature flags
+        to parse."""
         return self._triple_target.create_target_machine(jit=True)
 
     def optimize(self, ir_text):
@@ -102,9 +101,9 @@ class Compiler:
     def quick_object_code(self, ir_text):
         """`ir_text` compiled without LLVM's optimizer, by an -O0 code generator: for the
         runtime's own helpers (claiming.py's entries), loops around a call whose speed is
-        the callee's. O3 spent ~15 ms on each of them (its loop passes and the
-        aggressive instruction selector), O0 ~1.5 ms; O0 keeps no memory per run, so
-        these never go to the worker."""
+        the callee's. O3 spent ten times as long on each (its loop passes and the
+        aggressive instruction selector); O0 keeps no memory per run, so these never go
+        to the worker."""
         if self._quick_machine is None:
             self._quick_machine = llvm.Target.from_default_triple().create_target_machine(
                 cpu=self.cpu, features=self.features, opt=0, jit=True)
@@ -120,7 +119,7 @@ class Compiler:
         lock, so the second core's share goes to a worker process of the lowest priority
         (optimizer_process.py: the same bytes) while this thread compiles the rest, each
         side taking the largest kernel left. Only while compiles run in this process; the
-        worker starts (~80 ms, off the caller's path) at the `SECOND_CORE_AFTER`-th
+        worker starts (off the caller's path) at the `SECOND_CORE_AFTER`-th
         program with several kernels to compile, which compiles here alone. `load` then
         finds the objects ready."""
         if config.compile_worker() != "auto" or self.optimized_here >= \
@@ -262,9 +261,9 @@ class Compiler:
             except loader.Unloadable as e:
                 logs.log("compiles", "%s mapped by MCJIT: %s", ", ".join(symbols), e)
         # an engine is made around a module; removed again, the same empty one serves
-        # every engine (parsing it took 0.1-0.2 ms of a warm kernel's 0.5 ms load)
+        # every engine (parsing one each time was a good part of a cached kernel's load)
         engine = llvm.create_mcjit_compiler(self._empty, self._loader_machine())
-        engine.remove_module(self._empty)   # else finalizing codegens it: 1.0 -> 0.3 ms
+        engine.remove_module(self._empty)   # else finalizing generates code for it
         try:
             for obj in objects:
                 engine.add_object_file(llvm.ObjectFileRef.from_data(obj))
@@ -323,22 +322,19 @@ RETAIN_UNUSED = 64
 CODEGEN_SOURCES = ("hlo", "fusion", "backends/llvm")
 # `compile_ahead` starts its worker at the third program with several kernels to
 # compile: a process that compiles that much (a service's buckets, a test suite) gains
-# from the second core, while a script's first calls do not pay the start (measured on
-# the 2-core VM beside mlp's first call: 43-91 ms more at normal priority, 0-30 ms at
-# the lowest; mse_loss's two kernels compile in ~20 ms instead of ~30 once it is up)
+# from the second core, while a script's first calls do not pay the worker's start
+# (docs/performance.md)
 SECOND_CORE_AFTER = 3
 
 
 def full_width(features):
     """The host's features, with 512-bit vectors preferred where it has AVX-512.
 
-    LLVM tunes most Intel AVX-512 cores (skylake-avx512 to sapphirerapids, and this VM's
-    rocketlake) to prefer 256-bit vectors, against the clock drop older parts took on
-    512-bit code, so kernels came out with ymm registers only. jitlib's kernels are long
-    vector streams whose transcendental work is the limit on a small host: on the 2-vCPU
-    Xeon VM (2026-12-03, 2^24 f32 or 4096^2 f32, median of 15 calls), zmm instead of ymm
-    took gelu_tanh 9.4-9.5 -> 4.7-5.4 ms, softmax 5.6-5.7 -> 4.2, logsumexp 3.5-3.6 -> 2.1-2.2,
-    layernorm 5.8-6.2 -> 3.7-4.0. AMD's AVX-512 cores carry no such preference: nothing
+    LLVM tunes most Intel AVX-512 cores (skylake-avx512 to sapphirerapids, rocketlake)
+    to prefer 256-bit vectors, against the clock drop older parts took on 512-bit code,
+    so kernels came out with ymm registers only. jitlib's kernels are long vector streams
+    whose transcendental work is the limit on a small host, and zmm made them up to twice
+    as fast (docs/performance.md). AMD's AVX-512 cores carry no such preference: nothing
     changes there."""
     if "+avx512f" in features.split(","):
         return features + ",-prefer-256-bit"

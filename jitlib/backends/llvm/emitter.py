@@ -151,10 +151,6 @@ class FunctionText:
         self.declare(name, f"declare {ty} @{name}({arg_types})")
         return self.call(ty, name, [(ty, a) for a in args] + list(extra))
 
-    def vectorize_hint(self):
-        """A fresh `!llvm.loop` node asking LLVM to vectorize one loop."""
-        return self._loop_hint('!{!"llvm.loop.vectorize.enable", i1 true}')
-
     def scalar_hint(self):
         """A fresh `!llvm.loop` node asking LLVM to leave one loop as it is: neither
         vectorized nor unrolled (a loop of a few iterations, where either would only
@@ -173,8 +169,7 @@ class FunctionText:
         unrolled, and 4 interleaved vectors (the count LLVM's cost model chose for these
         loops on the AVX-512 test machine, so sums keep their order and bits; stated,
         because `unroll.disable` alone makes it pick 1). Unrolling copied the inlined
-        polynomials: attention's 512-wide softmax rows took 40-53 ms of LLVM work
-        unrolled, 30-37 ms not, and ran no slower (gelu and row softmax no slower)."""
+        polynomials: a third more LLVM work, and no faster."""
         return self._loop_hint('!{!"llvm.loop.interleave.count", i32 4}',
                                '!{!"llvm.loop.unroll.disable"}')
 

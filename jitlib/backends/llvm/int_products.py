@@ -1,7 +1,7 @@
 """Integer and bool matrix products, compiled: NumPy has no BLAS for them.
 
-NumPy multiplies integer matrices with a plain loop (int32 512 x 512 x 512: 0.15 s on the
-2-core VM, ~0.9 G multiply-adds a second). Integer sums wrap, so every order gives the
+NumPy multiplies integer matrices with a plain loop (under a billion multiply-adds a
+second). Integer sums wrap, so every order gives the
 same bits, and the loop order that vectorizes is free to take: per output row, the row
 is cleared, then for each k the row of `b` scaled by a[i, k] is added to it, a
 contiguous loop over the output's columns. A bool product is an or of ands, the same

@@ -78,13 +78,9 @@ PREFETCH_MIN_BYTES = 2 << 10
 # On hosts that take L1 prefetches well (streaming.l1_prefetch_host: AMD Zen), rows of at
 # most this many bytes (all full-size inputs) are prefetched into L1 as well
 # (prefetcht0), longer ones into L2 (prefetcht1): the row ahead then sits beside the row
-# being computed in the 48 KiB L1. The row's first pass reads it from L1 instead of L2:
-# logsumexp 74-75 -> 79-82% of the triad, softmax 90-92 -> 92-95% (two quiet paired runs,
-# Zen 5). Elsewhere every row goes to L2.
+# being computed in the 48 KiB L1, and the row's first pass reads it from L1 instead of
+# L2 (docs/performance.md). Elsewhere every row goes to L2.
 PREFETCH_L1_MAX_ROW_BYTES = 16 << 10
-# Forcing `llvm.loop.vectorize.enable` gains nothing here (O3 vectorizes these loops on its
-# own) and makes LLVM print a warning for every loop it cannot vectorize (libm calls).
-HINT_VECTORIZE = False
 
 
 @dataclasses.dataclass
@@ -108,50 +104,49 @@ class DotKernel:
 
 # -- loops
 
-def loop(fn, n, body, vectorize=False, scalar=False):
+def loop(fn, n, body, scalar=False):
     """Emit `for i in range(n): body(i)` (n static); nothing for n == 0, no loop for 1."""
     if n == 0:
         return
     if n == 1:
         body(0)
         return
-    _counted_loop(fn, "loop", "0", n, body, vectorize, scalar=scalar)
+    _counted_loop(fn, "loop", "0", n, body, scalar=scalar)
 
 
-def share(fn, n, body, vectorize=False):
+def share(fn, n, body):
     """Emit `for i in range(lo, hi): body(i)` over this call's share of range(n); in a
     kernel that always runs whole (`fn.whole`), the plain static loop over range(n)."""
     if fn.whole:
-        loop(fn, n, body, vectorize)
+        loop(fn, n, body)
         return
     if n == 0:
         return
     lo, hi = share_bounds(fn, n)
     # a share may be empty (more parts than iterations): test before the first trip
-    _counted_loop(fn, "share", lo, hi, body, vectorize, guard=f"icmp ult i64 {lo}, {hi}")
+    _counted_loop(fn, "share", lo, hi, body, guard=f"icmp ult i64 {lo}, {hi}")
 
 
 # A split flat loop runs over blocks of SHARE_BLOCK elements (`share_blocks`): the inner
 # loop's trip count is a constant the vectorizer covers with no remainder loop, and only
-# the last share runs the n % SHARE_BLOCK elements left. A tanh epilogue over 262144 f32:
-# 404 -> 215 instructions, LLVM's optimizer and code generator ~30% faster.
+# the last share runs the n % SHARE_BLOCK elements left: half the code, compiled faster.
 SHARE_BLOCK = 64
 
 
 def share_blocks(fn, n, body):
-    """`share(fn, n, body, vectorize=True)` for a flat elementwise loop, by blocks."""
+    """`share(fn, n, body)` for a flat elementwise loop, by blocks."""
     if fn.whole or n < 2 * SHARE_BLOCK:
-        share(fn, n, body, vectorize=True)
+        share(fn, n, body)
         return
     blocks, rest = divmod(n, SHARE_BLOCK)
     share(fn, blocks, lambda b: loop(
-        fn, SHARE_BLOCK, lambda j: body(iadd(fn, imul(fn, b, SHARE_BLOCK), j)), vectorize=True))
+        fn, SHARE_BLOCK, lambda j: body(iadd(fn, imul(fn, b, SHARE_BLOCK), j))))
     if rest:   # the last share (part + 1 == parts) takes the elements past the blocks
         last = fn.op(f"icmp eq i64 {fn.op('add nuw nsw i64 %part, 1', 'p')}, %parts", "c")
         tail, done = fn.label("tail"), fn.label("done")
         fn.emit(f"br i1 {last}, label %{tail}, label %{done}")
         fn.start_block(tail)
-        loop(fn, rest, lambda j: body(iadd(fn, j, blocks * SHARE_BLOCK)), vectorize=True)
+        loop(fn, rest, lambda j: body(iadd(fn, j, blocks * SHARE_BLOCK)))
         fn.emit(f"br label %{done}")
         fn.start_block(done)
 
@@ -165,7 +160,7 @@ def share_bounds(fn, n):
     return lo, hi
 
 
-def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=False):
+def _counted_loop(fn, name, start, end, body, guard=None, scalar=False):
     """The loop blocks both helpers emit: `for (i = start; i < end; ++i) body(i)`, entered
     unconditionally, or only when `guard` holds; `scalar` asks LLVM to keep it a plain
     loop (fn.scalar_hint)."""
@@ -185,33 +180,31 @@ def _counted_loop(fn, name, start, end, body, vectorize, guard=None, scalar=Fals
     fn.start_block(latch)
     fn.emit(f"{i}.next = add nuw nsw i64 {i}, 1")
     more = fn.op(f"icmp ult i64 {i}.next, {end}", "c")
-    hint = f", !llvm.loop {fn.vectorize_hint()}" if vectorize and HINT_VECTORIZE else ""
+    hint = ""
     if scalar:
         hint = f", !llvm.loop {fn.scalar_hint()}"
     elif fn.math_calls == math_calls + 1:
         # copies of one inlined exp/tanh cost compile time only; a body with several is
-        # left to LLVM, which interleaves it less than the 4 stated here (the stated 4 made
-        # a layernorm+gelu+softmax chain's compile 1.5-2x slower)
+        # left to LLVM, which interleaves it less than the 4 stated here (the stated 4
+        # made long chains of row stages compile much slower)
         hint = f", !llvm.loop {fn.math_loop_hint()}"
-    elif fn.loops > loops + 1 and isinstance(end, int) and not hint:
+    elif fn.loops > loops + 1 and isinstance(end, int):
         # an outer loop of few iterations: LLVM unrolled it fully, copying the vectorized
-        # inner loop each time (a 16-row bias+relu epilogue: 1293 lines of assembly and
-        # 57 ms of LLVM work, 99 lines and 10 ms rolled; no faster unrolled)
+        # inner loop each time: far more code and LLVM time, and no faster
         hint = f", !llvm.loop {fn.rolled_hint()}"
     fn.emit(f"br i1 {more}, label %{head}, label %{done}{hint}")
     fn.start_block(done)
 
 
-def nest(fn, sizes, body, vectorize=True, split=False, scalar=False):
-    """Loops over `sizes` (outermost first); `body(indices)`; the innermost real loop
-    carries the vectorize hint. With `split`, the outermost real loop (or, where every
-    size is 1, a loop of one) runs over this call's share only. With `scalar`, every
+def nest(fn, sizes, body, split=False, scalar=False):
+    """Loops over `sizes` (outermost first); `body(indices)`. With `split`, the
+    outermost real loop (or, where every size is 1, a loop of one) runs over this
+    call's share only. With `scalar`, every
     loop asks LLVM to leave it as it is (a rarely taken path: compile time only)."""
     sizes = list(sizes)
     if 0 in sizes:
         return
     real = [i for i, n in enumerate(sizes) if n > 1]
-    inner = max(real, default=-1)
     outer = min(real, default=0) if split and sizes else None
 
     def level(k, done):
@@ -220,9 +213,9 @@ def nest(fn, sizes, body, vectorize=True, split=False, scalar=False):
             return
         step = lambda i: level(k + 1, done + [i])   # noqa: E731
         if k == outer:
-            share(fn, sizes[k], step, vectorize and k == inner)
+            share(fn, sizes[k], step)
         else:
-            loop(fn, sizes[k], step, vectorize and k == inner, scalar=scalar)
+            loop(fn, sizes[k], step, scalar=scalar)
     if split and not sizes:
         share(fn, 1, lambda i: body([]))
     else:
@@ -242,8 +235,8 @@ def runs_whole(inputs, outputs):
 
 def _function(name, n_in, n_out, whole):
     """The kernel's signature. A `whole` kernel ignores %part and %parts: its loops get
-    static bounds, which LLVM optimises and compiles several times faster (a 4-element
-    loop: 15 ms -> 4 ms) into code with no runtime remainder handling."""
+    static bounds, which LLVM optimises and compiles several times faster into code with
+    no runtime remainder handling."""
     name = re.sub(r"[^A-Za-z0-9_.]", "_", name) or "kernel"   # a plain LLVM identifier
     params = [("ptr", f"%in{i}", "noalias readonly") for i in range(n_in)]
     params += [("ptr", f"%out{j}", "noalias") for j in range(n_out)]
@@ -313,7 +306,7 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
             el.pop()
         loop(fn, per, element)
         streaming.store_block(fn, dt, ptr, base, buffer)
-    _counted_loop(fn, "blocks", "0", blocks, block, False, guard=f"icmp ult i64 0, {blocks}")
+    _counted_loop(fn, "blocks", "0", blocks, block, guard=f"icmp ult i64 0, {blocks}")
 
     # the unaligned ends: t < head is lo + t, the rest is end + (t - head)
     head = fn.op(f"sub i64 {start}, {lo}", "s")
@@ -328,8 +321,8 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
         store(fn, value_at(i), ptr, i, dt)
         el.pop()
     # fewer than two blocks' worth of elements: vectorizing this loop would only cost
-    # compile time (first call of gelu, cold: ~12 ms)
-    _counted_loop(fn, "edges", "0", ends, edge, False, guard=f"icmp ult i64 0, {ends}",
+    # compile time
+    _counted_loop(fn, "edges", "0", ends, edge, guard=f"icmp ult i64 0, {ends}",
                   scalar=True)
 
 
@@ -506,8 +499,7 @@ def _row_buffer_plan(plan, body, kept_in, fn):
     Each loop over R (a reduction's, the write pass) evaluates its operand from the
     inputs, so a chain of row stages (layernorm -> gelu -> softmax, four times: each
     stage's loops start from the previous stage's output) evaluated every earlier tanh
-    and exp again in every later loop: quadratic work, and quadratic code for LLVM (a
-    181-op chain: 2,000 lines of kernel IR, 320 ms of LLVM, 2.3x slower than jax.jit).
+    and exp again in every later loop: quadratic work, and quadratic code for LLVM.
     A chosen value is computed once per row by a loop of its own, just before the first
     loop that reads it, into a buffer on the stack (the row stays in L1), and read back
     from there by every later loop. The bits are the same: the value stored is the one
@@ -596,10 +588,8 @@ class _Carry:
     `acc` instead of a pass, where `at` says `acc` holds its row (the first row of each
     share, or a row after a gap, still runs the pass). In rows without NaN the lanes'
     maximum is the row's, exactly (a zero result is folded again in order, as after the
-    pass); rows with NaN are the blind case, where no output shows the max.
-    Measured on the Intel VM (4096 x 4096 float32, % of the triad paired with each
-    call, three interleaved A/B rounds): logsumexp 66-67 -> 70-74, softmax 82-84 -> 82-85.
-    Prefetching a row further on as well measured the same."""
+    pass); rows with NaN are the blind case, where no output shows the max
+    (measurements: docs/performance.md)."""
     red: object        # the max reduction
     sum: object        # the sum reduction whose grouped blocks load the next row
     ptr: str           # the max's input (a kernel parameter)
@@ -843,10 +833,9 @@ class _ReductionEmitter:
         and adds vector k of them to accumulator k, lane by lane. At the block's end the
         accumulators are added in order, then halved lane-wise down to one value.
         Prefetching this way, one group at a time, and not all of a block's lines before
-        it, sped 4096-wide float32 rows up on both threads (per call: logsumexp 0.6-3.6%,
-        softmax 4-5%, layernorm 2%; interleaved A/Bs, docs/cpu_reductions.md); for
-        float32 on AVX-512 the order is the one LLVM's vectorizer chose before (same
-        bits), and now it is the same on every host."""
+        it, keeps the memory stream even (docs/performance.md); for float32 on AVX-512
+        the order is the one LLVM's vectorizer chose before (same bits), and now it is
+        the same on every host."""
         fn, el = self.fn, self.el
         x = red.operands[0]
         dt, t = x.dtype, compute_type(x.dtype)
@@ -915,9 +904,7 @@ class _ReductionEmitter:
         this row (into L2, and L1 for short rows: `_prefetch_plan`). Called from the
         row's sum blocks: a row kernel makes several passes over a row held in cache,
         and memory would sit idle during all but the first; loading the next row while
-        this one computes keeps it busy.
-        Measured on one core (4096 x 4096 f32, data past the caches): row sums 1.85 ->
-        1.51 ms, logsumexp 4.39 -> 3.59 ms, layernorm 5.78 -> 4.98 ms."""
+        this one computes keeps it busy."""
         if self.ahead is None:
             return
         fn = self.fn
@@ -934,13 +921,9 @@ class _ReductionEmitter:
         The prefetches go out from the sum passes. Where another pass reads the row
         first (softmax's and logsumexp's max), they start that much later in the row
         and the next row's first pass comes sooner after them: those kernels lead by
-        half a row more (4096-wide float32 rows, interleaved A/B on a loaded machine,
-        per-call time ratio: logsumexp 0.92-0.93, faster in 66% of 400 rounds, softmax
-        0.96, 60%; layernorm, whose first pass is a sum, ran 4% slower with it), or by a
-        quarter of a row where the kernel writes no row-shaped output (logsumexp: since
-        the prefetches go out a group at a time, `grouped_block`, a quarter ran 0.975-
-        0.985 per call against a half in three A/Bs of 300 calls; softmax, with its
-        write pass, 1.012 at a quarter, so it keeps the half)."""
+        half a row more (not layernorm, whose first pass is a sum), or by a quarter of
+        a row where the kernel writes no row-shaped output (logsumexp; softmax's write
+        pass makes a row longer, so it keeps the half). Measured: docs/performance.md."""
         plan = self.plan
         row = int(np.prod([plan.S[d] for d in plan.R], dtype=np.int64))
         full = [(f"%in{i}", p.dtype.itemsize) for i, p in enumerate(body.params)
@@ -995,8 +978,7 @@ class _ReductionEmitter:
                             f"ptr {odd}")
                 el.pop()
             # the in-order refold runs only for a row holding a NaN, an inf or a zero
-            # result (a zero only, when blind): not worth LLVM's vectorizer (~5 ms of a
-            # softmax kernel's compile)
+            # result (a zero only, when blind): not worth LLVM's vectorizer's compile time
             nest(fn, sizes, step, scalar=rare)
 
         def fast(a, v):
@@ -1120,8 +1102,7 @@ class _ReductionEmitter:
     def render(self):
         if self.carry:
             self.fn.emit(f"store i64 -1, ptr {self.carry.at}")
-        nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, vectorize=False,
-             split=self.splittable)
+        nest(self.fn, [self.plan.S[d] for d in self.kept], self.per_k, split=self.splittable)
         if self.stream_row:
             streaming.fence(self.fn)
         self.fn.emit("ret void")

@@ -2,8 +2,8 @@
 
 MCJIT was the costliest part of building an executable whose object code is cached:
 making an engine (and the target machine it owns), handing it each object and
-finalizing took ~0.35 ms a program on the test VM, a tenth of a bucketed MLP's warm
-start. What jitlib's target machines emit is simple to map by hand. They compile with
+finalizing took a tenth of a bucketed MLP's warm start. What jitlib's target machines
+emit is simple to map by hand. They compile with
 the JIT code model, which on x86-64 is the large one: every reference from code to a
 constant pool or to libm is a 64-bit absolute address (R_X86_64_64), and there is no
 GOT, PLT, TLS or writable data. So loading is: lay the allocated sections of a

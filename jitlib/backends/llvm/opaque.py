@@ -70,9 +70,9 @@ def _split_loops(fn, before, after, body):
     This call's share is taken from `before` where it has more than one element, else
     from every loop over `after` (the same share each time)."""
     if before > 1:
-        share(fn, before, lambda b: body(b, lambda emit: loop(fn, after, emit, True)))
+        share(fn, before, lambda b: body(b, lambda emit: loop(fn, after, emit)))
     elif after > 1:
-        body(0, lambda emit: share(fn, after, emit, True))
+        body(0, lambda emit: share(fn, after, emit))
     else:
         body(0, lambda emit: emit(0))
 

@@ -13,9 +13,9 @@ interpreter. Loading object code (MCJIT) stays in the user's process and does no
 While compiles still run in the user's process, a second worker, started at the lowest
 priority (`idle_only`), is its second core: a program with two or more kernels to
 compile sends some of them there while the rest compile here (`Compiler.compile_ahead`).
-It starts on a background thread (`start_soon`: ~80 ms of CPU until it answers) once a
-process has compiled a few such programs (`compiler.SECOND_CORE_AFTER`): beside mlp's
-first call its start, at normal priority, cost that call 43-91 ms on the 2-core VM.
+It starts on a background thread (`start_soon`) once a process has compiled a few such
+programs (`compiler.SECOND_CORE_AFTER`): its start beside a script's first call, on a
+2-core host, costs that call more than the second core gives back.
 
 Run as a script, this file is the worker. It imports only llvmlite and the standard
 library (importing jitlib would cost its start more than everything else), and speaks
@@ -54,10 +54,9 @@ def optimize(llvm, machine, ir_text):
     tuning.loop_vectorization = True
     # Off: our kernels are loop nests whose inner loops the loop vectorizer takes (and
     # interleaves where a hint says so). After it, the unroller copied vector bodies again
-    # (ew_chain's 28 instructions to 54) and SLP looked for straight-line work there is
-    # none of: together 14-21% of LLVM's time on the benchmark's kernels (303 -> 260 ms
-    # of thread time for all 13), same bits, steady times within the run-to-run noise
-    # (+-2%, interleaved A/B on every workload).
+    # and SLP looked for straight-line work there is none of: a sixth of LLVM's time on
+    # the benchmark's kernels, for the same bits and the same speed
+    # (docs/performance.md).
     tuning.slp_vectorization = False
     tuning.loop_unrolling = False
     builder = llvm.create_pass_builder(machine, tuning)
@@ -113,7 +112,7 @@ def serve(requests, replies):
 # -- the user's side
 
 # A kernel-shaped module a new worker compiles first: LLVM's passes initialize lazily,
-# and a fresh process's first vectorized loop took 33 ms where this process takes 20.
+# and a fresh process's first vectorized loop takes much longer than later ones.
 _WARM_UP = """
 declare float @llvm.fma.f32(float, float, float)
 define void @warm_up(ptr noalias readonly %in, ptr noalias %out) nounwind {
@@ -145,7 +144,7 @@ class OptimizerProcess:
         self._command = command or [sys.executable, os.path.abspath(__file__)]
         if idle_only:   # at the lowest priority: it runs on CPU time nobody else wants
             nice = shutil.which("nice")   # from its first instruction: Python's own start
-            self._command = ([nice, "-n", "19"] + self._command if nice    # is ~40 ms
+            self._command = ([nice, "-n", "19"] + self._command if nice
                              else self._command + [NICE_FLAG])
         self._process = None
         self._served = 0         # compiles by the current process
@@ -161,7 +160,7 @@ class OptimizerProcess:
         self._lock = threading.Lock()
 
     def start_soon(self):
-        """Start the worker on a background thread (its Python and llvmlite take ~80 ms
+        """Start the worker on a background thread (its Python and llvmlite take a while
         to come up) and mark it `ready` once it has compiled `_WARM_UP`."""
         with self._lock:
             if self._warming is not None:

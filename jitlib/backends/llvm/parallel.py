@@ -20,7 +20,8 @@ import weakref
 from jitlib.backends.llvm import claiming
 
 # Below this many bytes read and written a kernel runs on the calling thread alone: at
-# memory speed 1 MiB takes ~50 us, about what handing work to another thread costs.
+# memory speed 1 MiB takes tens of microseconds, about what handing work to another
+# thread costs.
 MIN_PARALLEL_BYTES = 1 << 20
 
 

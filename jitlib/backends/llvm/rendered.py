@@ -1,8 +1,8 @@
 """Rendering a fused kernel, and a rendered kernel as plain data for the disk cache.
 
-Rendering (kernels.py, opaque.py) walks the kernel's body in Python: 7 ms for the
-181-instruction layernorm/gelu/softmax chain's one kernel, a third of that program's
-warm start, so saved programs (saved.py) keep what it made. A record is plain JSON: the
+Rendering (kernels.py, opaque.py) walks the kernel's body in Python: for a long fused
+chain, a third of the program's warm start, so saved programs (saved.py) keep what it
+made. A record is plain JSON: the
 LLVM IR text (saved.py keeps its object code beside the record), the function name and
 how calls may be split; for a dot kernel its epilogue, which body
 parameters that reads, and where the results come from. The kernel's inputs and outputs

@@ -9,9 +9,8 @@ the interpreter. Building the executable from an entry reads one file and maps t
 IR, the optimizer and the code generators (a dev checkout keeps one version number
 while they change), and the target: the same key on another CPU is another entry.
 
-Measured on the bucketed MLP's warm start (two dot kernels with epilogues): optimize
-0.5-1.1 ms and render 0.2-0.4 ms become one read and a 0.15 ms decode; the object code in
-the entry saves two more reads and two hashes of the IR text (0.14 ms).
+On a warm start, optimizing and rendering the program become one read and a decode; the
+object code in the entry saves two more reads and two hashes of the IR text.
 """
 import base64
 import functools

@@ -15,9 +15,9 @@ constant trip count, which LLVM vectorizes whole (four interleaved vectors: one 
 and `store_block` moves the buffer out with aligned vector stores marked `!nontemporal`
 (vmovntps); LLVM forwards the buffer's values in registers, so the buffer never exists.
 The head and the tail use plain stores in one scalar loop, so no line is written partly
-by a streaming store. Measured: moving the block's stores out of the compute loop (a
-4 KiB buffer, then a copy loop) made ew_chain slower than plain stores (10.2 vs 7.3 ms,
-one core): reads and writes then take turns instead of overlapping. Non-temporal stores
+by a streaming store. The stores stay inside the compute loop: moved out (a larger
+buffer, then a copy loop) reads and writes take turns instead of overlapping, slower
+than plain stores (docs/performance.md). Non-temporal stores
 are weakly ordered: `fence` makes them visible before the kernel returns (so before a
 worker thread reports its part done).
 """
@@ -27,11 +27,11 @@ import platform
 from jitlib.backends.llvm.emitter import iadd, imul, memory_type
 
 # A kernel moving this many bytes (inputs and outputs) has outputs that leave the caches
-# before anyone reads them: 32 MiB is the L3 of the test machine (2-core Zen 5 VM).
+# before anyone reads them: 32 MiB, a typical L3.
 STREAM_MIN_BYTES = 32 << 20
 # Bytes per block: four lines, four independent zmm chains per trip for the out-of-order
-# core (gelu on one core: 6.5 ms with two lines, 5.9-6.2 with four, no better with
-# eight); f64 blocks (32 elements) keep a trip count LLVM vectorizes.
+# core (faster than two lines, no slower than eight); f64 blocks (32 elements) keep a
+# trip count LLVM vectorizes.
 BLOCK_BYTES = 256
 LINE = 64
 # A row kernel that streams its output keeps the row's summed values (softmax's exp) in
@@ -39,15 +39,14 @@ LINE = 64
 ROW_BUFFER_BYTES = 64 << 10
 # Rows shorter than this are written with plain stores: each streamed row pays an
 # unaligned head and tail in a scalar loop (NumPy's data starts 16 bytes into a line),
-# and the streamed form costs ~10 ms more LLVM work at first call. Attention's 512-wide
-# softmax rows (2 KiB) ran no faster streamed (16.3-16.6 vs 15.6-17.5 ms, one core busy).
+# and the streamed form costs more LLVM work at first call; short rows (attention's
+# 2 KiB softmax rows) ran no faster streamed.
 ROW_STREAM_MIN_BYTES = 4 << 10
 
 # A streamed flat loop kernel prefetches each full-size input this many bytes ahead of
-# the block it computes. The hardware prefetchers alone leave memory idle while a block
-# with transcendental work computes: on the 2-vCPU Intel VM (paired with the triad,
-# 30 calls, % of the triad) gelu 64 -> 93, exp 92 -> 116, x * 2.0 108 -> 123. Further
-# ahead was worse (8 KiB: gelu 84, 16 KiB: 87); 1-4 KiB about the same.
+# the block it computes: the hardware prefetchers alone leave memory idle while a block
+# with transcendental work computes. Further ahead was worse, 1-4 KiB about the same
+# (docs/performance.md).
 INPUT_PREFETCH_BYTES = 2 << 10
 
 _X86 = platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
@@ -81,11 +80,8 @@ def aligned_start(fn, ptr, dt, lo, hi):
 @functools.lru_cache(maxsize=None)
 def l1_prefetch_host():
     """Whether data a kernel reads next is best prefetched into L1 (prefetcht0), not L2
-    (prefetcht1): on AMD Zen, where the row kernels measured faster so (logsumexp 74-75
-    -> 79-82% of the triad). On the Intel VM the L1 prefetches of a whole row held the
-    row kernels back (paired, % of the triad: layernorm 75 -> 86-90 into L2, softmax
-    77 -> 81-84, logsumexp 68 -> 69-77); the flat kernels' prefetches ran the same
-    either way there."""
+    (prefetcht1): on AMD Zen, where the row kernels measured faster so. On Intel the
+    L1 prefetches of a whole row held the row kernels back (docs/performance.md)."""
     import llvmlite.binding as llvm   # here only: kernels render without a compiler
     return llvm.get_host_cpu_name().startswith("znver")
 

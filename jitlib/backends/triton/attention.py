@@ -1,8 +1,8 @@
 """Attention as one kernel: a dot, a row softmax and a dot, fused flash-attention style.
 
 The optimizer leaves `softmax(f(q @ k^T)) @ v` as three kernels (a dot, a row softmax
-reduction, a dot), and the [.., M, N] scores go to memory and back twice; on the H200 the
-softmax kernel alone took ~30% of what cuBLAS takes for both products. `chains` finds
+reduction, a dot), and the [.., M, N] scores go to memory and back twice; the softmax
+kernel alone took a third of what cuBLAS takes for both products. `chains` finds
 that shape among the fused kernels of an optimized module and `render` writes one kernel
 for it, in which each program owns BM query rows and streams the keys in blocks of BN:
 
@@ -30,13 +30,7 @@ and values finds no inf or NaN, else the same loop with IEEE FMA products (the t
 outside the loop: inside it, Triton stopped pipelining the loads); f32 probabilities
 times bf16 values (NumPy's bf16 @ bf16 is f32) as two bf16 products of p's halves
 (`_split_product`). JITLIB_GPU_F32_DOT=ieee (jitlib/config.py) keeps every f32 product
-on the FMA path.
-
-On the H200 (32x512x512, head dim 64) the three kernels took 91 us in f32 and 63 us in
-bf16; fused, the bf16 form took 17.5 us, the f32 form 117 us with IEEE products and 47.5
-us with tf32x3 (a sweep what-if without the inf test); with its pass over k and v, 54.5
-us in the benchmark of 23:48 (bf16 16.3 us). exp as ex2 took the bf16 form from 17.0 to
-15.0 us in the sweep of 2026-12-03 05:31 (benchmarks/results/gpu-2026-12-03-notes.md).
+on the FMA path. What fusing gained on the H200: docs/performance.md.
 """
 import dataclasses
 
@@ -294,8 +288,8 @@ def render(chain):
         # exp(d) as 2^(d * log2(e)) on the SFU's ex2.approx (~2 ulp; weights under 2^-126
         # flush to 0, below any f32 sum they join): libdevice's exp
         # spends a range reduction on accuracy this does not need, since d = x - max
-        # is exact near 0 and the product rounds once (~1e-6 relative where p matters).
-        # bf16 32x512x512 on the H200: 17.0 -> 15.0 us. The softmax scale is not folded
+        # is exact near 0 and the product rounds once (~1e-6 relative where p matters),
+        # and it is an eighth faster. The softmax scale is not folded
         # into log2(e): s * (scale * log2(e)) - max would round before the subtraction,
         # an error growing with |scores| (2.6e-4 relative at scores ~3000)
         alpha = w.let(f"tl.math.exp2((m - {shift}) * {log2e})", "alpha")

@@ -16,16 +16,15 @@ from jitlib.backends.triton import configs
 log = logging.getLogger("jitlib")
 
 BUDGET_S = 3.0           # per kernel, compiles included: later candidates are skipped
-                         # (1.5 s let only the first candidate compile on the H200)
+                         # (half of it let only the first candidate compile)
 MIN_DOT_FLOPS = 1 << 25  # 2*M*N*K below this: the heuristic tile is as good as any
 MIN_REDUCED = 1 << 20    # elements a reduction kernel reads
 TIMED_S = 2e-3           # each candidate is run for about this long, per round
 ROUNDS = 3               # the candidates are timed in turn this many times (median kept),
                          # so a slow spell of the GPU or host does not land on one alone
 MARGIN = 0.03            # a candidate replaces the heuristic only when this much faster:
-                         # on the H200 (2026-12-03) a noisy pick ran layernorm at ROWS=1 /
-                         # 16 warps and logsumexp at ROWS=2, 7% and 13% slower than the
-                         # heuristic, which the sweeps found best for both
+                         # noisy picks ran layernorm and logsumexp 7-13% slower than
+                         # the heuristic, which the sweeps found best for both
 
 
 def wanted(kernel):

@@ -42,19 +42,15 @@ def next_pow2(n):
 
 def loop_config(n, light=False):
     """Flat elementwise: 512-element tiles, smaller for small n so the masked tail is not
-    most of the work. On the H200 (2026-12-03 sweep of 35 BLOCK x warps configs,
-    tools/gpu_tune_sweep.py) 512 at 4 warps (4 f32 per thread: one 128-bit load per input
-    and thread) ran ew_chain in 64.0 us and gelu_tanh in 35.0, against 64.5 and 35.4 with
-    1024-element tiles and 36-38 for gelu with 2048 or more.
+    most of the work. In the H200 sweep (tools/gpu_tune_sweep.py) 512 at 4 warps (4 f32
+    per thread: one 128-bit load per input and thread) was the fastest shape for
+    ew_chain and gelu_tanh.
 
     `light` (f32 only, a few adds, multiplies and compares per element: all loads and
-    stores) takes 8 warps, 2 per thread, inductor's shape for ew_chain: in interleaved
-    CUPTI rounds on the H200 (2026-12-03d, gpu-2026-12-03d-notes.md) ew_chain ran 0.23 us
-    faster at 8 warps in all 12 paired rounds (62.09 against 62.32 us) and again 61.77
-    against 62.02 in a second call, the same time as inductor's own kernel at that shape
-    (62.06); the benchmark's queued rounds then gave 61.73-61.78 against 61.97. gelu_tanh,
-    whose tanh is some 30 instructions an element, ran 16% slower at 8 warps (38.09
-    against 32.68 us), so everything else keeps 4.
+    stores) takes 8 warps, 2 per thread, inductor's shape for ew_chain, where it ran
+    faster and as fast as inductor's own kernel; gelu_tanh, whose tanh is some 30
+    instructions an element, ran much slower at 8 warps, so everything else keeps 4
+    (docs/performance.md).
     Elementwise kernels are not autotuned: their launch is most of a small one."""
     block = min(512, max(16, next_pow2(n)))
     if block < 512:
@@ -64,21 +60,18 @@ def loop_config(n, light=False):
 
 def reduction_config(rows, row_len, row_outputs=True):
     """A whole row in registers: ROWS rows per program so a tile holds ~2K elements or
-    one row; a warp per 512 elements, so each thread keeps ~16 (at most 16 warps). On the
-    H200 (2026-12-02 sweep, tools/gpu_tune_sweep.py) this was the fastest for 4096x4096
-    softmax and layernorm (1 row, 8 warps) and within 3% of the fastest for 16384x512.
+    one row; a warp per 512 elements, so each thread keeps ~16 (at most 16 warps). In
+    the H200 sweep (tools/gpu_tune_sweep.py) this was the fastest for 4096x4096 softmax
+    and layernorm (1 row, 8 warps) and within 3% of the fastest for 16384x512.
     Persistent programs looping over row blocks, with or without their loads pipelined
-    through shared memory, were 4-10% slower there, so the grid is a program per block.
+    through shared memory (or TMA), were slower, so the grid is a program per block.
 
     A kernel whose outputs are all per row (`row_outputs` False: sums, norms, logsumexp)
     and whose tile holds 4096 elements or more is compiled with maxnreg=40. It is a
     larger budget, not a cap: ptxas then gives logsumexp's kernel 39 registers instead
     of the 32 it picks by itself (6 programs of 8 warps per SM instead of 8) and
-    schedules it differently, and it runs faster: on the H200 (2026-12-03, two calls of
-    three interleaved rounds, gpu-2026-12-03c-notes.md) 4096x4096 took 17.25 and
-    17.41-17.44 us against 17.36-17.41 and 17.54-17.57. softmax, which keeps its row for
-    the stores, gained nothing at 40 and lost 7% at 32; layernorm lost 8% at 40 (the
-    2026-12-03 sweep)."""
+    schedules it differently, and it runs slightly faster on the H200. softmax, which
+    keeps its row for the stores, gained nothing; layernorm lost (docs/performance.md)."""
     block_r = next_pow2(max(row_len, 1))
     rows_per = max(1, min(next_pow2(rows), 2048 // block_r, 64))
     warps = min(16, max(1, (rows_per * block_r) // 512))
@@ -107,27 +100,22 @@ def _dot_fit(n):
 
 
 def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
-    """Tiles for `tl.dot`, from the H200 sweep of 2026-12-02 (tools/gpu_tune_sweep.py;
-    benchmarks/results/gpu-2026-12-02-notes.md), no larger than the problem and at
-    least 16 (tl.dot's minimum):
+    """Tiles for `tl.dot`, from the H200 sweeps (tools/gpu_tune_sweep.py; figures in
+    docs/performance.md), no larger than the problem and at least 16 (tl.dot's minimum):
 
     - 16-bit (tensor cores): 128x128x64, 8 warps, 3 stages;
-    - f32 on the FMA path (input_precision="ieee"): 128x64x32, 8 warps. The wider
-      128x128 tile ran the 1024x1024x4096 product in 406 us against 214; a short K
-      (<= 64: attention's q @ k^T) is the exception, where 128x128x16 with 4 warps ran
-      53 us against 69-90 for the others. A product whose grid would not reach
-      FEW_PROGRAMS takes rows 64 or 32 at a time instead (mse_loss on 2026-12-03:
-      512x784 @ 784x512 48.9 us at 128x64x32/8w, 20.5 at 32x64x32/4w; its 512x512 @
-      512x10 18.5 at 128x16x32, 8.9 at 32x16x32);
+    - f32 on the FMA path (input_precision="ieee"): 128x64x32, 8 warps (the wider
+      128x128 tile took twice as long); a short K (<= 64: attention's q @ k^T) is the
+      exception, where 128x128x16 with 4 warps is faster. A product whose grid would not
+      reach FEW_PROGRAMS takes rows 64 or 32 at a time instead (mse_loss's products ran
+      twice as fast so);
     - `widened` (an operand converted to f32 inside the K loop: the f32 x bf16 product
       of a bf16 MLP under NumPy's promotion): 128x64x16, 8 warps. With a K step of 32
-      most tiles spilled into a slow form (10-60 ms for 1024x4096x1024, 276 us here);
+      most tiles spilled into a form up to 200x slower;
     - f64: 64x64x16, 4 warps;
-    - f32 on the tensor cores (f32_products.py), from the H200 sweeps of 2026-12-02
-      23:49 and 2026-12-03 05:31: tf32x3 128x64x32, 4 warps, 4 stages (163.7 us for
-      1024x1024 @ 1024x4096 with the accumulator recheck, the best of 94; 128x128x32 with
-      8 warps ran 324 with the old operand pass, against 234.5 here then); bf16x2
-      64x128x32, 4 warps, 4 stages (46.2 us for 1024x4096x1024; 72.8 at 128x128x32);
+    - f32 on the tensor cores (f32_products.py): tf32x3 128x64x32, 4 warps, 4 stages
+      (the best of 94 tiles for mlp's first product); bf16x2 64x128x32, 4 warps,
+      4 stages;
     - `mode` "either" (f32 x f32 under JITLIB_GPU_F32_DOT=auto): the constexpr TF32X3
       picks tf32x3 where its tiles make at least TF32X3_MIN_PROGRAMS programs, else the
       FMA path (the tuner times both: `candidates`)."""
@@ -160,10 +148,9 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
 
 def attention_config(m, n, itemsize):
     """The fused attention kernel (attention.py): BM query rows per program, keys in blocks
-    of BN. From the H200 sweep of 2026-12-02 (32x512x512, head dim 64): 16-bit scores
-    64x64, 4 warps, 3 stages (17.1 us; 18.8 with 2 stages; 14.9 with exp as ex2 on
-    2026-12-03, 64x128 14.6); f32 (tf32x3 products) 128x64, 8 warps, 3 stages (47.5
-    us, the best of 36 tiles; 55.9 with the pass over k and v, again the best)."""
+    of BN. From the H200 sweep (32x512x512, head dim 64): 16-bit scores 64x64, 4 warps,
+    3 stages (2 stages slower, 64x128 within 2%); f32 (tf32x3 products) 128x64, 8 warps,
+    3 stages, the best of 36 tiles."""
     bm, warps = (64, 4) if itemsize == 2 else (128, 8)
     bm, bn = min(bm, _dot_fit(m)), min(64, _dot_fit(n))
     return Config({"BM": bm, "BN": bn}, num_warps=warps if bm * bn >= 128 * 64 else 4,

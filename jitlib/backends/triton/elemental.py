@@ -222,7 +222,7 @@ def convert(w, x, src, dst):
         return _float_to_int(w, x, src, dst)
     if dst in NARROW:
         # ints and f64 go through f32 first: a second rounding, off by one 16-bit ulp in
-        # rare ties (the LLVM backend rounds once; documented in backends/triton/README)
+        # rare ties (the LLVM backend rounds once)
         return narrow(f"{x}.to(tl.float32)", dst)
     return f"{x}.to({compute_type(dst)})"
 

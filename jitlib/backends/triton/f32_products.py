@@ -1,7 +1,7 @@
 """f32 matrix products on the tensor cores at f32-like accuracy (the dot kernels' part).
 
-The FMA units multiply f32 tiles at ~67 TFLOP/s on the H200; the tensor cores do TF32 at
-~4x that but round inputs to 10 mantissa bits, which NumPy's answers would not survive.
+The tensor cores do TF32 at about 4x the FMA units' f32 rate but round inputs to 10
+mantissa bits, which NumPy's answers would not survive.
 Splitting an operand into a high part and a low part that the tensor cores take exactly
 buys the accuracy back for a few products (JITLIB_GPU_F32_DOT, jitlib/config.py):
 
@@ -9,7 +9,7 @@ buys the accuracy back for a few products (JITLIB_GPU_F32_DOT, jitlib/config.py)
            a_hi*b_hi + a_hi*b_lo + a_lo*b_hi, about 2^-21 relative per product), then a
            test of the finished accumulator tile: a tile with any inf or NaN sum is
            computed again with IEEE products (`recheck`, which says why that is sound).
-           No pass over the operands first: one cost more than tf32x3 saved (2026-12-02).
+           No pass over the operands first: one cost more than tf32x3 saved.
   bf16x2   f32 x bf16 (NumPy's bf16 @ bf16 is f32, so a bf16 MLP's second product is
            f32 @ bf16): the f32 operand as two bf16 halves, two bf16 products, each exact
            in f32 (about 2^-17 relative). No test needed: see `split_bf16`.
@@ -40,9 +40,8 @@ def mode(lhs_source, rhs_source, tile_dt):
         return "ieee"
     names = sorted([dtypes.name(lhs_source), dtypes.name(rhs_source)])
     if names == ["f32", "f32"]:
-        # "auto": neither wins everywhere on the H200. tf32x3 ran mlp's 1024x1024 @
-        # 1024x4096 in 164 us against 214 (IEEE) but its 1024x4096 @ 4096x1024, whose
-        # 1024x1024 output is only 64-128 programs, in 238 against 201
+        # "auto": neither wins everywhere. tf32x3 is faster on a wide output (mlp's first
+        # product), slower on one of few programs (its second): docs/performance.md
         return "tf32x3" if knob == "tf32x3" else "either"
     if names == ["bf16", "f32"]:
         return "bf16x2"
