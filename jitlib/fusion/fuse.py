@@ -59,8 +59,8 @@ def is_widening_float_convert(instr):
     return (dtypes.is_float(src) and dtypes.is_float(dst)
             and np.dtype(dst).itemsize > np.dtype(src).itemsize)
 # a kernel holds at most this many ops: past it, LLVM's compile time grows faster than the
-# work saved by not writing one more intermediate (a 20,000-op chain compiled in 46 s as
-# one kernel), and registers run out
+# work saved by not writing one more intermediate (docs/performance.md), and registers
+# run out
 MAX_KERNEL_OPS = 512
 # constants up to this many elements are baked into each kernel instead of passed in
 INLINE_CONSTANT_LIMIT = 1
