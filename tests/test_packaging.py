@@ -44,3 +44,16 @@ def test_without_triton_its_tests_skip_with_the_reason():
     reasons = [line for line in out.stdout.splitlines() if "needs Triton, not installed" in line]
     assert any("tests/backends/triton/" in line for line in reasons), out.stdout   # the module
     assert any("tests/test_array.py" in line for line in reasons), out.stdout      # a fixture's
+
+
+def test_the_gpu_backend_without_triton_says_what_to_install():
+    code = ("import sys; sys.modules['triton'] = None\n"
+            "import numpy as np, jitlib\n"
+            "try:\n"
+            "    jitlib.jit(lambda x: x + 1, backend='gpu')(np.ones(2))\n"
+            "except jitlib.errors.BackendError as e:\n"
+            "    print('BackendError:', e)\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert "BackendError:" in out.stdout, out.stdout + out.stderr
+    assert "needs the triton package" in out.stdout and "pip install" in out.stdout

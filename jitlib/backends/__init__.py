@@ -27,9 +27,22 @@ def get_backend(name):
     """The backend called `name`: one of "interpreter", "jax", "cpu", "gpu"."""
     check_name(name)
     if name not in _instances:
-        module, cls, _ = _BACKENDS[name]
+        module, cls, needs = _BACKENDS[name]
+        if needs is not None and not _installed(needs):
+            extra = {"triton": "gpu", "jax": "test"}.get(needs)
+            raise BackendError(
+                f"backend {name!r} needs the {needs} package, which is not installed",
+                hint=f"pip install {needs}" + (f" (or jitlib's extra: pip install -e "
+                                               f"\".[{extra}]\")" if extra else ""))
         _instances[name] = getattr(importlib.import_module(module), cls)()
     return _instances[name]
+
+
+def _installed(package):
+    try:
+        return importlib.util.find_spec(package) is not None
+    except ValueError:   # in sys.modules as None: blocked, as a test may do
+        return False
 
 
 def check_name(name):
