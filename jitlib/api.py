@@ -7,6 +7,7 @@ tracing again.
 """
 import functools
 import inspect
+import os
 import time
 import warnings
 from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
@@ -401,9 +402,11 @@ class Jitted:
             # A backend bug must reach the user as a report they can file, with the IR
             # that triggered it, never as a bare crash from deep inside LLVM or Triton.
             raise errors.CompileError(
-                f"the {key.backend!r} backend failed to compile {self.__name__}: "
-                f"{type(e).__name__}: {e}\n{module}",
-                hint="this is a jitlib bug: please report it with the IR above; "
+                f"the {key.backend!r} backend failed to compile {self.__name__} "
+                f"({len(module.instructions)} ops): {type(e).__name__}: "
+                f"{_shortened(str(e))}\n{_ir_for_report(module)}",
+                location=_definition(self.fn),
+                hint="this is a jitlib bug: please report it with the IR; "
                      "backend='interpreter' runs the same program without compiling") from e
         return _Entry(module, out_tree, executable, module.effects)
 
@@ -435,6 +438,32 @@ class _Bound:
         ordered = {name: values[name] for name in sig.parameters if name in values}
         bound = inspect.BoundArguments(sig, ordered)
         return fn(*bound.args, **bound.kwargs)
+
+
+def _shortened(text, limit=600):
+    return text if len(text) <= limit else text[:limit] + f"... ({len(text)} characters)"
+
+
+# a program this long goes to a file, not into the message
+_INLINE_IR_LINES = 60
+
+
+def _ir_for_report(module):
+    """The module's text for an error message: inline when short, else in a file whose
+    path the message gives (a loop's trace can print to megabytes)."""
+    import tempfile
+    text = str(module)
+    if text.count("\n") < _INLINE_IR_LINES:
+        return text
+    folder = os.path.join(tempfile.gettempdir(), "jitlib-errors")
+    try:
+        os.makedirs(folder, exist_ok=True)
+        fd, path = tempfile.mkstemp(prefix=f"{module.name}-", suffix=".hlo", dir=folder)
+        with os.fdopen(fd, "w") as f:
+            f.write(text + "\n")
+    except OSError as e:
+        return f"(the IR, {text.count(chr(10))} lines, could not be written to a file: {e})"
+    return f"the traced IR ({text.count(chr(10))} lines) is in {path}"
 
 
 def _definition(fn):

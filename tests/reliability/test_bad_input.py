@@ -133,3 +133,27 @@ def test_gpu_backend_without_a_gpu_is_an_error_not_a_silent_interpreter(monkeypa
     monkeypatch.setitem(backends._instances, "gpu", TritonBackend())
     np.testing.assert_array_equal(np.asarray(jitlib.jit(lambda a: a + 1.0, backend="gpu")(X)),
                                   X + 1.0)
+
+
+def test_a_long_programs_compile_failure_is_short_with_the_ir_in_a_file(monkeypatch):
+    from jitlib.backends.llvm import compiler
+
+    def broken(self, ir_text):
+        raise RuntimeError("LLVM IR parsing error: simulated " + "x" * 5000)
+    monkeypatch.setattr(compiler.Compiler, "optimize", broken)
+    monkeypatch.setenv("JITLIB_CACHE_DIR", "")
+    monkeypatch.setenv("JITLIB_COMPILE_WORKER", "never")
+
+    def long_chain(a):
+        for _ in range(100):
+            a = np.exp(a) * 0.5 + 0.125
+        return a
+    f = jitlib.jit(long_chain, backend="cpu")
+    with pytest.raises(errors.CompileError) as info:
+        f(np.arange(11, dtype=np.float64))
+    text = str(info.value)
+    assert len(text) < 2000 and "ops)" in text and "simulated" in text
+    path = text.split(" is in ")[1].split()[0]
+    with open(path) as saved:
+        assert saved.read().startswith("module long_chain(")
+    assert info.value.location.function == "long_chain"
