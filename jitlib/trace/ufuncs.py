@@ -770,3 +770,7 @@ def _write_out(ufunc, results, out, where):
         target._assign(value)
         written.append(target)
     return written
+
+
+# the ufuncs composed in a module of their own register themselves here
+from jitlib.trace import composed_ufuncs  # noqa: E402,F401
