@@ -179,17 +179,24 @@ class Jitted:
         outs = _run(entry.executable, arrays)
         return tree.unflatten(entry.out_tree, list(outs))
 
+    def _drop_if_stale(self, effects):
+        """Whether a guard of `effects` broke (a global rebound, a small global array
+        changed); then every cached trace is dropped and the next compile says why."""
+        broken = effects.broken_guard()
+        if broken is None:
+            return False
+        self._stale = broken
+        with self._lock:
+            self._cache.clear()
+            self._fast.clear()
+        return True
+
     def _run_with_effects(self, entry, flat, arrays, kwargs, args=None):
         """Run a function with effects beyond its results: globals read at call time
         (guarded: a rebound name traces again), writes into arguments (the caller's
         arrays `flat` receive them, as eager NumPy leaves them)."""
         effects = entry.effects
-        broken = effects.broken_guard()
-        if broken is not None:
-            self._stale = broken
-            with self._lock:
-                self._cache.clear()
-                self._fast.clear()
+        if self._drop_if_stale(effects):
             return self(*(flat if args is None else args), **kwargs)
         inputs = effects.call_inputs() if effects.steps else []
         targets = list(flat) + inputs

@@ -190,9 +190,7 @@ class Bucketed:
         arrays = [np.asarray(x, dtype=leaf[1]) for x, leaf in zip(flat, key.leaves)]
         effects, targets = entry.effects, None
         if effects is not None:
-            if effects.broken_guard() is not None:
-                j._stale = effects.broken_guard()
-                j.clear_cache()
+            if j._drop_if_stale(effects):
                 return self(args, kwargs, verify)
             inputs = effects.call_inputs()   # globals read at call time, draws
             arrays += inputs

@@ -41,7 +41,6 @@ class FreeValues:
     def __init__(self, trace):
         self.trace = trace
         self.guards = []      # (description, check(): bool)
-        self.inputs = []      # (name, array) per implicit input, in parameter order
         self._seen = {}       # id(value) -> (value, what the function got for it)
         self.guarded = set()  # the names whose binding is guarded
         self.containers = []  # (name, list or dict) read: where a tracer may escape to
@@ -76,7 +75,6 @@ class FreeValues:
         from jitlib.hlo import dtypes
         if not dtypes.is_supported(array.dtype):
             return array   # NumPy's own ops will meet it; jit refuses it where traced
-        self.inputs.append((name, array))
         tracer = self.trace.new_parameter(array.shape, dtypes.canonicalize(array.dtype), name,
                                           array=True)
         self.trace.call_inputs.append((tracer._param, lambda env: array))
