@@ -155,10 +155,14 @@ def _populate(namespace):
     return exported
 
 
+# -- control flow, with jax.lax's signatures (eager Python loops outside a trace)
+
+from jitlib.trace.control_flow import cond, fori_loop, scan, switch, while_loop  # noqa: E402
+
 __all__ = ["pi", "e", "inf", "nan", "newaxis", "euler_gamma", "bool_", "bool", "int8",
            "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64", "float16",
            "float32", "float64", "bfloat16", "intp", "dtype", "issubdtype", "isdtype", "iinfo",
-           "finfo", "ufunc", "linalg"]
+           "finfo", "ufunc", "linalg", "cond", "fori_loop", "scan", "switch", "while_loop"]
 __all__ += sorted(_populate(globals()))
 linalg = _populate_linalg()
 

@@ -80,7 +80,7 @@ def _setup(ops, dtypes):
     dts = tuple(D.SUPPORTED if dtypes is None else (D.canonicalize(d) for d in dtypes))
     if not dts:
         raise ValueError("dtypes is empty")
-    plain = tuple(op for op in Op if op not in O.KERNEL)
+    plain = tuple(op for op in Op if op not in O.KERNEL and op not in O.CONTROL)
     chosen = plain if ops is None else tuple(Op(op) for op in ops)
     usable = tuple(op for op in chosen if _usable(op, dts))
     if not usable:
@@ -365,7 +365,7 @@ class _Gen:
     def kernel(self, min_results):
         """A fusion of a random body with at least `min_results` results, on pool values."""
         # Bodies are made of the other ops asked for, or of every op.
-        plain = [op for op in self.ops if op not in O.KERNEL] or None
+        plain = [op for op in self.ops if op not in O.KERNEL and op not in O.CONTROL] or None
         sub = _Gen(self.draw, *_setup(plain, self.dts), wild=self.wild)
         name = self.choice(_KERNEL_NAMES)
         body = sub.module(4, sanitize(name))
@@ -596,6 +596,35 @@ def _get_output(g, op):
     return build.get_output(kernel, g.integer(0, len(kernel.attrs["body"].results) - 1))
 
 
+def _while(g, op):
+    """A counted loop: x <- x op x (or not x) for a few trips, cond on a carried counter."""
+    x = g.operand()
+    trips = g.integer(0, 3)
+    i64 = D.INDEX
+    px, pi = build.parameter(0, x.shape, x.dtype, "x"), build.parameter(1, (), i64, "i")
+    step = build.make(Op.NOT if D.is_bool(x.dtype) else Op.ADD,
+                      [px] if D.is_bool(x.dtype) else [px, px])
+    cond = Module("cond", [px, pi], [build.make(
+        Op.COMPARE, [pi, build.constant(np.int64(trips))], dict(direction="LT"))])
+    body = Module("body", [px, pi], [step, build.make(Op.ADD, [pi, build.constant(
+        np.int64(1))])])
+    attrs = dict(cond=cond, body=body)
+    if g.chance(50):
+        attrs["trip_count"] = trips
+    loop = build.make(Op.WHILE, [x, build.constant(np.int64(0))], attrs)
+    return build.get_output(loop, 0)
+
+
+def _conditional(g, op):
+    """x, or x op x (not x), picked by a bool scalar."""
+    x = g.operand()
+    pred = g.operand(shape=(), dtype=D.BOOL)
+    p = build.parameter(0, x.shape, x.dtype, "x")
+    other = build.make(Op.NOT, [p]) if D.is_bool(x.dtype) else build.make(Op.ADD, [p, p])
+    return build.make(Op.CONDITIONAL, [pred, x], dict(
+        branches=(Module("no", [p], [p]), Module("yes", [p], [other]))))
+
+
 def _cumulative(g, op):
     x = g.operand(min_ndim=1)
     return build.cumulative(op, x, g.integer(0, x.ndim - 1), g.chance(50))
@@ -626,7 +655,7 @@ _GENERATORS = {Op.PARAMETER: _parameter, Op.CONSTANT: _constant, Op.IOTA: _iota,
                Op.DYNAMIC_SLICE: _dynamic_slice,
                Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
                Op.SCATTER: _scatter, Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion,
-               Op.GET_OUTPUT: _get_output}
+               Op.GET_OUTPUT: _get_output, Op.WHILE: _while, Op.CONDITIONAL: _conditional}
 _GENERATORS.update({op: _unary for op in O.UNARY - {Op.CONVERT}})
 _GENERATORS.update({op: _binary for op in O.BINARY})
 _GENERATORS.update({op: _reduce for op in O.REDUCE})

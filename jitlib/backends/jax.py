@@ -517,6 +517,28 @@ def _get_output(instr, value):
     return value[instr.attrs["index"]] if is_multi_output(instr.operands[0]) else value
 
 
+# -- control flow: the regions lower as functions of the carry, like the top level
+
+def _tuple_of(module):
+    def fn(*values):
+        return tuple(_walk(module, values))
+    return fn
+
+
+@_lowers(Op.WHILE)
+def _while(instr, *carry):
+    cond, body = _tuple_of(instr.attrs["cond"]), _tuple_of(instr.attrs["body"])
+    out = lax.while_loop(lambda c: cond(*c)[0], lambda c: body(*c), tuple(carry))
+    return tuple(out) if len(out) > 1 else out[0]
+
+
+@_lowers(Op.CONDITIONAL)
+def _conditional(instr, index, *args):
+    branches = [_tuple_of(b) for b in instr.attrs["branches"]]
+    out = lax.switch(index.astype(jnp.int32), branches, *args)
+    return tuple(out) if len(out) > 1 else out[0]
+
+
 assert set(lower_rules) == set(Op) - {Op.PARAMETER}, \
     sorted(set(Op) - {Op.PARAMETER} - set(lower_rules))
 

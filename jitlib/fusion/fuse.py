@@ -143,7 +143,9 @@ class _Fuser:
         self._merge_siblings()
 
     def _place(self, instr):
-        if instr.op in O.KERNEL:   # fusions do not nest: an existing kernel stays one
+        # fusions do not nest: an existing kernel stays one; loops and conditionals run
+        # their regions' own kernels
+        if instr.op in O.KERNEL or instr.op in O.CONTROL:
             self.groups_of[instr] = []
             self.kept.append(instr)
             return

@@ -14,6 +14,10 @@ simplification pipeline; `optimize` runs it and then fusion. The order, and why:
   2. cse: after every rewrite, so duplicates the rewrites made are merged (interning
      already did it; see `rewrite.cse`) before anything counts uses.
   3. dce: last, since each rewrite strands the instructions it replaced.
+  0. control (first): loops of 0 or 1 known trips and branches on a constant index
+     become straight-line code the rules above then see (fusion/regions.py).
+  (optimize) regions: each loop's and conditional's regions optimized as modules of
+     their own, down to kernels, before the top level fuses around them.
   (optimize) fuse: after all of the above. Fusion groups what is left into kernels;
      the rules do not look inside kernels, and dead or duplicate ops would become
      kernel work.
@@ -31,6 +35,7 @@ from jitlib.fusion import rewrite
 from jitlib.fusion.fuse import fuse
 from jitlib.fusion.in_place import mark_in_place
 from jitlib.fusion.options import Options
+from jitlib.fusion.regions import optimize_regions, simplify_control
 from jitlib.fusion.simplify import ALGEBRAIC, FOLD
 from jitlib.hlo.printer import print_module
 from jitlib.hlo.verifier import verify
@@ -75,7 +80,10 @@ CONSTANT_FOLD = _rule_pass("constant_fold", FOLD)
 CSE = Pass("cse", rewrite.cse)
 DCE = Pass("dce", rewrite.dce)
 
+CONTROL = Pass("control", simplify_control)
+
 PASSES = (
+    CONTROL,
     fixed_point((SIMPLIFY, CONSTANT_FOLD), name="simplify_and_fold"),
     CSE,
     DCE,
@@ -85,7 +93,7 @@ BY_NAME = {p.name: p for p in (SIMPLIFY, CONSTANT_FOLD, CSE, DCE, *PASSES)}
 
 # after PASSES, in `optimize`: fusion into kernels, then the kernels that may write in place
 FUSE = Pass("fuse", fuse)
-KERNEL_PASSES = (FUSE, Pass("in_place", mark_in_place))
+KERNEL_PASSES = (Pass("regions", optimize_regions), FUSE, Pass("in_place", mark_in_place))
 
 
 def run_pipeline(module, passes=None, options=None, verify_each=False):

@@ -560,6 +560,30 @@ def _get_output(instr, value):
 
 eval_rules[Op.GET_OUTPUT] = _get_output
 
+
+# -- control flow
+
+def _while(instr, *carry):
+    # The carry's arrays are only read by the regions (results are fresh or views of the
+    # arguments), so passing last iteration's results on costs no copies.
+    cond, body = instr.attrs["cond"], instr.attrs["body"]
+    carry = list(carry)
+    while bool(_run(cond, carry)[0]):
+        carry = _run(body, carry)
+    return tuple(carry) if len(carry) > 1 else carry[0]
+
+
+def _conditional(instr, index, *args):
+    branches = instr.attrs["branches"]
+    # as lax.switch: an index out of range runs the nearest branch
+    k = min(max(int(index), 0), len(branches) - 1)
+    results = _run(branches[k], list(args))
+    return tuple(results) if len(results) > 1 else results[0]
+
+
+eval_rules[Op.WHILE] = _while
+eval_rules[Op.CONDITIONAL] = _conditional
+
 assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))
 
 

@@ -269,16 +269,48 @@ class Module:
         return f"<Module {self.name}: {len(self.instructions)} instructions>"
 
 
+def regions(instr) -> tuple:
+    """The Modules `instr` runs: a fusion's body, a loop's (cond, body), a conditional's
+    branches in order; () for every other op. The printer, parser, verifier and passes
+    walk them through this one function."""
+    op = instr.op
+    if op is Op.FUSION:
+        body = instr.attrs.get("body")
+        return (body,) if isinstance(body, Module) else ()
+    if op is Op.WHILE:
+        cond, body = instr.attrs.get("cond"), instr.attrs.get("body")
+        return (cond, body) if isinstance(cond, Module) and isinstance(body, Module) else ()
+    if op is Op.CONDITIONAL:
+        branches = instr.attrs.get("branches")
+        if isinstance(branches, tuple) and branches \
+                and all(isinstance(b, Module) for b in branches):
+            return branches
+    return ()
+
+
+def result_module(instr):
+    """The Module whose results are `instr`'s values (a fusion's or loop's body, a
+    conditional's first branch), or None for a plain op."""
+    found = regions(instr)
+    if not found:
+        return None
+    return found[0] if instr.op is not Op.WHILE else found[1]
+
+
 def is_multi_output(instr) -> bool:
-    """Whether `instr` is a fusion with several results (usable only through get_output)."""
-    body = instr.attrs.get("body") if instr.op is Op.FUSION else None
-    return isinstance(body, Module) and len(body.results) > 1
+    """Whether `instr` gives several values (a fusion, loop or conditional with several
+    results), each used only through get_output."""
+    if instr.op is not Op.FUSION and instr.op is not Op.WHILE \
+            and instr.op is not Op.CONDITIONAL:
+        return False
+    module = result_module(instr)
+    return module is not None and len(module.results) > 1
 
 
 def output_types(instr) -> list:
-    """(shape, dtype) of each value `instr` gives: one per result of a multi-output fusion."""
+    """(shape, dtype) of each value `instr` gives: one per result of a multi-output op."""
     if is_multi_output(instr):
-        return [(r.shape, r.dtype) for r in instr.attrs["body"].results]
+        return [(r.shape, r.dtype) for r in result_module(instr).results]
     return [(instr.shape, instr.dtype)]
 
 

@@ -80,6 +80,9 @@ class Op(str, enum.Enum):
     # -- kernels: a fusion runs its `body` Module on its operands as one kernel
     FUSION = "fusion"            # attrs body, kind, name; multi-output: used by get_output only
     GET_OUTPUT = "get_output"    # get_output(fusion), index: one result of a multi-output fusion
+    # -- control flow: regions are Modules in the attributes, closed (no outer values)
+    WHILE = "while"              # while(*carry), attrs cond, body [, trip_count]
+    CONDITIONAL = "conditional"  # conditional(index, *operands), attrs branches
 
     def __str__(self):
         return self.value
@@ -116,6 +119,8 @@ REDUCE = frozenset({
 ARG_REDUCE = frozenset({O.ARGMAX, O.ARGMIN})
 CUMULATIVE = frozenset({O.CUMSUM, O.CUMPROD, O.CUMMAX, O.CUMMIN})
 KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
+# Ops that run Modules of their own (regions): loops and branches, never inside a fusion.
+CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")

@@ -9,7 +9,8 @@ Grammar, one construct a line (blank lines and lines starting with `#` or `//` a
     param    := ref ':' type
     writes   := 'writes' '(' ref {',' ref} ')'    (the parameters the last results update)
     instr    := ref '=' type OP '(' args ')' {',' NAME '=' value} [loc] [body]
-    body     := '{' module '}'                         (for fusion, and only for fusion)
+    body     := '{' module+ '}'      (a fusion's body; a loop's cond and body; a conditional's
+                                      branches: the ops with regions, and only those)
     args     := [ref {',' ref}]  |  literal            (a literal only for constant)
     type     := DTYPE '[' [INT {',' INT}] ']'  |  '(' type ',' type {',' type} ')'
     value    := INT | 'true' | 'false' | NAME | STRING | '[' [value {',' value}] ']'
@@ -36,7 +37,7 @@ from jitlib.errors import SourceLocation
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Literal, Module, output_types
 from jitlib.hlo.ops import Op
-from jitlib.hlo.printer import float_value, format_type, implied_attrs
+from jitlib.hlo.printer import REGION_ATTRS, float_value, format_type, implied_attrs
 from jitlib.hlo.shape_rules import IRTypeError
 from jitlib.hlo.verifier import attr_error
 
@@ -197,6 +198,11 @@ def _parse_module(lines):
         raise ParseError(str(e)) from None
 
 
+def _next_is_module(lines):
+    text = lines.peek_text()
+    return text is not None and text.startswith("module ")
+
+
 def _expect_close(lines, what):
     message = f"expected '}}' closing {what}"
     line = lines.next(message)
@@ -301,10 +307,12 @@ def _parse_instr(line, env, lines):
         raise line.error(f"unknown op {op_name!r}") from None
     if op is Op.PARAMETER:
         raise line.error("parameters are declared in the module header")
-    if is_tuple and op is not Op.FUSION:
+    has_regions = op in REGION_ATTRS
+    if is_tuple and not has_regions:
         raise line.error(f"{op} gives one value, not a tuple")
-    if (op is Op.FUSION) != line.opens_block():
-        raise line.error("a fusion line ends with '{' opening its body; no other line does")
+    if has_regions != line.opens_block():
+        raise line.error("a fusion, while or conditional line ends with '{' opening its "
+                         "regions; no other line does")
     line.expect("(")
     operands, attrs = [], {}
     if op is Op.CONSTANT:
@@ -324,10 +332,19 @@ def _parse_instr(line, env, lines):
     loc = _parse_loc(line)
     for key, value in implied_attrs(op, shape, dtype).items():
         attrs.setdefault(key, value)
-    if op is Op.FUSION:
-        if "body" in attrs:
-            raise line.error("a fusion's body is the module below it, not an attribute")
-        attrs["body"] = _parse_body(lines)
+    if has_regions:
+        keys = REGION_ATTRS[op]
+        if any(k in attrs for k in keys):
+            raise line.error(f"a {op}'s {' and '.join(keys)}: the modules below it, "
+                             "not an attribute")
+        modules = _parse_regions(lines, op)
+        if op is Op.CONDITIONAL:
+            attrs["branches"] = tuple(modules)
+        elif len(modules) != len(keys):
+            raise line.error(f"a {op} has {len(keys)} module(s) below it "
+                             f"({', '.join(keys)}), not {len(modules)}")
+        else:
+            attrs.update(zip(keys, modules))
     problem = attr_error(op, attrs)
     if problem:
         raise line.error(problem)
@@ -364,7 +381,7 @@ def _parse_plain_instr(line, env):
         op = Op(op_name)
     except ValueError:
         return None
-    if op in (Op.PARAMETER, Op.CONSTANT, Op.FUSION):
+    if op in (Op.PARAMETER, Op.CONSTANT) or op in REGION_ATTRS:
         return None
     shape = tuple(int(d) for d in dims.split(",")) if dims else ()
     operands = []
@@ -413,10 +430,13 @@ def _plain_value(text):
     return text if _NAME.match(text) and text not in ("inf", "nan") else None
 
 
-def _parse_body(lines):
-    body = _parse_module(lines)
-    _expect_close(lines, "the fusion")
-    return body
+def _parse_regions(lines, op):
+    """The modules below a region op's line, up to the `}` that closes them."""
+    modules = [_parse_module(lines)]
+    while _next_is_module(lines):
+        modules.append(_parse_module(lines))
+    _expect_close(lines, f"the {op}")
+    return modules
 
 
 def _show_types(types, is_tuple=None):

@@ -19,7 +19,16 @@ below its line, two spaces further in, with its own names; the fusion's `}` clos
       }
       %1 = f32[4] get_output(%0), index=1
 
-A multi-output fusion's type is the tuple of its results' types. Attributes follow the
+A loop prints its cond and then its body below its line, and a conditional its
+branches in order, the same way:
+
+      %2 = (f32[4], i64[]) while(%x, %1), trip_count=10 {
+        module cond(%c0: f32[4], %c1: i64[]) { ... return (%k) }
+        module body(%c0: f32[4], %c1: i64[]) { ... return (%y, %j) }
+      }
+
+A multi-output fusion's (or loop's, or conditional's) type is the tuple of its results'
+types. Attributes follow the
 operands as `, key=value`, sorted by key, except those the result type restates (see
 `implied_attrs`); the parser restores those from the type. `parser.parse_module` reads
 this text back, and printing what it returns gives the same text.
@@ -30,7 +39,7 @@ import re
 import numpy as np
 
 from jitlib.hlo import dtypes
-from jitlib.hlo.ir import Literal, Module
+from jitlib.hlo.ir import Literal, Module, regions, result_module
 from jitlib.hlo.ops import Op
 
 # Constants with more elements than this print as the hex of their little-endian bytes.
@@ -60,9 +69,10 @@ def _module_lines(module, short_locs):
         if instr in params:
             continue
         lines.append(INDENT + print_instr(instr, names, short_locs))
-        body = instr.attrs.get("body") if instr.op is Op.FUSION else None
-        if isinstance(body, Module):
-            lines += [INDENT * 2 + line for line in _module_lines(body, short_locs)]
+        inner = regions(instr)
+        if inner:
+            for region in inner:
+                lines += [INDENT * 2 + line for line in _module_lines(region, short_locs)]
             lines.append(INDENT + "}")
     results = ", ".join(f"%{names[r]}" for r in module.results)
     lines.append(f"{INDENT}return ({results})")
@@ -106,9 +116,11 @@ def print_instr(instr, names, short_locs=False) -> str:
     """
     op = instr.op
     attrs = dict(instr.attrs)
-    has_body = op is Op.FUSION and isinstance(attrs.get("body"), Module)
+    has_body = bool(regions(instr))
     if has_body:
-        body = attrs.pop("body")
+        body = result_module(instr)
+        for key in REGION_ATTRS.get(op, ()):
+            attrs.pop(key)
     if op is Op.CONSTANT and _printable_literal(attrs.get("value"), instr):
         args = format_literal(attrs.pop("value").array)
     else:
@@ -128,6 +140,11 @@ def print_instr(instr, names, short_locs=False) -> str:
         width = LOC_COLUMN - len(INDENT) - 2
         text = f"{text.ljust(width)}  {format_loc(instr.loc, short_locs)}"
     return text + " {" if has_body else text
+
+
+# The attributes that hold an op's regions, printed as the modules below its line.
+REGION_ATTRS = {Op.FUSION: ("body",), Op.WHILE: ("cond", "body"),
+                Op.CONDITIONAL: ("branches",)}
 
 
 def implied_attrs(op, shape, dtype) -> dict:

@@ -8,7 +8,7 @@ import numpy as np
 
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import Module, all_ints, is_multi_output
+from jitlib.hlo.ir import Module, all_ints, is_multi_output, result_module
 from jitlib.hlo.ops import Op
 
 
@@ -18,7 +18,7 @@ class IRTypeError(TypeError):
 
 def _type(x):
     if is_multi_output(x):
-        return "(" + ", ".join(r.type_str for r in x.attrs["body"].results) + ")"
+        return "(" + ", ".join(r.type_str for r in result_module(x).results) + ")"
     return x.type_str
 
 
@@ -290,8 +290,11 @@ def _fusion(op, operands, attrs):
                                 f"is {p.type_str}")
     if not body.results:
         _fail(op, operands, "its body has no results")
-    if any(i.op in O.KERNEL for i in body.instructions):
-        _fail(op, operands, "its body holds a fusion; fusions do not nest")
+    for i in body.instructions:
+        if i.op in O.KERNEL:
+            _fail(op, operands, "its body holds a fusion; fusions do not nest")
+        if i.op in O.CONTROL:
+            _fail(op, operands, f"its body holds a {i.op}; a fusion is straight-line code")
     first = body.results[0]
     return first.shape, first.dtype
 
@@ -299,12 +302,71 @@ def _fusion(op, operands, attrs):
 def _get_output(op, operands, attrs):
     (f,) = operands
     index = attrs.get("index")
-    if f.op is not Op.FUSION or not isinstance(f.attrs.get("body"), Module):
-        _fail(op, operands, f"operand must be a fusion, not a {f.op}")
-    results = f.attrs["body"].results
+    module = result_module(f)
+    if module is None:
+        _fail(op, operands, f"operand must be a fusion, loop or conditional, not a {f.op}")
+    results = module.results
     if not isinstance(index, int) or not 0 <= index < len(results):
         _fail(op, operands, f"index={index!r} is out of range for {len(results)} result(s)")
     return results[index].shape, results[index].dtype
+
+
+def _region_takes(op, operands, module, what, types):
+    """Fail unless `module` (a region) takes parameters of `types` [(shape, dtype)]."""
+    if not isinstance(module, Module):
+        _fail(op, operands, f"{what} must be a Module, not {type(module).__name__}")
+    got = [(p.shape, p.dtype) for p in module.params]
+    if got != list(types):
+        _fail(op, operands, f"its {what} takes ({_types(got)}), but it is given "
+                            f"({_types(types)})")
+
+
+def _types(types):
+    return ", ".join(f"{dtypes.name(d)}[{','.join(map(str, s))}]" for s, d in types)
+
+
+def _while(op, operands, attrs):
+    cond, body = attrs.get("cond"), attrs.get("body")
+    if not operands:
+        _fail(op, operands, "a loop carries at least one value")
+    carry = [(x.shape, x.dtype) for x in operands]
+    _region_takes(op, operands, cond, "cond", carry)
+    _region_takes(op, operands, body, "body", carry)
+    if len(cond.results) != 1 or cond.results[0].shape != () \
+            or cond.results[0].dtype != dtypes.BOOL:
+        _fail(op, operands, "its cond must return one bool[]")
+    out = [(r.shape, r.dtype) for r in body.results]
+    if out != carry:
+        _fail(op, operands, f"its body returns ({_types(out)}), not the carry's types "
+                            f"({_types(carry)})")
+    trip = attrs.get("trip_count")
+    if trip is not None and (not isinstance(trip, int) or trip < 0):
+        _fail(op, operands, f"trip_count={trip!r} must be an int >= 0")
+    return carry[0]
+
+
+def _conditional(op, operands, attrs):
+    branches = attrs.get("branches")
+    if not operands or operands[0].shape != () or not (
+            operands[0].dtype == dtypes.BOOL or operands[0].dtype == dtypes.INDEX):
+        _fail(op, operands, "its first operand, the branch index, must be bool[] or i64[]")
+    if not isinstance(branches, tuple) or not branches:
+        _fail(op, operands, "branches must be a non-empty tuple of Modules")
+    if operands[0].dtype == dtypes.BOOL and len(branches) != 2:
+        _fail(op, operands, "a bool index picks between exactly two branches")
+    args = [(x.shape, x.dtype) for x in operands[1:]]
+    first = None
+    for k, branch in enumerate(branches):
+        _region_takes(op, operands, branch, f"branch {k}", args)
+        out = [(r.shape, r.dtype) for r in branch.results]
+        if not out:
+            _fail(op, operands, f"its branch {k} has no results")
+        if first is None:
+            first = out
+        elif out != first:
+            _fail(op, operands, f"its branch {k} returns ({_types(out)}), branch 0 "
+                                f"({_types(first)})")
+    return first[0]
 
 
 RULES = {}
@@ -326,6 +388,7 @@ RULES.update({
     Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
     Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
     Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion, Op.GET_OUTPUT: _get_output,
+    Op.WHILE: _while, Op.CONDITIONAL: _conditional,
 })
 assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
 
@@ -352,8 +415,8 @@ def infer(op, operands, attrs):
         _fail(op, operands, f"takes {n} operands, got {len(operands)}")
     if op is not Op.GET_OUTPUT:
         for i, x in enumerate(operands):
-            if x.op is Op.FUSION and is_multi_output(x):
-                _fail(op, operands, f"operand {i} is a multi-output fusion: "
+            if is_multi_output(x):
+                _fail(op, operands, f"operand {i} is a multi-output {x.op}: "
                                     "use its results through get_output")
     shape, dtype = RULES[op](op, operands, attrs)
     if shape.__class__ is not tuple or not all_ints(shape):

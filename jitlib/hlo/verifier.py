@@ -7,14 +7,16 @@
   - every instruction's (shape, dtype) is what `shape_rules.infer` gives;
   - every fusion's body passes all of this too, holds no fusion, and takes parameters
     matching the fusion's operands one to one;
-  - a multi-output fusion is used only by get_output, and is not a result.
+  - every loop's cond and body and every conditional's branches pass all of this too
+    (they may hold fusions and loops; a fusion body holds neither);
+  - a multi-output op is used only by get_output, and is not a result.
 It raises `VerifierError` whose message shows the offending instruction as one line of
 IR text (a line of a fusion body, if the problem is there) and the whole module below it.
 """
 from jitlib.errors import VerifierError
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import Literal, Module, is_multi_output
+from jitlib.hlo.ir import Literal, Module, is_multi_output, regions
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import print_instr, print_module, value_names
 from jitlib.hlo.shape_rules import infer
@@ -38,6 +40,8 @@ DIRECTION = ("one of " + ", ".join(O.COMPARE_DIRECTIONS), lambda v: v in O.COMPA
 MODE = ("one of " + ", ".join(O.SCATTER_MODES), lambda v: v in O.SCATTER_MODES)
 KIND = ("one of " + ", ".join(O.FUSION_KINDS), lambda v: v in O.FUSION_KINDS)
 MODULE = ("a Module", lambda v: isinstance(v, Module))
+MODULES = ("a non-empty tuple of Modules", lambda v: isinstance(v, tuple) and len(v) > 0
+           and all(isinstance(m, Module) for m in v))
 
 # The attributes of every op: name -> kind. The contract every rule table relies on.
 ATTRS = {
@@ -61,6 +65,8 @@ ATTRS = {
     Op.DOT_GENERAL: dict(lhs_contract=INTS, rhs_contract=INTS, lhs_batch=INTS, rhs_batch=INTS),
     Op.FUSION: dict(body=MODULE, kind=KIND, name=STR),
     Op.GET_OUTPUT: dict(index=INT),
+    Op.WHILE: dict(cond=MODULE, body=MODULE),
+    Op.CONDITIONAL: dict(branches=MODULES),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})
@@ -71,7 +77,9 @@ PAIRS = ("a tuple of (int, int) pairs", lambda v: isinstance(v, tuple) and all(
     isinstance(p, tuple) and len(p) == 2 and all(_is_int(x) for x in p) for p in v))
 # Attributes an op may carry or leave out: a kernel's outputs that may overwrite an
 # operand's memory (fusion/in_place.py).
-OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS)}
+# A loop's trip count, where it is known (fori_loop, scan, a rolled Python loop): what
+# reverse-mode differentiation and the backends' counted loops need.
+OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS), Op.WHILE: dict(trip_count=INT)}
 
 
 def attr_error(op, attrs):
@@ -97,7 +105,8 @@ def verify(module) -> None:
 
 
 def _verify(module, top, fusion):
-    """Check `module`: `top` itself, or the body of the instruction `fusion` within `top`."""
+    """Check `module`: `top` itself, or a region of the instruction `fusion` (a fusion,
+    loop or conditional) within `top`."""
     def fail(instr, problem):
         _fail(top, module, fusion, instr, problem)
 
@@ -112,17 +121,19 @@ def _verify(module, top, fusion):
             fail(p, f"module parameter {i} has index {index!r}")
         params.add(p)
     for instr in module.instructions:
-        problem = _instr_error(instr, params, fusion is not None)
+        in_kernel = fusion is not None and fusion.op is Op.FUSION
+        problem = _instr_error(instr, params, in_kernel)
         if problem:
             fail(instr, problem)
-        if instr.op is Op.FUSION:
-            _verify(instr.attrs["body"], top, instr)
+        if instr.op is Op.FUSION or instr.op in O.CONTROL:
+            for region in regions(instr):
+                _verify(region, top, instr)
             problem = _type_error(instr)
             if problem:
                 fail(instr, problem)
     for i, result in enumerate(module.results):
         if is_multi_output(result):
-            fail(result, f"result {i} is a multi-output fusion: "
+            fail(result, f"result {i} is a multi-output {result.op}: "
                          "return its results through get_output")
 
 
@@ -135,17 +146,19 @@ def _instr_error(instr, params, in_body):
         return "a parameter that is not among the module's parameters is reachable"
     if op in O.KERNEL and in_body:
         return f"a {op} inside a fusion body: fusions do not nest"
+    if op in O.CONTROL and in_body:
+        return f"a {op} inside a fusion body: a fusion is straight-line code"
     problem = attr_error(op, instr.attrs)
     if problem:
         return problem
     if op is not Op.GET_OUTPUT:
         for i, x in enumerate(instr.operands):
             if is_multi_output(x):
-                return (f"operand {i} is a multi-output fusion, which only get_output "
+                return (f"operand {i} is a multi-output {x.op}, which only get_output "
                         "may use")
     # A fusion is typed after its body is checked, so a problem there names the body's line.
     # The builder's instructions were typed by `infer` when made: only raw ones are checked.
-    return None if op is Op.FUSION else _type_error(instr)
+    return None if op is Op.FUSION or op in O.CONTROL else _type_error(instr)
 
 
 def _type_error(instr):
@@ -165,7 +178,17 @@ def _type_error(instr):
 
 def _fail(top, module, fusion, instr, problem):
     line = print_instr(instr, value_names(module), short_locs=True)
-    where = "" if fusion is None else f" (in the body of fusion {fusion.attrs['name']!r})"
+    if fusion is None:
+        where = ""
+    elif fusion.op is Op.FUSION:
+        where = f" (in the body of fusion {fusion.attrs['name']!r})"
+    else:
+        where = f" (in a region of the {fusion.op} {_short(fusion)})"
     text = print_module(top, short_locs=True)
     raise VerifierError(f"verifier: {problem}{where}\n  {line}\nin module:\n{text}",
                         location=instr.loc)
+
+
+def _short(instr):
+    return f"at {instr.loc.short()}" if instr.loc is not None \
+        else f"with {len(instr.operands)} operands"

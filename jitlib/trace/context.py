@@ -41,6 +41,8 @@ def current_liveness():
 class Trace:
     """One function being traced into one Module."""
 
+    region = False   # a loop body's or branch's trace (control_flow.RegionTrace)
+
     def __init__(self, name):
         self.name = name
         self.params = []

@@ -75,6 +75,7 @@ class Tracer:
     def _assign(self, new):
         """Replace this array's value in place (NumPy's write semantics)."""
         new = as_instr(new)
+        _check_region_write(self)
         if new.shape != self.shape:
             new = broadcast(new, self.shape)
         new = build.convert(new, self.dtype)
@@ -446,6 +447,23 @@ def concrete(x, dtype=None):
     return arr
 
 
+def _check_region_write(tracer):
+    """A loop body or branch (a region trace) may not write into an array of the trace
+    around it: the write would happen once, at trace time, not at each trip."""
+    from jitlib.trace.context import current_trace
+    trace = current_trace()
+    if trace is None or not getattr(trace, "region", False):
+        return
+    while tracer._base is not None:
+        tracer = tracer._base
+    if tracer._live is not trace.live:
+        raise errors.UnsupportedError(
+            f"{trace.name} writes into an array from outside it ({tracer.instr.type_str}); "
+            "a loop body or branch is a function of its operands",
+            hint="carry the array through the loop (pass it in the carry and return its "
+                 "new value), or write into a copy made inside")
+
+
 def known_int_bounds(x):
     """(lo, hi) holding the value of `x` where it is known to be a Python int in a range
     (a concrete one, or an argument that was one), else None."""
@@ -468,6 +486,9 @@ def as_instr(x, dtype=None):
     that cannot hold it raises, as NumPy 2 does; where its range does not tell, the
     trace asks for the values (int_ranges.NeedsIntValues)."""
     if isinstance(x, Tracer):
+        live = x._live
+        if live is not None and not live[0]:
+            x._check_live()   # made in a loop body or branch, and kept outside it
         instr = x.instr
         if dtype is None:
             return instr

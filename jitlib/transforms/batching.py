@@ -293,6 +293,14 @@ def _get_output(instr, args, flags, size):
 batch_rules[Op.GET_OUTPUT] = _get_output
 
 
+def _control_flow(instr, args, flags, size):
+    raise errors.JitlibTypeError(f"vmap of a {instr.op} is not supported yet",
+                                 location=instr.loc)
+
+
+batch_rules[Op.WHILE] = batch_rules[Op.CONDITIONAL] = _control_flow
+
+
 from jitlib.transforms import batching_indexing  # noqa: E402,F401  (registers its rules)
 
 assert set(batch_rules) | NEVER_BATCHED == set(Op), \

@@ -628,6 +628,29 @@ def _has_subnormals(module, inputs):
                for i in module.instructions if i.op is Op.FUSION)
 
 
+# -- control flow
+
+covers(Op.WHILE, Op.CONDITIONAL)
+
+
+def test_loops_and_conditionals():
+    f32, i64 = DT["f32"], np.dtype(np.int64)
+    x, i = B.parameter(0, (5,), f32, "x"), B.parameter(1, (), i64, "i")
+    step = B.binary(Op.ADD, B.binary(Op.MUL, x, x), x)
+    cond = Module("cond", [x, i], [B.compare(i, B.constant(np.int64(4)), "LT")])
+    body = Module("body", [x, i], [step, B.binary(Op.ADD, i, B.constant(np.int64(1)))])
+    a = B.parameter(0, (5,), f32, "a")
+    loop = B.make(Op.WHILE, [a, B.constant(np.int64(0))], dict(cond=cond, body=body))
+    picked = B.make(Op.CONDITIONAL, [B.compare(B.reduce(Op.REDUCE_MAX, a, (0,)),
+                                               B.constant(np.float32(0.5)), "GT"), a],
+                    dict(branches=(Module("no", [x], [x]),
+                                   Module("yes", [x], [B.unary(Op.NEG, x)]))))
+    module = Module("control", [a], [B.get_output(loop, 0), picked])
+    got, want = run(module, np.float32([0.5, -0.25, 0.125, 1.0, -1.0]))
+    for g, w in zip(got, want):
+        assert_exact(g, w)
+
+
 EXACT_OPS = sorted(set(Op) - APPROX)
 
 

@@ -126,7 +126,7 @@ def typechecks(make):
 
 OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER}        # opaque.py
 KERNEL_OPS = ops.REDUCE | ops.ARG_REDUCE | {Op.DOT_GENERAL, Op.PARAMETER}   # kernels.py
-TOP_LEVEL = ops.KERNEL                           # the executable itself
+TOP_LEVEL = ops.KERNEL | ops.CONTROL              # the executable itself (control.py)
 
 
 def test_every_op_has_a_rule_or_a_documented_fallback():

@@ -240,7 +240,7 @@ def test_verifier_rejects_bad_get_output():
     rejects(Module("f", [x], [bad]), "index=2 is out of range for 2 result(s)",
             "%1 = f32[3] get_output(%0), index=2")
     rejects(Module("f", [x], [Instr.make(Op.GET_OUTPUT, (3,), F32, (x,), dict(index=0))]),
-            "operand must be a fusion, not a parameter")
+            "operand must be a fusion, loop or conditional, not a parameter")
     rejects(Module("f", [x], [Instr.make(Op.GET_OUTPUT, (3,), F32, (multi,), {})]),
             "get_output is missing attribute(s) index")
     wrong_type = Instr.make(Op.GET_OUTPUT, (4,), F32, (multi,), dict(index=1))

@@ -763,6 +763,43 @@ def test_fusion_evaluates_its_body():
         evaluate_instr(outs[1], [got[:2]])
 
 
+# -- control flow
+
+covers(Op.WHILE, Op.CONDITIONAL)
+
+
+def test_while_runs_until_its_condition_fails():
+    x, i = B.parameter(0, (3,), D["f32"], "x"), B.parameter(1, (), D["i64"], "i")
+    cond = Module("c", [x, i], [B.compare(B.reduce(Op.REDUCE_MAX, x, (0,)),
+                                          B.constant(np.float32(100)), "LT")])
+    body = Module("b", [x, i], [B.binary(Op.MUL, x, x),
+                                B.binary(Op.ADD, i, B.constant(np.int64(1)))])
+    a = B.parameter(0, (3,), D["f32"], "a")
+    loop = B.make(Op.WHILE, [a, B.constant(np.int64(0))], dict(cond=cond, body=body))
+    value = np.float32([1.5, 2.0, -1.0])
+    squared, trips = evaluate(Module("m", [a], [B.get_output(loop, 0),
+                                                B.get_output(loop, 1)]), [value])
+    want, n = value.copy(), 0
+    while want.max() < 100:
+        want, n = want * want, n + 1
+    assert_bitwise(squared, want)
+    assert int(trips) == n == 3
+
+
+def test_conditional_picks_a_branch_and_clamps_the_index():
+    x = B.parameter(0, (2,), D["f32"], "x")
+    k = B.parameter(0, (), D["i64"], "k")
+    a = B.parameter(1, (2,), D["f32"], "a")
+    branches = (Module("b0", [x], [x]), Module("b1", [x], [B.unary(Op.NEG, x)]),
+                Module("b2", [x], [B.unary(Op.EXP, x)]))
+    picked = B.make(Op.CONDITIONAL, [k, a], dict(branches=branches))
+    module = Module("m", [k, a], [picked])
+    value = np.float32([0.5, -2.0])
+    for index, want in [(-4, value), (0, value), (1, -value), (2, np.exp(value)),
+                        (9, np.exp(value))]:
+        assert_bitwise(evaluate(module, [np.int64(index), value])[0], want)
+
+
 # -- evaluate(): arguments, memory, results
 
 def _module():

@@ -82,6 +82,18 @@ CASES[Op.GET_OUTPUT] = text(
     "%x: f32[3]", "%0 = (f32[3], f32[]) fusion(%x), kind=reduction, name=k {",
     "  module k(%p0: f32[3]) {", "    %0 = f32[] reduce_max(%p0), dims=[0]",
     "    return (%p0, %0)", "  }", "}", "%1 = f32[] get_output(%0), index=1")
+CASES[Op.WHILE] = text(
+    "%x: f32[3], %n: i64[]", "%0 = (f32[3], i64[]) while(%x, %n), trip_count=2 {",
+    "  module cond(%c0: f32[3], %c1: i64[]) {", "    %0 = i64[] constant(2)",
+    "    %1 = bool[] compare(%c1, %0), direction=LT", "    return (%1)", "  }",
+    "  module body(%c0: f32[3], %c1: i64[]) {", "    %0 = f32[3] neg(%c0)",
+    "    %1 = i64[] constant(1)", "    %2 = i64[] add(%c1, %1)", "    return (%0, %2)", "  }",
+    "}", "%1 = f32[3] get_output(%0), index=0", ret="%1")
+CASES[Op.CONDITIONAL] = text(
+    "%p: bool[], %x: f32[3]", "%0 = f32[3] conditional(%p, %x) {",
+    "  module no(%c0: f32[3]) {", "    return (%c0)", "  }",
+    "  module yes(%c0: f32[3]) {", "    %0 = f32[3] exp(%c0)", "    return (%0)", "  }",
+    "}", ret="%0")
 CASES.update({op: _unary_case(op) for op in O.UNARY})
 CASES.update({op: _binary_case(op) for op in O.BINARY})
 CASES.update({op: text(f"%x: {'bool' if op in (Op.REDUCE_AND, Op.REDUCE_OR) else 'f32'}[2,3]",

@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from jitlib import forksafe
+from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
 ALIGN = 64     # a cache line: neighbouring buffers never share one
@@ -62,7 +63,8 @@ class BufferPlan:
     (shape, dtype); `results_of(arrays, fresh)` assembles the returned list."""
 
     def __init__(self, module, outputs_of, placeable=lambda fusion, j: True):
-        self.steps = [i for i in module.instructions if i.op is Op.FUSION]
+        self.steps = [i for i in module.instructions
+                      if i.op is Op.FUSION or i.op in O.CONTROL]
         constants = [i for i in module.instructions if i.op is Op.CONSTANT]
         self.constants = [np.asarray(c.attrs["value"].array, order="C")   # keeps 0-d
                           for c in constants]
@@ -101,7 +103,7 @@ class BufferPlan:
     def key(instr):
         if instr.op is Op.GET_OUTPUT:
             return instr.operands[0], instr.attrs["index"]
-        return (instr, 0) if instr.op is Op.FUSION else instr
+        return (instr, 0) if instr.op is Op.FUSION or instr.op in O.CONTROL else instr
 
     def results_of(self, arrays, fresh):
         results = []

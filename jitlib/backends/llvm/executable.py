@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from jitlib import forksafe, logs
+from jitlib.backends import control
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
                                   program, rendered)
@@ -25,7 +26,8 @@ from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.fusion.in_place import overwritten
 from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate
-from jitlib.hlo.ir import is_multi_output
+from jitlib.hlo import ops as O
+from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 
 
@@ -299,6 +301,8 @@ class LLVMExecutable(Executable):
                     self.fallbacks[name] = reason
                     logs.log("compiles", "kernel %s runs on the interpreter: %s", name,
                              reason)
+            elif instr.op in O.CONTROL:
+                runner = control.runner(instr, _region_program, lambda v: v.item())
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
@@ -312,8 +316,7 @@ class LLVMExecutable(Executable):
         """Per step, where its outputs go: [(offset, shape, dtype)] into the arena for
         intermediates a runner can write into, None for fresh memory (results)."""
         runners = {instr: r for instr, r in self._steps if r is not None}
-        outputs_of = {f: [(o.shape, o.dtype) for o in f.attrs["body"].results]
-                      for f in runners}
+        outputs_of = {f: output_types(f) for f in runners}
         plan = BufferPlan(self.optimized, outputs_of,
                           lambda f, j: runners[f].writes_into)
         self.arena_bytes = plan.arena_bytes
@@ -407,6 +410,12 @@ class LLVMExecutable(Executable):
             fresh = r.op not in (Op.PARAMETER, Op.CONSTANT) and value.flags.writeable
             results.append(value if fresh else np.array(value, order="C"))
         return results
+
+
+def _region_program(region):
+    """A loop's or conditional's region (optimized already) as `run(arrays) -> arrays`."""
+    executable = LLVMExecutable(region, "cpu", region)
+    return lambda arrays: executable(*arrays)
 
 
 def _in_place_writes(optimized, writing_steps):

@@ -16,6 +16,8 @@ from jitlib.backends.base import Executable
 from jitlib.backends.triton import attention, autotune, compiler, configs, kernels
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
+from jitlib.backends import control
+from jitlib.hlo import ops as O
 from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.ops import Op
 
@@ -105,6 +107,7 @@ class TritonExecutable(Executable):
         self.device = device
         self.kernels, self.fallbacks, self.absorbed = {}, {}, {}
         self._steps = []     # (instruction, runner or None, the operands it reads)
+        self.regions = []    # the executables of loops' and conditionals' regions
         fused = {}
         for chain, generated in _attention_kernels(optimized).items():
             fused[chain.output] = generated
@@ -128,8 +131,17 @@ class TritonExecutable(Executable):
                     self.fallbacks[name] = str(e)
                     log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)
                     runner = InterpretedRunner(instr.attrs["body"], device)
+            elif instr.op in O.CONTROL:
+                runner = control.runner(instr, self._region_program,
+                                        lambda v: device.to_numpy(v).item())
             self._steps.append((instr, runner, operands))
         self._constants = {}
+
+    def _region_program(self, region):
+        """A loop's or conditional's region (optimized already) on device buffers."""
+        executable = TritonExecutable(region, self.backend_name, region, self.device)
+        self.regions.append(executable)
+        return executable.run_buffers
 
     def kernel_sources(self):
         """Every kernel as its path and source text, fallbacks as a comment line."""

@@ -1,0 +1,107 @@
+"""Control flow in the optimizer: loops and conditionals, whose regions are modules.
+
+`optimize_regions` runs the whole optimizer (simplification, then fusion) on every region
+of every loop and conditional, so a loop body reaches the backends as kernels, like a
+top-level module. Before that, `simplify_control` removes what needs no control flow:
+
+  - a loop known to run 0 times gives its initial carry; one known to run once is its
+    body, inlined (a `fori_loop(0, 1, ...)`, or a rolled loop of one trip);
+  - a conditional on a constant index is the branch it picks, inlined.
+
+Both passes rebuild the module in one walk; a value of a multi-output op is a tuple there
+until its get_outputs pick from it.
+"""
+from jitlib.hlo import build
+from jitlib.hlo import ops as O
+from jitlib.hlo.ir import is_multi_output
+from jitlib.hlo.ops import Op
+
+
+def inline(module, args):
+    """`module`'s results computed on `args` (instructions, one per parameter) in the
+    module that holds them: its instructions rebuilt on those operands."""
+    value_of = dict(zip(module.params, args))
+    return [_walk(module, value_of, lambda instr, operands: None)[r] for r in module.results]
+
+
+def _walk(module, value_of, replace):
+    """Rebuild `module`'s instructions in order into `value_of` (instr -> new value, a
+    tuple for a multi-output op), calling `replace(instr, operands)` first on each; its
+    non-None answer is the new value."""
+    for instr in module.instructions:
+        if instr in value_of:
+            continue
+        if instr.op is Op.GET_OUTPUT:
+            source = value_of.get(instr.operands[0], instr.operands[0])
+            if isinstance(source, tuple):
+                value_of[instr] = source[instr.attrs["index"]]
+                continue
+        operands = [value_of.get(o, o) for o in instr.operands]
+        new = replace(instr, operands)
+        if new is None:
+            if all(a is b for a, b in zip(operands, instr.operands)):
+                new = instr
+            else:
+                new = build.make(instr.op, operands, instr.attrs, loc=instr.loc)
+        value_of[instr] = new
+    return value_of
+
+
+def _rebuild(module, replace):
+    if not any(i.op in O.CONTROL for i in module.instructions):
+        return module
+    with build.locations(lambda: None):
+        value_of = _walk(module, dict(zip(module.params, module.params)), replace)
+    results = [value_of[r] for r in module.results]
+    if all(a is b for a, b in zip(results, module.results)):
+        return module
+    return module.with_results(results)
+
+
+def _as_value(values, instr):
+    """What a rebuilt control op stands for: its one value, or the tuple of them."""
+    return tuple(values) if is_multi_output(instr) else values[0]
+
+
+def _simplified(instr, operands):
+    if instr.op is Op.WHILE:
+        trips = instr.attrs.get("trip_count")
+        if trips == 0:
+            return _as_value(operands, instr)
+        if trips == 1:
+            return _as_value(inline(instr.attrs["body"], operands), instr)
+    elif instr.op is Op.CONDITIONAL:
+        index = operands[0]
+        if index.op is Op.CONSTANT:
+            branches = instr.attrs["branches"]
+            k = min(max(int(index.attrs["value"].array), 0), len(branches) - 1)
+            return _as_value(inline(branches[k], operands[1:]), instr)
+    return None
+
+
+def simplify_control(module, options):
+    """Loops of 0 or 1 known trips and conditionals on a constant index, inlined."""
+    return _rebuild(module, _simplified)
+
+
+def optimize_regions(module, options):
+    """Every region of every loop and conditional, optimized as a module of its own."""
+    from jitlib.fusion.pipeline import optimize
+    done = {}
+
+    def optimized(region):
+        if region not in done:
+            done[region] = optimize(region, options)
+        return done[region]
+
+    def replace(instr, operands):
+        if instr.op is Op.WHILE:
+            attrs = dict(instr.attrs, cond=optimized(instr.attrs["cond"]),
+                         body=optimized(instr.attrs["body"]))
+        elif instr.op is Op.CONDITIONAL:
+            attrs = dict(instr.attrs, branches=tuple(map(optimized, instr.attrs["branches"])))
+        else:
+            return None
+        return build.make(instr.op, operands, attrs, loc=instr.loc)
+
+    return _rebuild(module, replace)
