@@ -39,6 +39,14 @@ _GLOBAL_WRITE_HINT = ("; if this line writes a traced value into a NumPy array f
                       "(writes into arguments reach the caller)")
 
 
+# `if`/`while` on a traced value: the three ways to say it that trace, one line each
+_CONTROL_FLOW_HINT = (
+    "choose elementwise with np.where(x > 0, a, b); branch with "
+    "jnp.cond(pred, lambda v: v * 2, lambda v: -v, x); loop until a condition holds with "
+    "jnp.while_loop(lambda s: s[1] > 1e-8, step, (x, err)) (import jitlib.numpy as jnp); "
+    "or mark the argument static with static_argnums")
+
+
 class Tracer:
     __slots__ = ("_instr", "_base", "_view", "_derived_from", "_weak", "_array0d", "_param",
                  "_live", "__weakref__")
@@ -203,8 +211,7 @@ class Tracer:
     def __bool__(self):
         return bool(self._concrete(
             "Python control flow on an array (if/while/and/or/not, bool())",
-            "use np.where(cond, a, b) for a value-dependent choice, or mark the argument "
-            "static with static_argnums"))
+            _CONTROL_FLOW_HINT))
 
     def __float__(self):
         return float(self._concrete("float()", "keep the value an array (x[()] or "

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import jitlib
+import jitlib.numpy as jnp
 from jitlib import errors
 
 
@@ -36,6 +37,7 @@ def test_value_dependent_if():
         return -x
     msg = _raises(relu_if, (X,), errors.TracerConversionError, "# mark")
     assert "np.where" in msg and "static_argnums" in msg
+    assert "jnp.cond(pred, lambda v:" in msg and "jnp.while_loop(" in msg
 
 
 def test_while_on_a_traced_value():
@@ -43,7 +45,12 @@ def test_while_on_a_traced_value():
         while (x < 10).all():  # mark
             x = x * 2
         return x
-    _raises(loop, (X,), errors.TracerConversionError, "# mark")
+    msg = _raises(loop, (X,), errors.TracerConversionError, "# mark")
+    assert "jnp.while_loop(" in msg
+
+    def rewritten(x):   # as the hint says
+        return jnp.while_loop(lambda v: (v < 10).all(), lambda v: v * 2, x)
+    np.testing.assert_array_equal(jitlib.jit(rewritten)(X + 1), loop(X + 1))
 
 
 def test_float_of_a_tracer():
