@@ -3,7 +3,7 @@
 A pass is a named, pure function `(Module, Options) -> Module`. `PASSES` is the
 simplification pipeline; `optimize` runs it and then fusion. The order, and why:
 
-  1. fixed_point(simplify, constant_fold)
+  1. fixed_point(simplify, constant_fold, control)
      - within simplify, each op's rules run in table order, canonicalisation first
        (constants to the right), so the rules after it look for constants there only.
      - simplify before constant_fold: simplify collapses broadcast chains and turns
@@ -11,11 +11,12 @@ simplification pipeline; `optimize` runs it and then fusion. The order, and why:
        broadcasts of scalars and folds them as scalars instead of materialising arrays.
      - constant_fold before simplify again (hence the fixed point): folded constants
        (a 1 from 2*0.5, a true predicate) are what simplify's identities match.
+     - control, last in the round: loops of 0 or 1 known trips and branches on an index
+       the folder made constant become straight-line code the next round simplifies
+       (fusion/regions.py).
   2. cse: after every rewrite, so duplicates the rewrites made are merged (interning
      already did it; see `rewrite.cse`) before anything counts uses.
   3. dce: last, since each rewrite strands the instructions it replaced.
-  0. control (first): loops of 0 or 1 known trips and branches on a constant index
-     become straight-line code the rules above then see (fusion/regions.py).
   (optimize) regions: each loop's and conditional's regions optimized as modules of
      their own, down to kernels, before the top level fuses around them.
   (optimize) fuse: after all of the above. Fusion groups what is left into kernels;
@@ -83,8 +84,7 @@ DCE = Pass("dce", rewrite.dce)
 CONTROL = Pass("control", simplify_control)
 
 PASSES = (
-    CONTROL,
-    fixed_point((SIMPLIFY, CONSTANT_FOLD), name="simplify_and_fold"),
+    fixed_point((SIMPLIFY, CONSTANT_FOLD, CONTROL), name="simplify_and_fold"),
     CSE,
     DCE,
 )

@@ -32,7 +32,7 @@ MUL_BY_ONE = """module m(%x: f32[4]) {
 def test_passes_run_in_the_documented_order():
     assert [p.name for p in pipeline.PASSES] == ["simplify_and_fold", "cse", "dce"]
     first = pipeline.PASSES[0]
-    assert [p.name for p in first.passes] == ["simplify", "constant_fold"]
+    assert [p.name for p in first.passes] == ["simplify", "constant_fold", "control"]
 
 
 def test_run_pipeline_returns_a_new_module_with_the_same_signature():
