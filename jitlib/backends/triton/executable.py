@@ -158,6 +158,8 @@ class TritonExecutable(Executable):
             else:
                 out.append(f"# ---- {name}: not generated, runs on the interpreter "
                            f"({self.fallbacks[name]})\n")
+        # a loop's or conditional's regions: their kernels, after the top level's
+        out += [region.kernel_sources() for region in self.regions]
         return "\n".join(out)
 
     def run_buffers(self, buffers):
