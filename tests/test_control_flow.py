@@ -113,6 +113,13 @@ def writes_result_into_argument(A, steps):
     A[...] = jnp.fori_loop(0, steps, lambda i, a: a * 0.5 + 1.0, A)
 
 
+def reshaped_value_read_by_a_loop_and_a_kernel(a):
+    # the reshape was once copied into both kernels that read it, leaving the loop,
+    # which reads it from memory, with no kernel writing it ("fusion formed a cycle")
+    v = a.reshape(1, 9)
+    return v.sum(), jnp.fori_loop(0, 2, lambda i, c: -v, v)
+
+
 CASES = [
     (jacobi, lambda r: (r.random((12, 12)), r.random((12, 12)), 7), (2,)),
     (newton_sqrt, lambda r: (r.random(6) + 0.5,), ()),
@@ -133,6 +140,7 @@ CASES = [
     (float_accumulator, lambda r: (r.random((5, 3)).astype(np.float32),), ()),
     (dict_carry, lambda r: (r.random(3),), ()),
     (writes_result_into_argument, lambda r: (r.random((3, 2)), 4), (1,)),
+    (reshaped_value_read_by_a_loop_and_a_kernel, lambda r: (r.random((3, 3)),), ()),
 ]
 
 

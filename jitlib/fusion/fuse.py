@@ -338,6 +338,9 @@ class _Fuser:
             return FusionDecision.no("a module result is computed once")
         if instr.op not in ELEMENTAL:
             return FusionDecision.no(f"{instr.op} is not elementwise; computed once")
+        if any(not self.groups_of[u] for u in self.users[instr]):
+            # a kept kernel or a loop reads it from memory, so some kernel must write it
+            return FusionDecision.no("a loop, conditional or kept kernel reads it")
         self.duplicated.add(instr)   # as a copy it is no kernel's output
         try:
             for g in groups:
