@@ -19,7 +19,7 @@ from jitlib import forksafe, logs
 from jitlib.backends import control
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
-                                  program, rendered)
+                                  native_loop, program, rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -302,7 +302,7 @@ class LLVMExecutable(Executable):
                     logs.log("compiles", "kernel %s runs on the interpreter: %s", name,
                              reason)
             elif instr.op in O.CONTROL:
-                runner = control.runner(instr, _region_program, lambda v: v.item())
+                runner = _control_runner(instr)
             self._steps.append((instr, runner))
         self._dead_after = _last_uses(optimized)
         self.program = self._driver()
@@ -412,10 +412,26 @@ class LLVMExecutable(Executable):
         return results
 
 
-def _region_program(region):
-    """A loop's or conditional's region (optimized already) as `run(arrays) -> arrays`."""
-    executable = LLVMExecutable(region, "cpu", region)
-    return lambda arrays: executable(*arrays)
+def _control_runner(instr):
+    """The runner of a loop or conditional: a loop runs as one native call where
+    native_loop.py can render it, else the host drives it (backends/control.py)."""
+    executables = {}
+
+    def compile_region(region):
+        # a loop's or conditional's region (optimized already) as `run(arrays) -> arrays`
+        executable = executables[id(region)] = LLVMExecutable(region, "cpu", region)
+        return lambda arrays: executable(*arrays)
+
+    host = control.runner(instr, compile_region, lambda v: v.item())
+    if instr.op is not Op.WHILE:
+        return host
+    loop = native_loop.build(instr, executables[id(instr.attrs["body"])],
+                             executables.get(id(instr.attrs["cond"])), host)
+    if loop is None:
+        logs.log("compiles", "loop at %s runs one host call per trip: its body is not "
+                 "all small compiled kernels", instr.loc)
+        return host
+    return loop
 
 
 def _in_place_writes(optimized, writing_steps):

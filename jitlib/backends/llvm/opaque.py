@@ -17,6 +17,7 @@ Both are sequential where NumPy is, and in NumPy's order, so the bits are NumPy'
 Either splits across threads by the dims before the axis, else by those after it: each
 element is then computed whole by one thread, so any split gives the same bits.
 """
+import functools
 import math
 
 from jitlib.backends.llvm.emitter import (
@@ -29,8 +30,10 @@ _SCAN_STEP = {Op.CUMSUM: Op.ADD, Op.CUMPROD: Op.MUL, Op.CUMMAX: Op.MAX, Op.CUMMI
 _SCATTER_STEP = {"add": Op.ADD, "mul": Op.MUL, "max": Op.MAX, "min": Op.MIN}
 
 
-def render(name, body):
-    """The NativeKernel of an opaque fusion's body; raises Unsupported for anything else."""
+def render(name, body, in_place=False):
+    """The NativeKernel of an opaque fusion's body; raises Unsupported for anything else.
+    `in_place`: a scatter whose caller passes its operand's memory as the output, so
+    the copy of the operand is left out (native_loop.py uses it for scan's stacked ys)."""
     ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
     if len(ops) != 1 or list(body.results) != ops:
         raise Unsupported("an opaque kernel of more than one op")
@@ -41,7 +44,7 @@ def render(name, body):
     if instr.op in O.CUMULATIVE:
         emit = _scan
     elif instr.op is Op.SCATTER:
-        emit = _scatter
+        emit = functools.partial(_scatter, copy_operand=not in_place)
     else:
         raise Unsupported(f"{instr.op} kernels run on the interpreter")
     fn = _function(name, len(body.params), 1, runs_whole(body.params, body.results))
@@ -111,7 +114,7 @@ def _scan(fn, instr, operands):
     _split_loops(fn, before, after, rows)
 
 
-def _scatter(fn, instr, operands):
+def _scatter(fn, instr, operands, copy_operand=True):
     x, idx, upd = operands
     dt, mode = instr.dtype, instr.attrs["mode"]
     axis = instr.attrs["axis"]
@@ -128,7 +131,8 @@ def _scatter(fn, instr, operands):
                 at = iadd(fn, base, iadd(fn, imul(fn, t, after), a))
                 store(fn, load(fn, x, at, dt), "%out0", at, dt)
             across(element)
-        loop(fn, n, copy)
+        if copy_operand:
+            loop(fn, n, copy)
 
         def update(j):
             raw = convert(fn, load(fn, idx, j, idx_dt), idx_dt, I64)

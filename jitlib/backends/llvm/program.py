@@ -54,33 +54,21 @@ class Program:
                                [c.ctypes.data for c in plan.constants], np.uint64)
         self.ir = self._render(plan, kernels)
         self._code = get_compiler().load(self.ir, "program")   # keeps the driver mapped
-        self._kernels = list(kernels.values())   # and the kernels it calls
+        self.kernels = kernels   # the runners it calls (their code stays mapped)
         address = self._code.address
         self._fn = _driver_type(2 + len(self._params) + len(plan.fresh))(address)
 
     def _render(self, plan, kernels):
-        steps, slots, key = plan.steps, plan.slots, plan.key
         n_args, n_res = len(self._params), len(plan.fresh)
         args = ["ptr %table"] + [f"ptr %arg{i}" for i in range(n_args)]
         args += [f"ptr %res{j}" for j in range(n_res)] + ["ptr %arena"]
         lines = [f'define void @"program"({", ".join(args)}) nounwind {{', "entry:"]
-
-        def data(obj):
-            lines.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 {DATA_OFFSET}")
-            lines.append(f"  %{obj}.data = load ptr, ptr %{obj}.d")
-            return f"%{obj}.data"
-
-        table = data("table")
-        base = {"param": [data(f"arg{i}") for i in range(n_args)],
-                "result": [data(f"res{j}") for j in range(n_res)]}
-        arena = data("arena")   # the table when the arena is empty: still an ndarray
-
-        def entry(n, name):
-            lines.append(f"  %{name}.p = getelementptr i64, ptr {table}, i64 {n}")
-            lines.append(f"  %{name} = load ptr, ptr %{name}.p")
-            return f"%{name}"
-
-        consts = [entry(len(steps) + k, f"const{k}") for k in range(len(plan.constants))]
+        table = data_pointer(lines, "table")
+        base = {"param": [data_pointer(lines, f"arg{i}") for i in range(n_args)],
+                "result": [data_pointer(lines, f"res{j}") for j in range(n_res)]}
+        arena = data_pointer(lines, "arena")   # the table when the arena is empty
+        consts = [table_entry(lines, table, len(plan.steps) + k, f"const{k}")
+                  for k in range(len(plan.constants))]
 
         def pointer(slot, name):
             if slot.kind == "arena":
@@ -88,13 +76,8 @@ class Program:
                 return f"%{name}"
             return consts[slot.at] if slot.kind == "const" else base[slot.kind][slot.at]
 
-        for s, f in enumerate(steps):
-            ptrs = [pointer(slots[key(o)], f"s{s}.in{i}") for i, o in enumerate(f.operands)]
-            ptrs += [pointer(slots[(f, j)], f"s{s}.out{j}")
-                     for j in range(len(kernels[f].outputs))]
-            kernel = entry(s, f"kernel{s}")
-            call_args = ", ".join([f"ptr {p}" for p in ptrs] + ["i64 0", "i64 1"])
-            lines.append(f"  call void {kernel}({call_args})")
+        emit_calls(lines, plan, kernels, pointer,
+                   lambda s: table_entry(lines, table, s, f"kernel{s}"), "")
         lines += ["  ret void", "}", ""]
         return "\n".join(lines)
 
@@ -115,6 +98,35 @@ class Program:
         self._fn(table, *arrays, *fresh,
                  empty(self.arena_bytes, np.uint8) if self.arena_bytes else table)
         return fresh if plan.just_fresh else plan.results_of(arrays, fresh)
+
+
+def data_pointer(lines, obj):
+    """Load ndarray `%obj`'s data pointer (the object's field at DATA_OFFSET)."""
+    lines.append(f"  %{obj}.d = getelementptr i8, ptr %{obj}, i64 {DATA_OFFSET}")
+    lines.append(f"  %{obj}.data = load ptr, ptr %{obj}.d")
+    return f"%{obj}.data"
+
+
+def table_entry(lines, table, n, name):
+    """Load entry n of the uint64 table at `table` as a pointer named %name."""
+    lines.append(f"  %{name}.p = getelementptr i64, ptr {table}, i64 {n}")
+    lines.append(f"  %{name} = load ptr, ptr %{name}.p")
+    return f"%{name}"
+
+
+def emit_calls(lines, plan, kernels, pointer, kernel, prefix):
+    """The calls of `plan`'s steps, in order: step s calls the function pointer
+    `kernel(s)` gives on the pointers `pointer(slot, name)` gives for its operands' and
+    outputs' slots (whole: part 0 of 1). `prefix` keeps the names of two modules apart."""
+    slots, key = plan.slots, plan.key
+    for s, f in enumerate(plan.steps):
+        ptrs = [pointer(slots[key(o)], f"{prefix}s{s}.in{i}")
+                for i, o in enumerate(f.operands)]
+        ptrs += [pointer(slots[(f, j)], f"{prefix}s{s}.out{j}")
+                 for j in range(len(kernels[f].outputs))]
+        callee = kernel(s)
+        call_args = ", ".join([f"ptr {p}" for p in ptrs] + ["i64 0", "i64 1"])
+        lines.append(f"  call void {callee}({call_args})")
 
 
 @functools.lru_cache(maxsize=None)

@@ -1,0 +1,140 @@
+"""The cpu backend's native loops (llvm/native_loop.py) and its windowed
+dynamic_update_slice kernels (kernels._dynamic_update), against the interpreter, bit for
+bit: both reorder no arithmetic, they only move where values live."""
+import numpy as np
+import pytest
+
+import jitlib
+import jitlib.numpy as jnp
+from jitlib.backends.control import LoopRunner
+from jitlib.backends.llvm.native_loop import NativeLoop
+
+
+def rng():
+    return np.random.default_rng(10)
+
+
+def loop_runners(fn, *args):
+    """The runners of the cpu executable's top-level loops."""
+    executable = jitlib.jit(fn, backend="cpu").lower(*args).compile()
+    return [r for _, r in executable._steps if isinstance(r, (NativeLoop, LoopRunner))]
+
+
+def same_bits(fn, *args):
+    want = jitlib.jit(fn, backend="interpreter")(*args)
+    got = jitlib.jit(fn, backend="cpu")(*args)
+    for g, w in zip(jitlib.tree.leaves(got), jitlib.tree.leaves(want)):
+        np.testing.assert_array_equal(g, w)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+
+
+def sweeps(A, B):
+    def sweep(i, grids):
+        A, B = grids
+        B = B.copy()
+        B[1:-1, 1:-1] = 0.25 * (A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1] + A[:-2, 1:-1])
+        return B, A * 1.0
+    return jnp.fori_loop(0, 9, sweep, (A, B))
+
+
+def running_sums(xs):
+    # scan's ys are scattered into a stacked buffer, written in place trip by trip
+    return jnp.scan(lambda c, x: (c + x, c * 2.0), np.zeros(xs.shape[1]), xs)
+
+
+def halvings(x):
+    # a condition read each trip: the trip count depends on the data
+    return jnp.while_loop(lambda s: s[0].max() > 1.0, lambda s: (s[0] * 0.5, s[1] + 1),
+                          (x, 0))
+
+
+def with_invariant(x, w):
+    return jnp.fori_loop(0, 5, lambda i, c: np.sin(c) * w + i, x)
+
+
+def swapped(a, b):
+    return jnp.fori_loop(0, 5, lambda i, c: (c[1], c[0] + 1.0), (a, b))
+
+
+@pytest.mark.parametrize("fn, make, layout", [
+    (sweeps, lambda r: (r.random((10, 12)), r.random((10, 12))), "ping-pong"),
+    (running_sums, lambda r: (r.random((7, 3)),), "in place"),
+    (halvings, lambda r: (r.random(5) * 100,), "ping-pong"),
+    (with_invariant, lambda r: (r.random(4), r.random(4)), "invariant"),
+    (swapped, lambda r: (r.random(3), r.random(3)), "moved"),
+])
+def test_small_loops_run_natively_with_the_interpreters_bits(fn, make, layout):
+    args = make(rng())
+    (runner,) = loop_runners(fn, *args)
+    assert isinstance(runner, NativeLoop)
+    assert any(layout in (entry, entry[0]) for entry in runner._layout), runner._layout
+    same_bits(fn, *args)
+
+
+def power_steps(v, m):
+    return jnp.fori_loop(0, 4, lambda i, c: np.tanh(m @ c), v)
+
+
+def test_a_body_with_a_product_runs_on_the_host_and_stays_right():
+    # products run on the BLAS, called from Python: no native driver for the body
+    args = rng().random(3), rng().random((3, 3))
+    (runner,) = loop_runners(power_steps, *args)
+    assert isinstance(runner, LoopRunner)
+    np.testing.assert_allclose(jitlib.jit(power_steps, backend="cpu")(*args),
+                               jitlib.jit(power_steps, backend="interpreter")(*args),
+                               rtol=1e-14)   # the compiled tanh is within an ulp
+
+
+def test_a_strided_initial_carry_takes_the_host_loop():
+    a = rng().random((6, 4)).T   # not C-contiguous: the native loop does not take it
+    same_bits(lambda a: jnp.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, a), a)
+
+
+def test_zero_trips_give_the_initial_carry():
+    x = rng().random(4)
+    same_bits(lambda x, n: jnp.fori_loop(0, n, lambda i, c: c + 1.0, x), x, np.int64(0))
+    np.testing.assert_array_equal(
+        jitlib.jit(lambda x: jnp.fori_loop(0, 0, lambda i, c: c + 1.0, x), backend="cpu")(x),
+        x)
+
+
+def test_many_trips_are_one_native_call():
+    x = rng().random(8).astype(np.float32)
+    f = lambda x: jnp.fori_loop(0, 100_000, lambda i, c: c * np.float32(0.5) + 1, x)  # noqa: E731
+    (runner,) = loop_runners(f, x)
+    assert isinstance(runner, NativeLoop) and runner.trips == 100_000
+    same_bits(f, x)
+
+
+# -- windowed dynamic_update_slice kernels
+
+def window_update(x, u, *starts):
+    """x * 2 with sqrt(u) + 1 over the window at traced `starts` (clamped into range):
+    NumPy has no spelling for it; as lax.dynamic_update_slice, straight in the IR."""
+    from jitlib.hlo import build
+    from jitlib.trace.tracer import Tracer, as_instr
+    return Tracer(build.dynamic_update_slice(
+        as_instr(x * 2.0), as_instr(np.sqrt(u) + 1.0), [as_instr(s) for s in starts]))
+
+
+@pytest.mark.parametrize("shape, window, at", [
+    ((6, 7), (2, 3), (1, 2)),
+    ((6, 7), (2, 3), (5, 6)),             # past the end: the clamp moves the window in
+    ((6, 7), (2, 3), (-4, 1)),
+    ((6, 7), (6, 7), (0, 0)),
+    ((3, 4, 5), (2, 1, 5), (1, 3, 0)),
+    ((1500, 130), (700, 20), (3, 100)),   # large: shared between threads by rows
+    ((50,), (9,), (45,)),                 # 1-D, a kernel that runs whole
+    ((300_000,), (9,), (45,)),            # 1-D and shared: the per-element form
+])
+def test_dynamic_update_kernels_match_the_interpreter(shape, window, at):
+    r = rng()
+    same_bits(window_update, r.random(shape), r.random(window), *map(np.int64, at))
+
+
+def test_a_static_window_write_like_a_stencils():
+    def f(x):
+        y = x.copy()
+        y[1:-1, 1:-1] = 0.25 * (x[1:-1, :-2] + x[1:-1, 2:] + x[2:, 1:-1] + x[:-2, 1:-1])
+        return y
+    same_bits(f, rng().random((33, 65)))
