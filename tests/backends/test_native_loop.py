@@ -71,18 +71,31 @@ def test_small_loops_run_natively_with_the_interpreters_bits(fn, make, layout):
     same_bits(fn, *args)
 
 
-def power_steps(v, m):
-    return jnp.fori_loop(0, 4, lambda i, c: np.tanh(m @ c), v)
+def layer_steps(x, w1, b1, w2):
+    def step(i, x):
+        h = np.maximum(x @ w1 + b1, 0)
+        return np.tanh(h @ w2) * 0.5 + x
+    return jnp.fori_loop(0, 20, step, x)
 
 
-def test_a_body_with_a_product_runs_on_the_host_and_stays_right():
-    # products run on the BLAS, called from Python: no native driver for the body
-    args = rng().random(3), rng().random((3, 3))
-    (runner,) = loop_runners(power_steps, *args)
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_small_products_call_the_blas_from_the_native_loop(dtype):
+    r = rng()
+    args = [r.random((8, 16)), r.random((16, 32)) * 0.1, r.random(32), r.random((32, 16)) * 0.1]
+    args = [a.astype(dtype) for a in args]
+    (runner,) = loop_runners(layer_steps, *args)
+    assert isinstance(runner, NativeLoop) and runner._body.dots
+    # the compiled tanh is within an ulp of NumPy's; the gemm is the same library's
+    np.testing.assert_allclose(jitlib.jit(layer_steps, backend="cpu")(*args),
+                               layer_steps(*args), rtol=1e-5 if dtype == np.float32 else 1e-13)
+
+
+def test_a_body_of_large_kernels_keeps_the_host_loop_and_its_threads():
+    x = rng().random((600, 600))
+    f = lambda x: jnp.fori_loop(0, 3, lambda i, c: np.sqrt(c) + 1.0, x)  # noqa: E731
+    (runner,) = loop_runners(f, x)
     assert isinstance(runner, LoopRunner)
-    np.testing.assert_allclose(jitlib.jit(power_steps, backend="cpu")(*args),
-                               jitlib.jit(power_steps, backend="interpreter")(*args),
-                               rtol=1e-14)   # the compiled tanh is within an ulp
+    same_bits(f, x)
 
 
 def test_a_strided_initial_carry_takes_the_host_loop():

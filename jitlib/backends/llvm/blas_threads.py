@@ -16,6 +16,7 @@ NumPy calls made by other threads while one runs see a count of 1 (threadpoolctl
 limits are process-wide too: it would scope nothing tighter). Where the setter cannot be found (another BLAS, no /proc),
 `matmul` is plain np.matmul.
 """
+import contextlib
 import ctypes
 import os
 
@@ -102,6 +103,20 @@ if hasattr(os, "register_at_fork"):
 def library_path():
     """The file of NumPy's OpenBLAS, or None where it was not found."""
     return _path
+
+
+@contextlib.contextmanager
+def single_threaded():
+    """NumPy's OpenBLAS on the calling thread alone inside the block (a native loop's
+    small products call its gemm directly)."""
+    if _set_threads is None:
+        yield
+        return
+    _enter()
+    try:
+        yield
+    finally:
+        _leave()
 
 
 def matmul(left, right, out, multiply_adds):

@@ -2,13 +2,14 @@
 return to Python between trips.
 
 The host-driven loop (backends/control.py) costs a few microseconds of Python per kernel
-per trip, more than a small body's kernels take. Where the body (and the condition, when
-the trip count is not known) has a program driver (program.py: every kernel compiled and
-small), this module renders one function
+per trip, more than a small body's kernels take. Where every kernel of the body (and
+of the condition, when the trip count is not known) is compiled and small, or a plain
+float matrix product, this module renders one function
 
     void @loop(ptr %table, ptr %init0, ..., ptr %res0, ..., ptr %arena)
 
-that runs the condition's and the body's kernel calls in an LLVM loop. The carry lives
+that runs the condition's and the body's kernel calls in an LLVM loop (small float
+matrix products call NumPy's OpenBLAS gemm directly, on this thread). The carry lives
 in pointers that change each trip:
 
   invariant  a body result that is the body's own parameter at the same position (a
@@ -25,11 +26,14 @@ in pointers that change each trip:
 After the last trip each carry that is not invariant is copied into a fresh result. The
 GIL stays held, as for a program driver: the loop's kernels are small ones.
 """
+import ctypes
+
 import numpy as np
 
-from jitlib.backends.llvm import opaque, program
-from jitlib.backends.llvm.buffers import ALIGN, Slot
+from jitlib.backends.llvm import blas_threads, opaque, program
+from jitlib.backends.llvm.buffers import ALIGN, BufferPlan, Slot
 from jitlib.backends.llvm.compiler import get_compiler
+from jitlib.hlo.ir import output_types
 from jitlib.hlo.ops import Op
 
 
@@ -39,15 +43,178 @@ def build(instr, body, cond, host):
     used when the trip count is known); `host` runs the loop for carries the native one
     cannot take (not C-contiguous, another type)."""
     trips = instr.attrs.get("trip_count")
-    if body.program is None or (trips is None and cond.program is None):
+    body = Steps.of(body)
+    cond = Steps.of(cond) if trips is None else None
+    if body is None or (trips is None and cond is None):
         return None
-    layout = _carry_layout(body.program)
+    layout = _carry_layout(body)
     if layout is None:
         return None
-    if trips is None and cond.program.plan.results[0][0] != "fresh":
+    if cond is not None and cond.plan.results[0][0] != "fresh":
         return None   # a condition that hands back a carried bool as it is: rare
-    return NativeLoop(instr, body.program, None if trips is not None else cond.program,
-                      layout, host)
+    return NativeLoop(instr, body, cond, layout, host)
+
+
+class Steps:
+    """A region's kernels as the calls a native loop makes: compiled kernels (small
+    ones: a loop of large ones gains nothing here and would lose the threads), and
+    plain float matrix products, which call NumPy's BLAS gemm directly (the same
+    library the host-driven loop reaches through np.matmul), then their compiled
+    epilogue. `table` lists the function addresses (per step: its kernel, or gemm and
+    epilogue), then the constants' data; `entry[s]` is step s's first."""
+
+    @classmethod
+    def of(cls, executable):
+        """The Steps of an LLVMExecutable, or None where some step is neither."""
+        if executable is None or not program.eligible(executable.optimized):
+            return None
+        try:
+            return cls(executable)
+        except _NotNative:
+            return None
+
+    def __init__(self, executable):
+        from jitlib.backends.llvm.executable import DotRunner, NativeRunner
+        self.module = module = executable.optimized
+        self.runners = {i: r for i, r in executable._steps if r is not None}
+        plan = BufferPlan(module, {f: output_types(f) for f in self.runners})
+        self.plan, self._params = plan, [(p.shape, p.dtype) for p in module.params]
+        self.dots, self.entry, addresses, at = {}, [], [], plan.arena_bytes
+        for f in plan.steps:
+            runner = self.runners[f]
+            self.entry.append(len(addresses))
+            if type(runner) is NativeRunner and runner.small:
+                addresses.append(runner.address)
+            elif type(runner) is DotRunner:
+                dot = _plain_product(f, runner)
+                addresses.append(dot.gemm)
+                if runner._epilogue is not None:
+                    addresses.append(runner._epilogue.address)
+                if dot.scratch:
+                    dot.at, at = at, at + _aligned(dot.nbytes)
+                self.dots[f] = dot
+            else:
+                raise _NotNative()
+        self.arena_bytes = at
+        self.n_entries = len(addresses)
+        self.table = np.array(addresses + [c.ctypes.data for c in plan.constants], np.uint64)
+
+    def accepts(self, arrays):
+        """Whether `arrays` are C-contiguous ndarrays of exactly the parameters' types."""
+        return len(arrays) == len(self._params) and all(
+            type(a) is np.ndarray and a.shape == shape and a.dtype == dtype
+            and a.flags.c_contiguous for a, (shape, dtype) in zip(arrays, self._params))
+
+    def emit(self, lines, table, first, pointer, prefix, variants):
+        """The calls of the steps, the table's entries from `first` on; `pointer(slot,
+        name)` gives a slot's pointer; `variants`: step -> table entry to call instead."""
+        plan, slots, key = self.plan, self.plan.slots, self.plan.key
+        consts = [program.table_entry(lines, table, first + self.n_entries + c,
+                                      f"{prefix}const{c}") for c in range(len(plan.constants))]
+
+        def slot_pointer(slot, name):
+            return consts[slot.at] if slot.kind == "const" else pointer(slot, name)
+
+        def call(n, name, pointers):
+            callee = program.table_entry(lines, table, n, name)
+            args = ", ".join([f"ptr {p}" for p in pointers] + ["i64 0", "i64 1"])
+            lines.append(f"  call void {callee}({args})")
+
+        for s, f in enumerate(plan.steps):
+            ins = [slot_pointer(slots[key(o)], f"{prefix}s{s}.in{i}")
+                   for i, o in enumerate(f.operands)]
+            outs = [slot_pointer(slots[(f, j)], f"{prefix}s{s}.out{j}")
+                    for j in range(len(output_types(f)))]
+            n = variants.get(s, first + self.entry[s])
+            if f not in self.dots:
+                call(n, f"{prefix}kernel{s}", ins + outs)
+                continue
+            dot, runner = self.dots[f], self.runners[f]
+            product = (pointer(Slot("arena", dot.at), f"{prefix}s{s}.product")
+                       if dot.scratch else outs[runner._results.index(None)])
+            t, m, k, nn = dot.scalar, dot.m, dot.k, dot.n
+            gemm = program.table_entry(lines, table, n, f"{prefix}gemm{s}")
+            lines.append(
+                f"  call void {gemm}(i32 101, i32 111, i32 111, i64 {m}, i64 {nn}, i64 {k}, "
+                f"{t} 1.0, ptr {ins[dot.lhs]}, i64 {k}, ptr {ins[dot.rhs]}, i64 {nn}, "
+                f"{t} 0.0, ptr {product}, i64 {nn})")
+            if runner._epilogue is not None:
+                params = [ins[p.attrs["index"]] for p in runner._epilogue_params]
+                results = [None] * len(runner._epilogue.outputs)
+                for j, r in enumerate(runner._results):
+                    if r is not None:
+                        results[r] = outs[j]
+                call(n + 1, f"{prefix}epilogue{s}", params + [product] + results)
+
+
+class _NotNative(Exception):
+    pass
+
+
+class _Product:
+    """A dot kernel's product as one row-major gemm: operand numbers of the kernel for
+    the left and right matrices, sizes, the scalar type, and where the product goes."""
+
+    def __init__(self, **fields):
+        self.__dict__.update(fields)
+
+
+def _plain_product(kernel, runner):
+    """The _Product of a DotRunner whose product is [m, k] @ [k, n] in f32 or f64 over
+    kernel operands (reshaped at most), else raise _NotNative."""
+    dot = runner._dot
+    a = dot.attrs
+    lhs, rhs = dot.operands
+    if np.dtype(dot.dtype) not in _GEMM or lhs.dtype != dot.dtype or rhs.dtype != dot.dtype \
+            or a["lhs_contract"] != (1,) or a["rhs_contract"] != (0,) or a["lhs_batch"] \
+            or lhs.ndim != 2 or rhs.ndim != 2 or _GEMM_ADDRESS.get(np.dtype(dot.dtype)) is None:
+        raise _NotNative()
+    if runner._epilogue is not None and not runner._epilogue.small:
+        raise _NotNative()
+    if any(r is not None and r >= len(runner._epilogue.outputs) for r in runner._results) \
+            or (runner._epilogue is not None and sorted(
+                r for r in runner._results if r is not None)
+                != list(range(len(runner._epilogue.outputs)))):
+        raise _NotNative()
+
+    def operand(value):
+        # a reshape of a C-contiguous array is the same memory
+        while value.op is Op.RESHAPE:
+            value = value.operands[0]
+        if value.op is not Op.PARAMETER:
+            raise _NotNative()
+        return value.attrs["index"]
+
+    if any(i.op not in (Op.RESHAPE, Op.DOT_GENERAL) for i in runner._steps):
+        raise _NotNative()
+    m, k = lhs.shape
+    n = rhs.shape[1]
+    dt = np.dtype(dot.dtype)
+    return _Product(lhs=operand(lhs), rhs=operand(rhs), m=m, k=k, n=n, scalar=_GEMM[dt],
+                    gemm=_GEMM_ADDRESS[dt], scratch=None not in runner._results,
+                    nbytes=m * n * dt.itemsize, at=0)
+
+
+_GEMM = {np.dtype(np.float32): "float", np.dtype(np.float64): "double"}
+
+
+def _gemm_addresses():
+    """NumPy's OpenBLAS cblas_?gemm (ILP64, scipy-openblas names) by dtype, where found."""
+    path = blas_threads.library_path()
+    found = {}
+    if path is None:
+        return found
+    try:
+        lib = ctypes.CDLL(path)
+        for dt, name in ((np.float32, "sgemm"), (np.float64, "dgemm")):
+            fn = getattr(lib, f"scipy_cblas_{name}64_")
+            found[np.dtype(dt)] = ctypes.cast(fn, ctypes.c_void_p).value
+    except (OSError, AttributeError):
+        return {}
+    return found
+
+
+_GEMM_ADDRESS = _gemm_addresses()
 
 
 def _carry_layout(body):
@@ -129,8 +296,9 @@ class NativeLoop:
             at += copies * _aligned(self._nbytes[k])
         self.arena_bytes = at
         self._body, self._cond = body, cond
+        self._products = bool(body.dots or (cond is not None and cond.dots))
         self._table = np.concatenate(
-            [body._table] + ([cond._table] if cond is not None else [])
+            [body.table] + ([cond.table] if cond is not None else [])
             + [np.array([c.address for c in self._variants.values()], np.uint64)])
         self.ir = self._render()
         self._code = get_compiler().load(self.ir, "loop")
@@ -142,7 +310,11 @@ class NativeLoop:
             return self._host(values)
         results = [np.empty(*self._carry[k]) for k in self._moving]
         arena = np.empty(max(self.arena_bytes, 1), np.uint8)
-        self._fn(self._table, *values, *results, arena)
+        if self._products:
+            with blas_threads.single_threaded():
+                self._fn(self._table, *values, *results, arena)
+        else:
+            self._fn(self._table, *values, *results, arena)
         out = list(values)
         for k, r in zip(self._moving, results):
             out[k] = r
@@ -184,7 +356,7 @@ class NativeLoop:
                 lines.append(f"  %w{k} = phi ptr [{buffers[k][0]}, %entry], "
                              f"[%w{k}.next, %latch]")
                 current[k] = f"%c{k}"
-        offset = len(body.plan.steps) + len(body.plan.constants)
+        offset = len(body.table)
         if self.trips is not None:
             lines.append(f"  %go = icmp ult i64 %t, {self.trips}")
         else:
@@ -201,8 +373,7 @@ class NativeLoop:
                              f"ptr {current[entry[1]]}, i64 {self._nbytes[k]}, i1 false)")
             elif entry != "invariant":
                 written[entry[1]] = f"%w{k}" if entry[0] == "ping-pong" else buffers[k][0]
-        variant_base = offset + (len(cond.plan.steps) + len(cond.plan.constants)
-                                 if cond is not None else 0)
+        variant_base = offset + (len(cond.table) if cond is not None else 0)
         variants = {step: variant_base + v for v, step in enumerate(self._variants)}
         self._emit_module(lines, body, table, 0, current, arena, 0, written, "b.", variants)
         lines += ["  br label %latch", "latch:", "  %t.next = add i64 %t, 1",
@@ -224,30 +395,20 @@ class NativeLoop:
         return [k for k, e in enumerate(self._layout) if e != "invariant"]
 
     @staticmethod
-    def _emit_module(lines, prog, table, first, params, arena, arena_at, results, prefix,
+    def _emit_module(lines, steps, table, first, params, arena, arena_at, results, prefix,
                      variants=None):
-        """The calls of program `prog`'s kernels, its table entries from `first` on: its
+        """The calls of region `steps`, its table entries from `first` on: its
         parameters at `params`, its fresh results at `results`, its temporaries in the
         arena from `arena_at` on. `variants`: step -> table entry of a kernel to call
         instead."""
-        plan, variants = prog.plan, variants or {}
-        consts = [program.table_entry(lines, table, first + len(plan.steps) + c,
-                                      f"{prefix}const{c}") for c in range(len(plan.constants))]
-
         def pointer(slot, name):
             if slot.kind == "arena":
                 lines.append(f"  %{name} = getelementptr i8, ptr {arena}, "
                              f"i64 {arena_at + slot.at}")
                 return f"%{name}"
-            if slot.kind == "const":
-                return consts[slot.at]
             return params[slot.at] if slot.kind == "param" else results[slot.at]
 
-        def kernel(s):
-            return program.table_entry(lines, table, variants.get(s, first + s),
-                                       f"{prefix}kernel{s}")
-
-        program.emit_calls(lines, plan, prog.kernels, pointer, kernel, prefix)
+        steps.emit(lines, table, first, pointer, prefix, variants or {})
 
 
 def _aligned(nbytes):
