@@ -91,7 +91,9 @@ def test_small_products_call_the_blas_from_the_native_loop(dtype):
 
 
 def test_a_body_of_large_kernels_keeps_the_host_loop_and_its_threads():
-    x = rng().random((600, 600))
+    from jitlib.backends.llvm import parallel
+    side = int((parallel.MIN_LOOP_PARALLEL_BYTES / 16) ** 0.5) + 8   # past the threshold
+    x = rng().random((side, side))
     f = lambda x: jnp.fori_loop(0, 3, lambda i, c: np.sqrt(c) + 1.0, x)  # noqa: E731
     (runner,) = loop_runners(f, x)
     assert isinstance(runner, LoopRunner)
@@ -151,3 +153,12 @@ def test_a_static_window_write_like_a_stencils():
         y[1:-1, 1:-1] = 0.25 * (x[1:-1, :-2] + x[1:-1, 2:] + x[2:, 1:-1] + x[:-2, 1:-1])
         return y
     same_bits(f, rng().random((33, 65)))
+
+
+def test_a_body_past_the_threads_threshold_still_runs_natively():
+    # 256x256 float64: each kernel moves 1.5 MB, shared out at the top level, but a
+    # loop body's kernels run whole up to MIN_LOOP_PARALLEL_BYTES
+    args = rng().random((256, 256)), rng().random((256, 256))
+    (runner,) = loop_runners(sweeps, *args)
+    assert isinstance(runner, NativeLoop)
+    same_bits(sweeps, *args)

@@ -55,7 +55,7 @@ class NativeRunner:
         self._outputs = [(o.shape, o.dtype) for o in kernel.outputs]
         moved = sum(i.size * i.dtype.itemsize for i in kernel.inputs + kernel.outputs)
         # small: not worth a thread's wake-up, and short enough to run holding the GIL
-        self.small = moved < parallel.MIN_PARALLEL_BYTES
+        self.small = moved < parallel.min_parallel_bytes()
         self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
         self._claim, self._chunks = None, 0   # the threads claim chunks (claiming.py)
         if self._pool is not None:
@@ -419,7 +419,8 @@ def _control_runner(instr):
 
     def compile_region(region):
         # a loop's or conditional's region (optimized already) as `run(arrays) -> arrays`
-        executable = executables[id(region)] = LLVMExecutable(region, "cpu", region)
+        with parallel.loop_body():
+            executable = executables[id(region)] = LLVMExecutable(region, "cpu", region)
         return lambda arrays: executable(*arrays)
 
     host = control.runner(instr, compile_region, lambda v: v.item())

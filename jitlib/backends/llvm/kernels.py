@@ -229,8 +229,8 @@ def _moved(inputs, outputs):
 
 def runs_whole(inputs, outputs):
     """Whether a kernel over these instructions always runs in one call (part 0 of 1):
-    the runners never share out one that moves under parallel.MIN_PARALLEL_BYTES."""
-    return _moved(inputs, outputs) < parallel.MIN_PARALLEL_BYTES
+    the runners never share out one that moves under parallel.min_parallel_bytes()."""
+    return _moved(inputs, outputs) < parallel.min_parallel_bytes()
 
 
 def _function(name, n_in, n_out, whole):

@@ -12,6 +12,8 @@ never come here: waking a worker costs tens of microseconds.
 
 JITLIB_NUM_THREADS sets the number of threads (default: os.cpu_count()); 1 turns it off.
 """
+import contextlib
+import contextvars
 import os
 import queue
 import threading
@@ -23,6 +25,31 @@ from jitlib.backends.llvm import claiming
 # memory speed 1 MiB takes tens of microseconds, about what handing work to another
 # thread costs.
 MIN_PARALLEL_BYTES = 1 << 20
+
+# Inside a loop's body the handoff is paid every trip, and a body of small kernels runs
+# as one native loop (native_loop.py) only if none is shared out: a 256x256 float64
+# Jacobi sweep (1.5 MB a kernel) took 294 us a trip on two threads, 67 us on one.
+MIN_LOOP_PARALLEL_BYTES = 8 << 20
+
+_in_loop_body = contextvars.ContextVar("jitlib_in_loop_body", default=False)
+
+
+def min_parallel_bytes():
+    """The bytes a kernel must move to be shared between threads, where it is compiled
+    now: MIN_PARALLEL_BYTES, or MIN_LOOP_PARALLEL_BYTES inside `loop_body()`."""
+    if _in_loop_body.get():
+        return max(MIN_LOOP_PARALLEL_BYTES, MIN_PARALLEL_BYTES)
+    return MIN_PARALLEL_BYTES
+
+
+@contextlib.contextmanager
+def loop_body():
+    """Kernels compiled inside are a loop body's: shared out only when larger."""
+    token = _in_loop_body.set(True)
+    try:
+        yield
+    finally:
+        _in_loop_body.reset(token)
 
 
 def num_threads():

@@ -2,7 +2,7 @@
 
 On small inputs the Python loop around the kernels costs more than the kernels: each
 `ndarray.ctypes.data` alone takes about a microsecond. So where every kernel compiles
-and is small (under parallel.MIN_PARALLEL_BYTES), the executable calls one function
+and is small (under parallel.min_parallel_bytes()), the executable calls one function
 
     void @program(ptr %table, ptr %arg0, ..., ptr %res0, ..., ptr %arena)
 
