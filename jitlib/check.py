@@ -19,8 +19,9 @@ A mismatch is a `CheckWarning` (a UserWarning), or with `check_raise=True` a
      rewrite rule, then each pass, turned off in turn (`Options.disabled`); the first one
      whose absence restores the answer is named;
   3. else the backend's code for a kernel is wrong: each kernel of the optimized program
-     runs alone, on the backend and on the interpreter, on the values that reach it; the
-     first that disagrees is named with the user lines it covers (`kernel_summary`).
+     runs alone, on the backend and on the interpreter, on the values that reach it
+     (inside a loop, trip by trip; inside a conditional, the branch taken); the first
+     that disagrees is named with the user lines it covers (`kernel_summary`).
 
 Checking costs a reference run per checked call (a trace too), and a bisection on a
 mismatch; calls of a jit without `check` take the usual path and pay nothing.
@@ -250,22 +251,65 @@ def _optimizer_parts():
     return list(dict.fromkeys(ALGEBRAIC.names() + FOLD.names() + list(BY_NAME) + ["fuse"]))
 
 
-def _wrong_kernel(optimized, inputs, backend):
+# a loop's kernels are checked trip by trip for at most this many trips
+MAX_TRIPS_CHECKED = 64
+
+
+def _wrong_kernel(optimized, inputs, backend, compiled=None):
     """The first kernel of `optimized` whose code on `backend` disagrees with the
-    interpreter on the values that reach it, or None."""
+    interpreter on the values that reach it, or None. Kernels inside a loop's or a
+    conditional's regions are checked on the values that reach them there."""
     from jitlib.backends import get_backend
+    from jitlib.hlo import ops as O
     from jitlib.hlo.interpreter import evaluate
     from jitlib.hlo.ir import Module, is_multi_output
     from jitlib.hlo.ops import Op
 
+    compiled = {} if compiled is None else compiled   # kernel -> executable, across trips
     values = [i for i in optimized.instructions if not is_multi_output(i)]
     env = dict(zip(values, evaluate(Module("all", optimized.params, values), inputs)))
     for kernel in optimized.instructions:
+        if kernel.op in O.CONTROL:
+            found = _wrong_in_regions(kernel, [env[o] for o in kernel.operands], backend,
+                                      compiled)
+            if found is not None:
+                return found
         if kernel.op is not Op.FUSION:
             continue
         body = kernel.attrs["body"]
         operands = [env[o] for o in kernel.operands]
-        got = get_backend(backend).compile(body)(*operands)
-        if not _agrees(got, evaluate(body, operands)):
+        if kernel not in compiled:
+            compiled[kernel] = get_backend(backend).compile(body)
+        if not _agrees(compiled[kernel](*operands), evaluate(body, operands)):
             return kernel
+    return None
+
+
+def _wrong_in_regions(instr, operands, backend, compiled):
+    """`_wrong_kernel` over the regions a loop or conditional runs on `operands`: the
+    branch taken; the condition and body of each trip, up to MAX_TRIPS_CHECKED."""
+    from jitlib.hlo.interpreter import evaluate
+    from jitlib.hlo.ops import Op
+
+    if instr.op is Op.CONDITIONAL:
+        branches = instr.attrs["branches"]
+        k = min(max(int(operands[0]), 0), len(branches) - 1)
+        return _wrong_kernel(branches[k], operands[1:], backend, compiled)
+    cond, body = instr.attrs["cond"], instr.attrs["body"]
+    trips = instr.attrs.get("trip_count")
+    carry = list(operands)
+    for trip in range(MAX_TRIPS_CHECKED):
+        if trips is not None:
+            if trip >= trips:
+                break
+        else:
+            found = _wrong_kernel(cond, carry, backend, compiled)
+            if found is not None:
+                return found
+            if not bool(evaluate(cond, carry)[0]):
+                break
+        found = _wrong_kernel(body, carry, backend, compiled)
+        if found is not None:
+            return found
+        carry = list(evaluate(body, carry))
     return None

@@ -7,12 +7,14 @@ import numpy as np
 import pytest
 
 import jitlib
+import jitlib.numpy as jnp
 import jitlib.testing
 from jitlib import check as C
 from jitlib.backends import get_backend
 from jitlib.errors import CheckError
 from jitlib.fusion.simplify import ALGEBRAIC
 from jitlib.hlo import Op, build
+from jitlib.hlo.ir import regions
 
 
 def gelu(x):
@@ -118,8 +120,31 @@ def test_a_wrong_kernel_is_named_with_its_user_lines(monkeypatch):
 def _all_instructions(module):
     for instr in module.instructions:
         yield instr
-        if instr.op is Op.FUSION:
-            yield from _all_instructions(instr.attrs["body"])
+        for region in regions(instr):
+            yield from _all_instructions(region)
+
+
+def test_a_wrong_kernel_inside_a_loop_is_named(monkeypatch):
+    cpu = get_backend("cpu")
+    real_compile = cpu.compile
+
+    def compile_with_a_bad_exp(module):
+        exe = real_compile(module)
+        if not any(i.op is Op.EXP for i in _all_instructions(module)):
+            return exe
+        return lambda *args: [r + np.ones((), r.dtype) for r in exe(*args)]
+
+    monkeypatch.setattr(cpu, "compile", compile_with_a_bad_exp)
+
+    def decays(x):
+        return jnp.fori_loop(0, 3, lambda i, c: np.exp(-c) * 0.5, x[:7])
+
+    f = jitlib.jit(decays, backend="cpu", check="numpy", check_raise=True)
+    with pytest.raises(CheckError) as info:
+        f(X)
+    line = decays.__code__.co_firstlineno + 1
+    assert re.search(rf"culprit: the cpu backend's code for kernel \w+ = "
+                     rf"test_check_mode.py:{line}: neg, exp, mul\n", str(info.value)), info.value
 
 
 def test_ulp_distance_counts_representable_values():
