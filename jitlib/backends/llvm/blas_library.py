@@ -186,6 +186,7 @@ def matmul(left, right, out, multiply_adds):
     NumPy's."""
     library = _loader.library() if uses_copy(multiply_adds) else None
     if (library is None or out.dtype not in library.gemm or not out.flags.c_contiguous
+            or not left.flags.c_contiguous or not right.flags.c_contiguous
             or np.may_share_memory(out, left) or np.may_share_memory(out, right)):
         return blas_threads.matmul(left, right, out, multiply_adds)
     m, k = left.shape[-2:]

@@ -165,7 +165,11 @@ def matmul(dot, lhs, rhs, out=None):
     # contiguous ones (measured): copying an operand costs a fraction of the product
     left = np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k])
     right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
-    left, right = (np.ascontiguousarray(x, dtype=wide) for x in (left, right))
+    # one transposed matrix is the BLAS's own case (a transpose flag): copying it costs
+    # more than the product (M.T @ y, 4000x5000 float64: 174 ms copied, 5 ms as a view)
+    # (integer products run compiled code that reads C order: those are copied)
+    left, right = (x if not batch and wide.kind == "f" and x.dtype == wide and _blas_layout(x)
+                   else np.ascontiguousarray(x, dtype=wide) for x in (left, right))
     product = out if wide == out.dtype else np.empty(out.shape, wide)
     if wide.kind in "f":
         blas_library.matmul(left, right, product.reshape(batch + [m, n]), multiply_adds(dot))
@@ -175,6 +179,14 @@ def matmul(dot, lhs, rhs, out=None):
         with np.errstate(over="ignore"):   # as compiled kernels give it, without a warning
             np.copyto(out, product, casting="unsafe")
     return out
+
+
+def _blas_layout(matrix):
+    """Whether a 2-D view is a row-major or column-major matrix a BLAS takes as it is."""
+    item = matrix.itemsize
+    rows, cols = matrix.strides
+    return (cols == item and rows >= max(matrix.shape[1], 1) * item) or \
+        (rows == item and cols >= max(matrix.shape[0], 1) * item)
 
 
 # the type each float product runs in on the BLAS

@@ -162,6 +162,29 @@ def dot_of_transpose(instr, options):
     return None
 
 
+def dot_of_batch_broadcast(instr, options):
+    # x @ W with a 3-D x: the tracer broadcasts W along the batch, and the product ran
+    # as a batch of small ones (with W copied out per batch first). A right operand
+    # that is the same matrix in every batch folds the batch into the left's rows: one
+    # product of [b*m, k] @ [k, n], whose result has the same dims in the same order.
+    a = instr.attrs
+    lhs, rhs = instr.operands
+    lb, rb = tuple(a["lhs_batch"]), tuple(a["rhs_batch"])
+    if not lb or lb != tuple(range(len(lb))) or rhs.op is not Op.BROADCAST_IN_DIM:
+        return None
+    dims = tuple(rhs.attrs["dims"])
+    source = rhs.operands[0]
+    kept = [d for d in range(rhs.ndim) if d not in rb]
+    if sorted(dims) != kept or source.shape != tuple(rhs.shape[d] for d in dims):
+        return None   # it varies along the batch, or it is widened elsewhere too
+    free = [dims.index(d) for d in kept if d not in a["rhs_contract"]]
+    if free != sorted(free):
+        return None   # the result's dims would come out permuted
+    attrs = dict(a, lhs_batch=(), rhs_batch=(),
+                 rhs_contract=tuple(dims.index(d) for d in a["rhs_contract"]))
+    return build.make(Op.DOT_GENERAL, [lhs, source], attrs, loc=instr.loc)
+
+
 def dot_without_contraction(instr, options):
     # Nothing summed: each output element is one product, rounded once, which is what
     # the elementwise multiply computes (16-bit floats too: NumPy and ml_dtypes multiply
@@ -208,5 +231,6 @@ RULES = RuleTable([
      idempotent_reduce_of_broadcast),                 # max(broadcast(x)) -> x
     # ** transposes into dot_general **
     (Op.DOT_GENERAL, dot_of_transpose),               # dot(transpose(a), b) -> dot(a, b)
+    (Op.DOT_GENERAL, dot_of_batch_broadcast),         # x3 @ broadcast(W) -> one product
     (Op.DOT_GENERAL, dot_without_contraction),        # dot summing nothing -> a * b
 ])
