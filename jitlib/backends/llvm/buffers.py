@@ -4,12 +4,14 @@
 to the caller), or a place in one arena shared by the intermediates, at an offset that
 `plan_arena` chose by liveness: memory is reused once the step after a buffer's last
 reader starts. Parameters and constants keep their own arrays (results that are one of
-them are copied: they are not ours to hand out). `Recycler` hands a large result back to
-the next call once its caller has dropped it.
+them are copied: they are not ours to hand out). Large results come from `ResultPool`,
+which reuses their memory once the caller has let go of every array over it.
 """
+import ctypes
 import dataclasses
 import math
-import sys
+import os
+import weakref
 
 import numpy as np
 
@@ -120,45 +122,84 @@ class BufferPlan:
 RECYCLE_MIN_BYTES = 1 << 20
 
 
-def _refcount_works():
-    probe = []
-    return hasattr(sys, "getrefcount") and getattr(sys, "_is_gil_enabled", lambda: True)() \
-        and sys.getrefcount(probe) == 2
+def _pool_capacity():
+    """JITLIB_RESULT_POOL_BYTES if set, else a quarter of the memory, at most 4 GiB."""
+    try:
+        return max(int(os.environ["JITLIB_RESULT_POOL_BYTES"]), 0)
+    except (KeyError, ValueError):
+        pass
+    total = _meminfo().get("MemTotal", 0)
+    return min(total // 4, 4 << 30) if total else 1 << 30
 
 
-class Recycler:
-    """The last call's large results, reused as the next call's when the caller has let
-    go of them.
+def _meminfo():
+    """/proc/meminfo's fields in bytes, or {} where there is none."""
+    try:
+        with open("/proc/meminfo") as f:
+            return {k: int(v.split()[0]) * 1024 for k, v in
+                    (line.split(":", 1) for line in f) if v.strip().endswith("kB")}
+    except (OSError, ValueError):
+        return {}
 
-    A fresh 64 MB result costs its page faults on every call (about a third of a
-    memory-bound kernel's time here: glibc maps blocks over 32 MB anew each time). An
-    array that only this recycler still references (its reference count says so, as
-    CPython keeps it exactly under the GIL) cannot be seen by anyone else, so writing
-    the next result into it is the same as allocating it. Views, memoryviews and
-    `.ctypes` objects all hold a reference to their base, so a result still reachable in
-    any of these ways is never reused. Off where reference counts are not exact."""
 
-    enabled = _refcount_works()
+class ResultPool:
+    """Memory for large results, back in the pool once no array over it is left.
 
-    def __init__(self, n):
-        self._kept = [None] * n
+    A fresh 64 MB result costs its page faults on every call: glibc maps blocks over
+    32 MB anew each time, and a caller that keeps its last results (a solver's state, a
+    training loop's parameters) never lets the last call's memory be reused. Each
+    result here is an array over a ctypes window on a block of raw memory; NumPy's
+    views, memoryviews and `.ctypes` of the result all keep the window alive, and when
+    the last of them dies a finalizer hands the block back for the next result of the
+    same size. Blocks are kept up to `capacity` bytes (oldest dropped first), and none is
+    kept while the machine is short of memory."""
+
+    def __init__(self, capacity=None):
+        self.capacity = _pool_capacity() if capacity is None else capacity
+        self._free = {}          # nbytes -> [block]
+        self._order = []         # (nbytes, id(block)), oldest first
+        self._held = 0
         self._lock = forksafe.lock()
 
-    def take(self, n, shape, dtype):
-        """The kept array for result n if nobody else holds it and it still has this
-        type and layout, else None."""
-        if not self.enabled:
-            return None
+    def array(self, shape, dtype):
+        """A C-contiguous array of `shape` and `dtype` over pooled memory."""
+        dtype = np.dtype(dtype)
+        nbytes = _nbytes(shape, dtype)
+        block = None
         with self._lock:
-            a, self._kept[n] = self._kept[n], None
-        # references: the local `a` and getrefcount's argument
-        if a is None or sys.getrefcount(a) != 2:
-            return None
-        if a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous \
-                or not a.flags.writeable:
-            return None
-        return a
+            blocks = self._free.get(nbytes)
+            if blocks:
+                block = blocks.pop()
+                self._order.remove((nbytes, id(block)))
+                self._held -= nbytes
+        if block is None:
+            block = np.empty(nbytes, np.uint8)
+        window = (ctypes.c_char * nbytes).from_buffer(block)
+        weakref.finalize(window, self._give_back, block).atexit = False
+        return np.frombuffer(window, dtype).reshape(shape)
 
-    def keep(self, n, array):
-        if self.enabled:
-            self._kept[n] = array
+    def _give_back(self, block):
+        nbytes = block.nbytes
+        if nbytes > self.capacity or _short_of_memory():
+            return
+        with self._lock:
+            while self._held + nbytes > self.capacity and self._order:
+                size, old = self._order.pop(0)
+                self._free[size] = [b for b in self._free[size] if id(b) != old]
+                self._held -= size
+            self._free.setdefault(nbytes, []).append(block)
+            self._order.append((nbytes, id(block)))
+            self._held += nbytes
+
+    def clear(self):
+        with self._lock:
+            self._free, self._order, self._held = {}, [], 0
+
+
+def _short_of_memory():
+    info = _meminfo()
+    total, available = info.get("MemTotal"), info.get("MemAvailable")
+    return bool(total and available is not None and available < total // 8)
+
+
+RESULTS = ResultPool()

@@ -20,7 +20,7 @@ from jitlib.backends import control
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
                                   native_loop, program, rendered)
-from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, BufferPlan, Recycler
+from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, RESULTS, BufferPlan
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.fusion.in_place import overwritten
@@ -337,17 +337,16 @@ class LLVMExecutable(Executable):
             slots = [plan.slots.get((f, j)) for j in range(len(outputs))]
             places[f] = [(slot.at, *outputs[j]) if slot and slot.kind == "arena" else None
                          for j, slot in enumerate(slots)]
-        # large results a runner writes itself: the recycler may hand back last call's
+        # large results a runner writes itself come from the result pool (never one
+        # written into the caller's argument: the caller keeps that one)
         result_of = {plan.key(r): r for r in self.optimized.results}
-        # (never a result written into the caller's argument: the caller keeps that one)
         self._recyclable = [
-            (f, j, slot.at, result_of[(f, j)], *outputs_of[f][j])
+            (f, j, *outputs_of[f][j])
             for (f, j), slot in ((k, plan.slots[k]) for k in result_of
                                  if isinstance(k, tuple) and k in plan.slots)
             if slot.kind == "result" and runners[f].writes_into
             and (f, j) not in self._in_place
             and _nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
-        self._recycler = Recycler(len(plan.fresh))
         return places
 
     def _driver(self):
@@ -387,11 +386,9 @@ class LLVMExecutable(Executable):
             places = self._places_in(memory)
             if self._recyclable or self._in_place:
                 places = dict(places)
-                for f, j, n, _, shape, dtype in self._recyclable:
-                    old = self._recycler.take(n, shape, dtype)
-                    if old is not None:
-                        places[f] = list(places[f])
-                        places[f][j] = old
+                for f, j, shape, dtype in self._recyclable:
+                    places[f] = list(places[f])
+                    places[f][j] = RESULTS.array(shape, dtype)
                 for (f, j), index in self._in_place.items():
                     target = arrays[index]
                     # the caller's own array, where the kernel can write it as it is
@@ -411,8 +408,6 @@ class LLVMExecutable(Executable):
                     env[instr] = env[instr.operands[0]][instr.attrs["index"]]
                 for done in self._dead_after[step]:
                     del env[done]
-            for _, _, n, result, _, _ in self._recyclable:
-                self._recycler.keep(n, env[result])
         finally:
             self._arena.release(owned)
         results = []
