@@ -54,7 +54,8 @@ def while_rule(instr, ct):
         return [cts[j] if j in floats else None for j in range(n)]
     pulled = vjp_module(body, floats, floats)
     step = Module("body_vjp", pulled.params, pulled.results[n:])
-    used = set(step.instructions)
+    # (a module lists every parameter among its instructions: look at what is read)
+    used = set(step.results).union(*(i.operands for i in step.instructions))
     needed = [j for j in range(n) if body.params[j] in used]
     passed = [j for j in needed if body.results[j] is body.params[j]]
     saved = [j for j in needed if j not in passed]
