@@ -12,6 +12,7 @@ from jitlib.fusion.rewrite import rebuild
 from jitlib.hlo import build
 from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
+from jitlib.transforms import ad_util as U
 
 _ids = itertools.count()
 
@@ -56,7 +57,6 @@ def loop(carry, cond, body, trip_count=None):
 
 def counted_cond(types, trips, counter=0):
     """A loop condition over carry `types`: the i64 counter at `counter` is below `trips`."""
-    from jitlib.transforms import ad_util as U
     return region("cond", types, lambda ps: [
         U.compare(ps[counter], U.scalar(trips, ps[counter].dtype), "LT")])
 
