@@ -528,7 +528,13 @@ def _tuple_of(module):
 @_lowers(Op.WHILE)
 def _while(instr, *carry):
     cond, body = _tuple_of(instr.attrs["cond"]), _tuple_of(instr.attrs["body"])
-    out = lax.while_loop(lambda c: cond(*c)[0], lambda c: body(*c), tuple(carry))
+    trips = instr.attrs.get("trip_count")
+    if trips is not None:
+        # a counted loop with Python int bounds: jax lowers it to a scan, which
+        # jax.grad can reverse (the oracle differentiates lowerings of jitlib programs)
+        out = lax.fori_loop(0, trips, lambda _, c: body(*c), tuple(carry))
+    else:
+        out = lax.while_loop(lambda c: cond(*c)[0], lambda c: body(*c), tuple(carry))
     return tuple(out) if len(out) > 1 else out[0]
 
 

@@ -156,6 +156,9 @@ class _Fuser:
                     consumer_groups.append(g)
         if len(consumer_groups) == 1:
             decision = self.can_fuse(instr, consumer_groups[0])
+            if decision and self._loops_back(instr, consumer_groups[0]):
+                decision = FusionDecision.no("also feeds a loop, conditional or kernel "
+                                             "whose result the consumer reads")
             self._note(instr, consumer_groups[0], decision)
             if decision:
                 self._join(instr, consumer_groups[0])
@@ -173,6 +176,18 @@ class _Fuser:
                 self._join(instr, host)
                 return
         self.groups_of[instr] = [Group(instr)]
+
+    def _loops_back(self, instr, group):
+        """Whether a kept op reading `instr` (a loop, a conditional, a kernel, which
+        belong to no group) leads back into `group`: `instr` joining it would make the
+        kernel wait on itself."""
+        for user in self.users[instr]:
+            if self.groups_of.get(user):
+                continue
+            for g in self._reader_groups(user):
+                if g is group or self._reaches(g, group):
+                    return True
+        return False
 
     def _output_host(self, instr, groups):
         """A consumer kernel that can compute `instr` and hand it to the others as an
@@ -425,14 +440,15 @@ class _Fuser:
         return found
 
     def _reader_groups(self, value):
-        """The kernels that read `value`, looking through kept kernels to their readers."""
+        """The kernels that read `value`, looking through kept kernels, loops and
+        conditionals to their readers (a kernel feeding a loop reaches the loop's readers)."""
         stack, seen = list(self.users[value]), set()
         while stack:
             user = stack.pop()
             if user in seen:
                 continue
             seen.add(user)
-            if user.op in O.KERNEL:
+            if user.op in O.KERNEL or user.op in O.CONTROL:
                 stack.extend(self.users[user])
             else:
                 yield from self.groups_of[user]

@@ -17,7 +17,8 @@ returns the batched result, batch dimension at axis 0. An instruction with no ba
 operand is rebuilt as it is. Instructions that do not depend on the Module's own
 parameters (constants, values captured from an enclosing trace) are kept unchanged.
 
-The gather, scatter and dynamic-slice rules live in `batching_indexing.py`.
+The gather, scatter and dynamic-slice rules live in `batching_indexing.py`; the loop
+and conditional rules in `batching_control.py`.
 """
 import itertools
 
@@ -293,15 +294,10 @@ def _get_output(instr, args, flags, size):
 batch_rules[Op.GET_OUTPUT] = _get_output
 
 
-def _control_flow(instr, args, flags, size):
-    raise errors.JitlibTypeError(f"vmap of a {instr.op} is not supported yet",
-                                 location=instr.loc)
-
-
-batch_rules[Op.WHILE] = batch_rules[Op.CONDITIONAL] = _control_flow
-
-
 from jitlib.transforms import batching_indexing  # noqa: E402,F401  (registers its rules)
+from jitlib.transforms import batching_control  # noqa: E402  (loops and conditionals)
+
+batching_control.register()
 
 assert set(batch_rules) | NEVER_BATCHED == set(Op), \
     sorted(set(Op) - set(batch_rules) - NEVER_BATCHED)

@@ -179,3 +179,10 @@ def _get_output(instr, tangents):
 for _op in X.expansions:
     jvp_rules[_op] = _expanded
 jvp_rules[Op.GET_OUTPUT] = _get_output
+
+
+# -- loops and conditionals: their rules live in jvp_control.py
+
+from jitlib.transforms import jvp_control  # noqa: E402  (imports this module's jvp_module)
+
+jvp_control.register(jvp_rules)

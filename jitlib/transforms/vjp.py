@@ -16,7 +16,7 @@ differentiated parameter are visited; everything else is a constant.
 import itertools
 
 from jitlib.hlo import build
-from jitlib.hlo.ir import Module, is_multi_output
+from jitlib.hlo.ir import Module, is_multi_output, result_module
 from jitlib.hlo.ops import Op
 from jitlib.transforms import ad_elementwise as E
 from jitlib.transforms import ad_expand as X
@@ -88,9 +88,10 @@ def pull_back(order, live, cotangents):
                         _accumulate(cotangents, operand, share)
 
 
-def _accumulate_output(cotangents, fusion, index, ct):
-    """A multi-output fusion's cotangent is a list, one entry per body result."""
-    slots = cotangents.setdefault(fusion, [None] * len(fusion.attrs["body"].results))
+def _accumulate_output(cotangents, multi, index, ct):
+    """A multi-output op's (fusion, loop, conditional) cotangent is a list, one entry
+    per value it gives."""
+    slots = cotangents.setdefault(multi, [None] * len(result_module(multi).results))
     slots[index] = U.add_any(slots[index], ct)
 
 
@@ -366,3 +367,10 @@ def _get_output(instr, ct):
 for _op in X.expansions:
     vjp_rules[_op] = _expanded
 vjp_rules[Op.GET_OUTPUT] = _get_output
+
+
+# -- loops and conditionals: their rules live in vjp_control.py
+
+from jitlib.transforms import vjp_control  # noqa: E402  (imports this module's vjp_module)
+
+vjp_control.register(vjp_rules)

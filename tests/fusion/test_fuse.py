@@ -240,3 +240,17 @@ def test_a_long_elementwise_chain_is_split_and_compiles_without_deep_recursion()
     assert len(kernels) >= 6000 // MAX_KERNEL_OPS
     assert max(len(k.attrs["body"].instructions) for k in kernels) <= MAX_KERNEL_OPS + 8
     np.testing.assert_allclose(f(x), chain(x), rtol=1e-12)
+
+
+def test_do_not_fuse_across_a_loop_into_a_kernel_reading_its_result():
+    # x + y feeds both a reduction and a loop; the kernel that reduces it also reads
+    # the loop's result (directly, and through a sibling): one kernel would wait on itself
+    import jitlib.numpy as jnp
+
+    def f(x, y):
+        a = x + y
+        q = jnp.fori_loop(0, 3, lambda i, v: v * 1.5, a)
+        return a.sum() + (q + (x - y)).sum()
+    x, y = np.arange(3.0), np.ones(3)
+    verify(optimize(jitlib.jit(f).lower(x, y).module))
+    np.testing.assert_allclose(jitlib.jit(f, backend="cpu")(x, y), f(x, y))
