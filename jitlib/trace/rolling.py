@@ -31,7 +31,7 @@ outer trips are then compared with those in them.
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
-from jitlib.trace import loop_source
+from jitlib.trace import loop_source, trip_counters
 
 MIN_TRIPS = 3        # a loop of fewer trips stays straight line
 MIN_OPS = 64         # as does one whose trips hold fewer steps in all
@@ -129,27 +129,37 @@ class _Roller:
         flat = [e for trip in trips for e in trip]
         if len({len(trip) for trip in trips}) != 1:
             return flat   # loops inside rolled differently from trip to trip
-        signatures = [None] + [self._signature(trips[j - 1], trips[j])
-                               for j in range(1, len(trips))]
-        first, last = _longest_equal_stretch(signatures)
+        compared = [None] + [self._signature(trips[j - 1], trips[j])
+                             for j in range(1, len(trips))]
+        first, last = _longest_equal_stretch([c and c[0] for c in compared])
         count = last - first + 1
         if count + 1 < MIN_TRIPS or (count + 1) * len(trips[0]) < MIN_OPS:
             return flat
-        loop = self._loop(trips[first - 1], trips[first:last + 1], signatures[first])
+        signature = compared[first][0]
+        counted = {}   # position -> (base, step) of its number in trip n: base + step * n
+        numbers = [compared[j][1] for j in range(first, last + 1)]
+        for k, (i, _) in enumerate(numbers[0]):
+            spec = trip_counters.progression([trip[k][1] for trip in numbers], signature[i][2])
+            if spec is None:
+                return flat   # the loop index used in a way the counter cannot follow
+            counted[i] = spec
+        loop = self._loop(trips[first - 1], trips[first:last + 1], signature, counted)
         if loop is None:
             return flat
         return [e for trip in trips[:first] for e in trip] + loop \
             + [e for trip in trips[last + 1:] for e in trip]
 
     def _signature(self, before, trip):
-        """Per entry of `trip`: (op, shape, dtype, attrs, operands), each operand the
-        position of an earlier entry of `trip` (an int >= 0), -1 - the position of an
-        entry of `before` (the trip before: a carried value), or the value itself."""
+        """(signature, numbers) of `trip`. The signature has per entry (op, shape,
+        dtype, attrs, operands), each operand the position of an earlier entry of `trip`
+        (an int >= 0), -1 - the position of an entry of `before` (the trip before: a
+        carried value), or the value itself. Scalar constants and slices are compared
+        without their number (trip_counters.abstract): `numbers` has (position, number)."""
         instrs, value = self.instrs, self.value
         earlier = {}
         for m, e in enumerate(before):
             earlier.setdefault(value(instrs[e]), m)
-        here, signature = {}, []
+        here, signature, numbers = {}, [], []
         for i, e in enumerate(trip):
             x = value(instrs[e])
             operands = []
@@ -161,11 +171,14 @@ class _Roller:
                     operands.append(o if m is None else -1 - m)
                 else:
                     operands.append(m)
-            signature.append((x.op, x.shape, x.dtype, x.attrs, tuple(operands)))
+            attrs, number = trip_counters.abstract(x)
+            if number is not None:
+                numbers.append((i, number))
+            signature.append((x.op, x.shape, x.dtype, attrs, tuple(operands)))
             here.setdefault(x, i)
-        return signature
+        return signature, numbers
 
-    def _loop(self, peeled, trips, signature):
+    def _loop(self, peeled, trips, signature, counted):
         """The entries standing for `trips` rolled into a `while` that starts from the
         values of `peeled` (the trip before them), or None where that is not exact."""
         instrs, value = self.instrs, self.value
@@ -191,9 +204,9 @@ class _Roller:
                 x = value(instrs[e])
                 if x in inside and x not in last_set and self.last_use.get(x, -1) > end:
                     return None   # a trip's value outlives the loop: it stays straight line
-        return self._emit(peeled, trips, signature, exits, inside)
+        return self._emit(peeled, trips, signature, exits, inside, counted)
 
-    def _emit(self, peeled, trips, signature, exits, inside):
+    def _emit(self, peeled, trips, signature, exits, inside, counted):
         live, carried = _needed(signature, exits)
         for i in live:
             for o in signature[i][4]:
@@ -213,8 +226,9 @@ class _Roller:
         inner = [self.depth.get(value(instrs[e]), 0) for e in first]
         depth = 1 + max(inner, default=0)
         loc = loop_source.loop_location([self.locs[first[i]] for i in live])
+        steps = [(value(instrs[e]), self.locs[e]) for e in first]
         loop = _while_op(signature, live, carried, init, captured, len(trips), depth, loc,
-                         [self.locs[e] for e in first])
+                         steps, counted)
         return self._record(loop, trips, carried, depth, loc)
 
     def _record(self, loop, trips, carried, depth, loc):
@@ -299,9 +313,11 @@ def _needed(signature, exits):
     return sorted(live), sorted(carried)
 
 
-def _while_op(signature, live, carried, init, captured, trips, depth, loc, locs):
+def _while_op(signature, live, carried, init, captured, trips, depth, loc, steps, counted):
     """The `while` running `trips` trips of `signature`: a trip counter, the `carried`
-    positions (starting from `init`), then the `captured` outside values, passed on."""
+    positions (starting from `init`), then the `captured` outside values, passed on.
+    `steps`: (instr, loc) of the first rolled trip; `counted`: the positions whose
+    number the counter gives (trip_counters)."""
     name = f"l{depth}_"
     with build.locations(lambda: None):
         counter = build.parameter(0, (), dtypes.INDEX, name + "0")
@@ -315,9 +331,13 @@ def _while_op(signature, live, carried, init, captured, trips, depth, loc, locs)
         made = {}
         for i in live:
             op, _, _, attrs, operands = signature[i]
-            made[i] = build.make(op, [outside_of[o] if o.__class__ is not int
-                                      else made[o] if o >= 0 else carry_of[-1 - o]
-                                      for o in operands], attrs, loc=locs[i])
+            operands = [outside_of[o] if o.__class__ is not int
+                        else made[o] if o >= 0 else carry_of[-1 - o] for o in operands]
+            x, at = steps[i]
+            if i in counted:
+                made[i] = trip_counters.build_step(x, counted[i], operands, counter, at)
+            else:
+                made[i] = build.make(op, operands, attrs, loc=at)
         one = build.constant(dtypes.INDEX.type(1))
         body = Module("body", [counter] + params + outside,
                       [build.binary(Op.ADD, counter, one)] + [made[m] for m in carried]
