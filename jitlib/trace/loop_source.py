@@ -2,8 +2,9 @@
 
 The roller knows the lines its loop's steps came from, not the loop itself; those
 lines sit in the body of a `for` (or in functions the body calls, which sit in no
-loop of theirs). So the loop is the innermost `for` of the user's file around most of
-the steps' lines, found by parsing the file once.
+loop of theirs). So the loop is the `for` of the user's file around the most steps'
+lines, the innermost of those that tie: an outer loop's `for` holds its inner loop's
+lines too. The file is parsed once.
 """
 import ast
 import collections
@@ -21,20 +22,13 @@ def loop_location(locs):
     for loc in locs:
         if loc is None:
             continue
-        line = _innermost_for(loc.file, loc.line)
-        if line is not None:
-            votes[SourceLocation(loc.file, line, loc.function)] += 1
-    if votes:
-        return votes.most_common(1)[0][0]
-    return next((loc for loc in locs if loc is not None), None)
-
-
-def _innermost_for(file, line):
-    best = None
-    for first, last in _for_statements(file):
-        if first <= line <= last and (best is None or last - first < best[1] - best[0]):
-            best = (first, last)
-    return best[0] if best is not None else None
+        for first, last in _for_statements(loc.file):
+            if first <= loc.line <= last:
+                votes[(loc.file, first, last, loc.function)] += 1
+    if not votes:
+        return next((loc for loc in locs if loc is not None), None)
+    file, line, _, function = max(votes, key=lambda k: (votes[k], k[1] - k[2]))
+    return SourceLocation(file, line, function)
 
 
 def _for_statements(file):
