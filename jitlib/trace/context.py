@@ -43,7 +43,7 @@ class Trace:
 
     region = False   # a loop body's or branch's trace (control_flow.RegionTrace)
     # (instr, loc) per builder call while active, when jit rolls loops (trace/rolling.py)
-    log = None
+    log: list | None = None
 
     def __init__(self, name):
         self.name = name
