@@ -20,7 +20,7 @@ from jitlib.cache.explain import format_call
 from jitlib.array import Array
 from jitlib.hlo import dtypes
 from jitlib.hlo.verifier import verify
-from jitlib.trace import free_values, host_random
+from jitlib.trace import free_values, host_random, rolling
 from jitlib.trace.context import Trace, abstract_leaf, current_trace, result_instr
 from jitlib.trace.int_ranges import ExactInt, NeedsIntValues
 from jitlib.trace.tracer import Tracer
@@ -331,6 +331,8 @@ class Jitted:
         """The Module of `fn` at `key`; `check=False` skips the verifier (0.1-0.4 ms) for a
         trace that is only read beside a verified one (the bucket proof's probes)."""
         trace = Trace(self.__name__)
+        if config.roll_loops():
+            trace.log = []   # what each builder call asked for, for the loop roller
         names = _leaf_names(key.names, key.in_tree)
         # an array argument (weak False; a NumPy scalar's is None) can be written into
         tracers = [trace.new_parameter(shape, dtype, name, weak=weak, array=weak is False)
@@ -368,6 +370,9 @@ class Jitted:
             writes = sorted(trace.writes)
             results += [trace.tracers[i].instr for i in writes]
         module = trace.module(results, writes)
+        if trace.log:
+            module = rolling.roll(module, trace.log)
+            trace.log = None
         returned = [(k, x._param) for k, x in enumerate(flat_out)
                     if isinstance(x, Tracer) and x._param is not None
                     and x._param < len(tracers)]

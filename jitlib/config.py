@@ -66,3 +66,13 @@ def cpu_loader() -> str:
     if value not in ("auto", "mcjit"):
         raise ValueError(f"JITLIB_CPU_LOADER={value!r}: use auto or mcjit")
     return value
+
+
+def roll_loops() -> bool:
+    """JITLIB_ROLL_LOOPS: whether jit rolls a Python loop that traced into many copies of
+    one step back into a `while` op (jitlib/trace/rolling.py). "1" (the default): yes;
+    "0": keep the straight-line trace. Read at each trace."""
+    value = os.environ.get("JITLIB_ROLL_LOOPS", "1").strip().lower() or "1"
+    if value not in ("0", "1", "true", "false", "on", "off"):
+        raise ValueError(f"JITLIB_ROLL_LOOPS={value!r}: use 1 or 0")
+    return value in ("1", "true", "on")

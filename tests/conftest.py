@@ -16,6 +16,7 @@ import shutil
 import sys
 import tempfile
 
+import pytest
 from hypothesis import HealthCheck, settings
 
 _cache = tempfile.mkdtemp(prefix="jitlib-test-cache-")
@@ -49,3 +50,10 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_report_header(config):
     return f"jitlib disk cache for this run: {_cache}"
+
+
+@pytest.fixture
+def no_loop_rolling(monkeypatch):
+    """Python loops trace straight line (JITLIB_ROLL_LOOPS=0), as before loop rolling: for
+    tests that need a long program and build it with a Python loop."""
+    monkeypatch.setenv("JITLIB_ROLL_LOOPS", "0")

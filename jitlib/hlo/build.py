@@ -5,7 +5,9 @@ through `make`, so every instruction is well typed by construction.
 
 Source locations: while a trace is active it installs a location source with
 `locations(fn)`; each new instruction records where the user's code built it.
-Passes that rewrite an instruction pass its `loc` on explicitly.
+Passes that rewrite an instruction pass its `loc` on explicitly. A trace may also keep a
+log of every instruction asked for, found or new, with where it was asked for: the
+loop roller (jitlib/trace/rolling.py) reads a Python loop's iterations from it.
 """
 import contextlib
 import threading
@@ -21,14 +23,23 @@ _state = threading.local()   # per thread: traces in two threads must not mix lo
 
 
 @contextlib.contextmanager
-def locations(source):
-    """Record `source()` as the location of every instruction built inside."""
-    saved = getattr(_state, "source", None)
-    _state.source = source
+def locations(source, log=None):
+    """Record `source()` as the location of every instruction built inside; with `log`
+    (a list), also append `(instr, loc)` to it for each `make` call. A nested
+    `locations` without a log (a pass, a region being closed) logs nothing."""
+    saved = getattr(_state, "source", None), getattr(_state, "log", None)
+    _state.source, _state.log = source, log
     try:
         yield
     finally:
-        _state.source = saved
+        _state.source, _state.log = saved
+
+
+def swap_log(log):
+    """Make `log` the one `make` appends to (None: none); returns the one it replaces."""
+    saved = getattr(_state, "log", None)
+    _state.log = log
+    return saved
 
 
 def make(op, operands=(), attrs=None, loc=None):
@@ -39,7 +50,11 @@ def make(op, operands=(), attrs=None, loc=None):
         source = getattr(_state, "source", None)
         if source is not None:
             loc = source()
-    return Instr.make(op, shape, dtype, operands, attrs, loc, typed=True)
+    instr = Instr.make(op, shape, dtype, operands, attrs, loc, typed=True)
+    log = getattr(_state, "log", None)
+    if log is not None:
+        log.append((instr, loc))
+    return instr
 
 
 def _ints(xs):

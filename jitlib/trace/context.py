@@ -42,6 +42,8 @@ class Trace:
     """One function being traced into one Module."""
 
     region = False   # a loop body's or branch's trace (control_flow.RegionTrace)
+    # (instr, loc) per builder call while active, when jit rolls loops (trace/rolling.py)
+    log: list | None = None
 
     def __init__(self, name):
         self.name = name
@@ -81,7 +83,7 @@ class Trace:
         stack = _stack()
         stack.append(self)
         try:
-            with build.locations(errors.user_location), numpy_hooks.installed():
+            with build.locations(errors.user_location, self.log), numpy_hooks.installed():
                 yield self
         finally:
             stack.pop()

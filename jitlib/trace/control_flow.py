@@ -57,10 +57,14 @@ class _pushed:
     def __enter__(self):
         from jitlib.trace.context import _stack
         _stack().append(self.trace)
+        # a region's instructions belong to its own module, not to the enclosing trace's
+        # sequence of steps that the loop roller reads
+        self._log = build.swap_log(None)
         return self.trace
 
     def __exit__(self, *exc):
         from jitlib.trace.context import _stack
+        build.swap_log(self._log)
         _stack().pop()
         self.trace.live[0] = False
 

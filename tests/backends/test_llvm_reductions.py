@@ -261,6 +261,7 @@ def _kernel_call_sites(ir, name):
 @pytest.mark.parametrize("name", ["f32", "f64"])
 @pytest.mark.parametrize("cols", [7, 300])
 @pytest.mark.parametrize("stages", [1, 3])
+@pytest.mark.usefixtures("no_loop_rolling")   # the stages are one kernel, not a loop
 def test_chained_row_stages_evaluate_each_costly_value_once(name, cols, stages):
     import jitlib
     from jitlib.testing import check_backends

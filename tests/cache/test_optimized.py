@@ -1,11 +1,15 @@
 """The optimizer's output on disk: large modules are parsed back, not optimized again,
 and the parsed module compiles to the same answers as a fresh optimize."""
 import numpy as np
+import pytest
 
 import jitlib
 from jitlib.cache import disk, optimized
 from jitlib.hlo.printer import print_module
 from programs import gelu_tanh, layernorm, softmax
+
+# the programs here are long on purpose (Python loops of stages): keep them straight line
+pytestmark = pytest.mark.usefixtures("no_loop_rolling")
 
 
 def _chain(x, g):

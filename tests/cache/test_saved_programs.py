@@ -15,6 +15,9 @@ from jitlib.cache import disk
 from jitlib.hlo.ops import Op
 from programs import gelu_tanh, layernorm, softmax
 
+# the programs here are long on purpose (Python loops of stages): keep them straight line
+pytestmark = pytest.mark.usefixtures("no_loop_rolling")
+
 
 def _stages(x, g):
     for _ in range(3):

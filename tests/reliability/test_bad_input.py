@@ -135,6 +135,7 @@ def test_gpu_backend_without_a_gpu_is_an_error_not_a_silent_interpreter(monkeypa
                                   X + 1.0)
 
 
+@pytest.mark.usefixtures("no_loop_rolling")
 def test_a_long_programs_compile_failure_is_short_with_the_ir_in_a_file(monkeypatch):
     from jitlib.backends.llvm import compiler
 
