@@ -210,6 +210,10 @@ def targets(name, row):
     if p10 is not None and p1k is not None:
         out.append((f"plain loop first call at {large} <= 2x at {small} trips",
                     f"{p1k / p10:.1f}x", p1k <= 2 * p10))
+    elif p10 is not None and "timeout" in row["tools"]["jitlib/plain"][large].get("error", ""):
+        # a plain loop still compiling at the timeout is past any 2x of the small count
+        out.append((f"plain loop first call at {large} <= 2x at {small} trips",
+                    row["tools"]["jitlib/plain"][large]["error"], False))
     else:
         out.append((f"plain loop first call at {large} <= 2x at {small} trips",
                     "not measured", None))
