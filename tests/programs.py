@@ -969,3 +969,144 @@ def cumulative_max_by_loop(x):
     for i in range(1, len(x)):
         out[i] = np.maximum(out[i - 1], x[i])
     return out
+
+
+# --- control flow the way a JAX user writes it (issue 22) -------------------------------------
+# jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
+# each program below is its own eager reference. They live in their own list: jitted, they
+# keep `while` and `conditional` ops at the top level, which PROGRAMS' checks do not expect.
+
+import jitlib.numpy as jnp  # noqa: E402 - the control flow functions, for this section only
+
+CONTROL_FLOW: list[Program] = []
+
+
+def control_flow_program(make_args, *, static_argnums=(), rtol=None, atol=None):
+    """Register the decorated function in CONTROL_FLOW under its own name."""
+
+    def register(fn):
+        CONTROL_FLOW.append(Program(fn.__name__, fn, make_args, tuple(static_argnums), rtol,
+                                    atol))
+        return fn
+
+    return register
+
+
+@control_flow_program(lambda rng: (uniform(rng, 6, low=0.5, high=50.0, dtype=np.float64),))
+def newton_sqrt_to_tolerance(a):
+    """Newton's iteration for sqrt(a) until the residual is small, at most 50 steps."""
+
+    def not_converged(state):
+        x, it = state
+        return (np.abs(x * x - a).max() > 1e-10 * a.max()) & (it < 50)
+
+    def newton(state):
+        x, it = state
+        return 0.5 * (x + a / x), it + 1
+
+    x, iterations = jnp.while_loop(not_converged, newton, (a + 1.0, 0))
+    return x, iterations
+
+
+def _spd(rng, n, dtype=np.float64):
+    x = normal(rng, n, n, dtype=dtype)
+    return x @ x.T / n + np.eye(n, dtype=dtype)
+
+
+@control_flow_program(lambda rng: (_spd(rng, 8), normal(rng, 8, dtype=np.float64), 30),
+                      static_argnums=(2,))
+def power_iteration(A, v, iters):
+    """The dominant eigenpair: multiply, normalize, repeat; the Rayleigh quotient at the end."""
+
+    def step(i, v):
+        w = A @ v
+        return w / np.linalg.norm(w)
+
+    v = jnp.fori_loop(0, iters, step, v / np.linalg.norm(v))
+    return v @ A @ v, v
+
+
+@control_flow_program(lambda rng: (normal(rng, 6, 6) + 8 * np.eye(6, dtype=np.float32),
+                                   normal(rng, 6), 25), static_argnums=(2,))
+def jacobi_linear_solve(A, b, iters):
+    """x = D^-1 (b - R x) on a diagonally dominant system; returns x and its residual."""
+    d = np.diag(A)
+    R = A - np.diag(d)
+    x = jnp.fori_loop(0, iters, lambda i, x: (b - R @ x) / d, np.zeros_like(b))
+    return x, np.linalg.norm(A @ x - b)
+
+
+@control_flow_program(lambda rng: (np.zeros(16, np.float32), normal(rng, 12, 5),
+                                   normal(rng, 16, 16, scale=0.25), normal(rng, 5, 16, scale=0.4),
+                                   normal(rng, 16, 3, scale=0.3)))
+def elman_rnn_scan(h0, xs, W, U, V):
+    """An RNN over a sequence: the last hidden state and a readout at every step."""
+
+    def cell(h, x):
+        h = np.tanh(h @ W + x @ U)
+        return h, h @ V
+
+    h, ys = jnp.scan(cell, h0, xs)
+    return h, ys
+
+
+@control_flow_program(lambda rng: (normal(rng, 20, 3, dtype=np.float64), 0.3))
+def exponential_moving_average_scan(xs, alpha):
+    """A running statistic by scan: the EMA at every step, and the plain running total."""
+
+    def update(carry, x):
+        ema, total = carry
+        ema = (1 - alpha) * ema + alpha * x
+        total = total + x
+        return (ema, total), ema
+
+    (last, total), emas = jnp.scan(update, (xs[0], np.zeros_like(xs[0])), xs)
+    return last, total, emas
+
+
+@control_flow_program(lambda rng: (normal(rng, 10, scale=3.0), 1.0))
+def clip_by_norm_with_cond(g, max_norm):
+    """Scale a gradient down only when its norm is too large, as optax's clip does."""
+    norm = np.sqrt((g * g).sum())
+    return jnp.cond(norm > max_norm, lambda g: g * (max_norm / norm), lambda g: g, g)
+
+
+@control_flow_program(lambda rng: (normal(rng, 4, 5), 2))
+def activation_by_index_switch(x, which):
+    """An activation picked at run time by index: relu, tanh, gelu (tanh form), identity."""
+    def gelu(v):
+        return 0.5 * v * (1.0 + np.tanh(0.7978845608 * (v + 0.044715 * v ** 3)))
+
+    branches = [lambda v: np.maximum(v, 0.0), np.tanh, gelu, lambda v: v]
+    return jnp.switch(which, branches, x)
+
+
+@control_flow_program(lambda rng: (_spd(rng, 5), normal(rng, 5, dtype=np.float64), 0.2, 60),
+                      static_argnums=(3,))
+def gradient_descent_on_quadratic(A, b, lr, steps):
+    """Minimize 0.5 x'Ax - b'x by gradient steps, halving the rate every 20 steps."""
+
+    def step(i, x):
+        rate = jnp.cond(i < 20, lambda: lr, lambda: lr * 0.5)
+        return x - rate * (A @ x - b)
+
+    x = jnp.fori_loop(0, steps, step, np.zeros_like(b))
+    return x, 0.5 * x @ A @ x - b @ x
+
+
+@control_flow_program(lambda rng: (uniform(rng, 7, low=1.0, high=30.0, dtype=np.float64),))
+def cube_root_by_bisection(y):
+    """Bisection, elementwise, until every bracket is narrower than 1e-9."""
+
+    def wide(state):
+        lo, hi = state
+        return (hi - lo).max() > 1e-9
+
+    def halve(state):
+        lo, hi = state
+        mid = 0.5 * (lo + hi)
+        above = mid ** 3 > y
+        return np.where(above, lo, mid), np.where(above, mid, hi)
+
+    lo, hi = jnp.while_loop(wide, halve, (np.zeros_like(y), y.copy()))
+    return 0.5 * (lo + hi)

@@ -109,3 +109,17 @@ def test_cpu_run_times_the_triad_beside_each_call_and_pairs_them():
     frac = run.paired_fraction([1.0, 1.0, 2.0], [1.0, 3.0, 1.0], nbytes=2, beside_bytes=3)
     assert frac == statistics.median([(2 / 1) / (3 / 1), (2 / 1) / (3 / 3), (2 / 2) / (3 / 1)])
     assert run.time_calls(lambda: None, (), 0.0, 2, 2)[1] == []   # no triad asked for
+
+
+def test_loops_quick_run_writes_json_and_markdown(tmp_path):
+    # one workload at tiny sizes: 7 fresh child processes, a few seconds each
+    from benchmarks import loops
+    result = loops.main(["--quick", "--only", "lu_rows", "--out", str(tmp_path)])
+    row = result["workloads"]["lu_rows"]
+    for key in ("jitlib/loop", "jitlib/plain", "jax/loop", "numpy/plain"):
+        rec = row["tools"][key][3]
+        assert "first_s" in rec and "warm_s" in rec, (key, rec)
+        assert rec["max_rel_err"] < 1e-5, (key, rec)
+    md = next(tmp_path.glob("loops-cpu-*.md")).read_text()
+    assert "Host:" in md and "## Targets (issue 22)" in md
+    assert next(tmp_path.glob("loops-cpu-*.json"))

@@ -49,6 +49,40 @@ def test_jit_matches_numpy(prog):
                    static_argnums=prog.static_argnums, rtol=prog.rtol, atol=prog.atol)
 
 
+# --- control flow programs (issue 22): eager jitlib.numpy control flow is the reference -------
+
+CF_IDS = [p.name for p in programs.CONTROL_FLOW]
+
+
+def test_control_flow_catalogue_has_unique_names():
+    assert len(programs.CONTROL_FLOW) >= 8
+    assert len(set(CF_IDS)) == len(CF_IDS)
+    assert not set(CF_IDS) & set(IDS)
+
+
+@pytest.mark.parametrize("prog", programs.CONTROL_FLOW, ids=CF_IDS)
+def test_control_flow_program_is_traced_as_control_flow(prog):
+    # a loop or branch that traced away (unrolled, or folded on a concrete predicate)
+    # would leave the backends' while and conditional ops untested
+    from jitlib.hlo.ops import CONTROL
+    module = jitlib.make_ir(prog.fn, static_argnums=prog.static_argnums)(*program_args(prog))
+    assert any(i.op in CONTROL for i in module.instructions)
+
+
+@pytest.mark.parametrize("prog", programs.CONTROL_FLOW, ids=CF_IDS)
+def test_control_flow_program_matches_eager(prog):
+    args = program_args(prog)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = check_backends(prog.fn, *args, backends=("interpreter", "cpu", "jax"),
+                                static_argnums=prog.static_argnums, rtol=prog.rtol,
+                                atol=prog.atol)
+    for leaf in tree.leaves(result):
+        arr = np.asarray(leaf)
+        if np.issubdtype(arr.dtype, np.inexact):
+            assert np.isfinite(arr).all(), f"{prog.name} produced non-finite values"
+
+
 # --- assert_allclose_tree ----------------------------------------------------------------------
 
 Pair = collections.namedtuple("Pair", ["a", "b"])

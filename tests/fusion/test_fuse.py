@@ -144,14 +144,30 @@ def test_lowered_optimized_text_counts_kernels():
     assert text.count(" fusion(") == 1 and text.startswith("# kernel fused_")
 
 
-@pytest.mark.parametrize("program", programs.PROGRAMS, ids=lambda p: p.name)
+def _regions(instr):
+    if instr.op is Op.WHILE:
+        return [instr.attrs["cond"], instr.attrs["body"]]
+    return list(instr.attrs["branches"]) if instr.op is Op.CONDITIONAL else []
+
+
+def _assert_only_kernels(module):
+    """Every op computes inside a kernel: at the top level and in loops' and conditionals'
+    regions, which stay as while / conditional ops around their own kernels."""
+    allowed = (Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT, Op.WHILE, Op.CONDITIONAL)
+    assert all(i.op in allowed for i in module.instructions), module
+    for instr in module.instructions:
+        for region in _regions(instr):
+            _assert_only_kernels(region)
+
+
+@pytest.mark.parametrize("program", programs.PROGRAMS + programs.CONTROL_FLOW,
+                         ids=lambda p: p.name)
 def test_optimizer_preserves_every_program(program):
     args = program.make_args(np.random.default_rng(0))
     module = jitlib.make_ir(program.fn, static_argnums=program.static_argnums)(*args)
     fused = optimize(module)
     verify(fused)
-    assert all(i.op in (Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT, Op.WHILE)
-               for i in fused.instructions)   # a rolled Python loop stays a loop
+    _assert_only_kernels(fused)
     for kernel in _kernels(fused):   # a loop kernel has one iteration space
         if kernel.attrs["kind"] == "loop":
             assert len({r.shape for r in kernel.attrs["body"].results}) == 1, kernel.attrs

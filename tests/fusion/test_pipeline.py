@@ -169,7 +169,7 @@ def _work(module):
     return sum(i.op not in O.LEAF | O.MOVEMENT for i in module.instructions)
 
 
-@pytest.mark.parametrize("prog", programs.PROGRAMS, ids=lambda p: p.name)
+@pytest.mark.parametrize("prog", programs.PROGRAMS + programs.CONTROL_FLOW, ids=lambda p: p.name)
 def test_simplifier_preserves_every_catalogue_program(prog):
     module, inputs = _flat_args(prog)
     simplified = run_pipeline(module, verify_each=True)

@@ -33,7 +33,8 @@ _RANK = {EXACT: 0, APPROX: 1, UNSTABLE: 2}
 
 
 def classify(module, param_classes=None):
-    """{value: class} for every instruction of `module` (fusion bodies analysed inside)."""
+    """{value: class} for every instruction of `module` (fusions, loops and conditionals
+    analysed inside)."""
     classes = {}
     for n, p in enumerate(module.params):
         classes[p] = param_classes[n] if param_classes else EXACT
@@ -44,13 +45,64 @@ def classify(module, param_classes=None):
     return classes
 
 
+def regions(instr):
+    """The modules nested in `instr`: a fusion's body, a loop's condition and body, a
+    conditional's branches."""
+    if instr.op is Op.FUSION:
+        return [instr.attrs["body"]]
+    if instr.op is Op.WHILE:
+        return [instr.attrs["cond"], instr.attrs["body"]]
+    if instr.op is Op.CONDITIONAL:
+        return list(instr.attrs["branches"])
+    return []
+
+
+def _join(classes):
+    return max(classes, key=_RANK.get, default=EXACT)
+
+
+def _while_classes(instr, carry):
+    """A loop's results: each carry's class joined with what the body makes of it, until
+    nothing rises (a class only rises, so this ends within len(carry) + 1 rounds). A trip
+    count decided by an approximate value can change by one trip: everything is then
+    UNSTABLE."""
+    cond, body = instr.attrs["cond"], instr.attrs["body"]
+    carry = list(carry)
+    for _ in range(len(carry) + 1):
+        inner = classify(body, carry)
+        risen = [_join((c, inner[r])) for c, r in zip(carry, body.results)]
+        if risen == carry:
+            break
+        carry = risen
+    if classify(cond, carry)[cond.results[0]] != EXACT:
+        carry = [UNSTABLE] * len(carry)
+    return tuple(carry) if len(carry) > 1 else carry[0]
+
+
+def _conditional_classes(instr, operand_classes):
+    """A conditional's results: the join over its branches; all UNSTABLE when the index
+    is not exact (another branch may run)."""
+    branches = instr.attrs["branches"]
+    n = len(branches[0].results)
+    if operand_classes[0] != EXACT:
+        outs = [UNSTABLE] * n
+    else:
+        per = [classify(b, operand_classes[1:]) for b in branches]
+        outs = [_join(p[b.results[k]] for p, b in zip(per, branches)) for k in range(n)]
+    return tuple(outs) if n > 1 else outs[0]
+
+
 def _class_of(instr, operand_classes):
+    if instr.op is Op.WHILE:
+        return _while_classes(instr, operand_classes)
+    if instr.op is Op.CONDITIONAL:
+        return _conditional_classes(instr, operand_classes)
     if instr.op is Op.FUSION:
         body = instr.attrs["body"]
         inner = classify(body, operand_classes)
         outs = [inner[r] for r in body.results]
         return tuple(outs) if len(outs) > 1 else outs[0]
-    if instr.op is Op.GET_OUTPUT:   # of a multi-output fusion: a tuple of classes
+    if instr.op is Op.GET_OUTPUT:   # of a multi-output fusion or loop: a tuple of classes
         kernel = operand_classes[0]
         return kernel[instr.attrs["index"]] if isinstance(kernel, tuple) else kernel
     worst = max(operand_classes, key=_RANK.get, default=EXACT)
@@ -83,21 +135,21 @@ def result_classes(module):
 
 
 def accumulates(module):
-    """Whether `module` (fusion bodies included) sums products or runs of values, where a
+    """Whether `module` (nested regions included) sums products or runs of values, where a
     fused multiply-add may turn an overflow's NaN into an inf."""
     for instr in module.instructions:
         if instr.op in (Op.DOT_GENERAL, Op.REDUCE_SUM, Op.CUMSUM):
             return True
-        if instr.op is Op.FUSION and accumulates(instr.attrs["body"]):
+        if any(accumulates(r) for r in regions(instr)):
             return True
     return False
 
 
 def order_free_zero_sign(module):
-    """Whether some op of `module` (fusion bodies included) may pick either zero sign."""
+    """Whether some op of `module` (nested regions included) may pick either zero sign."""
     for instr in module.instructions:
         if instr.op in ORDER_FREE_SIGN:
             return True
-        if instr.op is Op.FUSION and order_free_zero_sign(instr.attrs["body"]):
+        if any(order_free_zero_sign(r) for r in regions(instr)):
             return True
     return False

@@ -14,14 +14,26 @@ left), and a line NumPy itself rejects is simply not kept.
 Arguments mix shapes (0-d, empty, broadcastable) and dtypes, and values of several
 flavours: ordinary, halves (ties for rounding and argmax), sprinkled with NaN, +-inf and
 -0.0, huge and tiny magnitudes. The function returns the values no later line used.
+
+About 30% of programs also hold one loop of 1 to 4 trips over a carried value: either
+`jnp.fori_loop(0, K, lambda i, c: BODY, x)` (jitlib.numpy's, one `while` op when traced;
+the body keeps the carry's shape and dtype, as fori_loop requires, through an astype of
+the same kind where NumPy would promote) or a plain `for i in range(K):` that rebinds a
+value (the tracer unrolls it; NumPy's promotions from trip to trip are kept). BODY is one
+or two steps on the carry (now and then on the value it started from, dropping the
+carry): ufuncs with earlier values and the counter, where, a
+reduction broadcast back, a rotation, a cumulative sum.
 """
 import dataclasses
 import linecache
 import math
+import textwrap
 import warnings
 
 import numpy as np
 from hypothesis import strategies as st
+
+import jitlib.numpy as jnp
 
 DTYPES = ("bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64")
 _FLOATS = ("float16", "float32", "float64")
@@ -44,6 +56,7 @@ _BINARY_BOOL = ("logical_and", "logical_or", "logical_xor")
 _OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "true_divide": "/",
               "less": "<", "equal": "==", "bitwise_and": "&"}
 _REDUCTIONS = ("sum", "prod", "max", "min", "mean", "any", "all", "argmax", "argmin")
+LOOP_PERCENT = 30   # programs that hold a loop
 _SCALARS = ("2", "-1", "0", "3", "0.5", "-0.0", "2.5", "1e30", "1e-30", "float('nan')",
             "float('inf')", "True")
 
@@ -58,7 +71,7 @@ class NumpyProgram:
         filename = f"<fuzz numpy program {abs(hash(self.source)):x}>"
         linecache.cache[filename] = (len(self.source), None,
                                      self.source.splitlines(True), filename)
-        namespace = {"np": np}
+        namespace = {"np": np, "jnp": jnp}
         exec(compile(self.source, filename, "exec"), namespace)   # noqa: S102 - our own text
         return namespace["f"]
 
@@ -167,21 +180,25 @@ class _Builder:
     # -- lines
 
     def program(self, max_steps):
-        for _ in range(self.integer(1, max_steps)):
+        steps = self.integer(1, max_steps)
+        loop_at = self.integer(0, steps - 1) if self.chance(LOOP_PERCENT) else None
+        for n in range(steps):
             for _attempt in range(3):
-                if self.step():
+                if self.step(loop=n == loop_at):
                     break
         if not self.lines:
             self.emit(f"np.negative({self.arg(self.shape(), 'float32')})")
         results = [n for n in self.values if n.startswith("v") and n not in self.used]
         params = ", ".join(f"a{i}" for i in range(len(self.args)))
-        body = "".join(f"    {line}\n" for line in self.lines)
+        body = "".join(textwrap.indent(line, "    ") + "\n" for line in self.lines)
         ret = results[0] if len(results) == 1 and self.chance(50) else \
             "(" + ", ".join(results) + ",)"
         source = f"def f({params}):\n{body}    return {ret}\n"
         return NumpyProgram(source, self.args)
 
-    def step(self):
+    def step(self, loop=False):
+        if loop:
+            return self._loop()
         kind = self.choice(("unary", "binary", "binary", "reduce", "reshape", "transpose",
                             "slice", "index", "take", "matmul", "where", "astype",
                             "concatenate", "cumsum", "clip", "write", "buffer"))
@@ -192,7 +209,7 @@ class _Builder:
 
     def statement(self, text):
         """Add the statement `text` (a write) if NumPy runs it without error."""
-        env = {"np": np, **self.values}
+        env = {"np": np, "jnp": jnp, **self.values}
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("error", np.exceptions.ComplexWarning)
@@ -249,7 +266,7 @@ class _Builder:
 
     def emit(self, expr):
         """Add `v = expr` if NumPy evaluates it without error; whether it was added."""
-        env = {"np": np, **self.values}
+        env = {"np": np, "jnp": jnp, **self.values}
         try:
             with np.errstate(all="ignore"), warnings.catch_warnings():
                 warnings.simplefilter("ignore", RuntimeWarning)   # the mean of an empty slice
@@ -261,6 +278,101 @@ class _Builder:
         name = f"v{len(self.lines)}"
         self.lines.append(f"{name} = {expr}")
         self.used.update(n for n in self.values if _mentions(expr, n))
+        self.values[name] = value
+        return True
+
+    # -- loops
+
+    def _loop(self):
+        """One loop over a carried value: jnp.fori_loop or a plain Python for."""
+        x = self.operand()
+        if x is None:
+            return False
+        trips = self.integer(1, 4)
+        if self.chance(50):
+            body = self._loop_body(x, "c", keep_type=True)
+            return body is not None and self.emit(
+                f"jnp.fori_loop(0, {trips}, lambda i, c: {body}, {x})")
+        name = f"v{len(self.lines)}"
+        body = self._loop_body(x, name, keep_type=False)
+        if body is None:
+            return False
+        return self._block(name, f"{name} = {x}\nfor i in range({trips}):\n    {name} = {body}",
+                           mentions=body + " " + x)
+
+    def _loop_body(self, x, carry, keep_type):
+        """An expression of `carry` (standing for x's value) and the counter `i`, one or
+        two steps deep; with `keep_type`, of x's shape and dtype; None if none was found."""
+        value = self.values[x]
+        # now and then a body that recomputes from the closed-over value and drops the
+        # carry (the fusion cycle in tests/test_control_flow_regressions.py needs one)
+        start = x if keep_type and self.chance(15) else carry
+        for _attempt in range(4):
+            expr = start
+            for _ in range(self.integer(1, 2)):
+                expr = self._carry_step(expr, value)
+            env = {"np": np, "jnp": jnp, **self.values, carry: value, "i": 0}
+            try:
+                with np.errstate(all="ignore"), warnings.catch_warnings():
+                    warnings.simplefilter("ignore", RuntimeWarning)
+                    out = np.asarray(eval(expr, env))   # noqa: S307 - our own text
+            except Exception:   # noqa: BLE001 - NumPy rejects it: draw another
+                continue
+            if out.shape != value.shape or out.dtype == object:
+                continue
+            if not keep_type or out.dtype == value.dtype:
+                return expr
+            if _kind(out.dtype) == _kind(value.dtype):   # never float -> int: NaN has no int
+                return f"({expr}).astype(np.{value.dtype})"
+        return None
+
+    def _carry_step(self, c, value):
+        """One step on the carry expression `c` (whose first trip's value is `value`)."""
+        dt, nd = value.dtype, value.ndim
+        kind = self.choice(("unary", "binary", "binary", "counter", "where", "centre",
+                            "rotate", "cumsum"))
+        if kind == "unary":
+            fns = _UNARY_BOOL if dt == bool else _UNARY_FLOAT if dt.kind == "f" else _UNARY_INT
+            return f"np.{self.choice(fns)}({c})"
+        if kind == "counter" and dt != bool:
+            return f"{c} {self.choice(('+', '*', '-'))} {self.choice(('i', '(i + 1)', '0.5 * i'))}"
+        if kind == "where":
+            return f"np.where({c} > 0, {c}, {self.partner_of(value)})"
+        if kind == "centre" and nd >= 1 and dt.kind == "f":
+            return f"{c} - {c}.mean(axis={self.integer(-nd, nd - 1)}, keepdims=True)"
+        if kind == "rotate" and nd >= 1 and value.shape[0] > 0:
+            return f"np.concatenate([{c}[1:], {c}[:1]])"
+        if kind == "cumsum" and nd >= 1 and dt != bool:
+            return f"np.cumsum({c}, axis={self.integer(0, nd - 1)})"
+        fns = list(_BINARY_ANY) + (list(_BINARY_BOOL) if dt == bool else list(_BINARY_NUM))
+        fn = self.choice(fns)
+        other = self.partner_of(value)
+        return f"np.{fn}({c}, {other})" if self.chance(50) else f"np.{fn}({other}, {c})"
+
+    def partner_of(self, value):
+        """`partner` for a value that has no name yet (a loop's carry)."""
+        self.values["_carry"] = value
+        try:
+            other = self.partner("_carry")
+        finally:
+            del self.values["_carry"]
+        return other if other != "_carry" else self.choice(_SCALARS)
+
+    def _block(self, name, text, mentions):
+        """Add the statements `text`, which bind `name`, if NumPy runs them."""
+        env = {"np": np, "jnp": jnp, **self.values}
+        try:
+            with np.errstate(all="ignore"), warnings.catch_warnings():
+                warnings.simplefilter("error", np.exceptions.ComplexWarning)
+                warnings.simplefilter("ignore", RuntimeWarning)
+                exec(text, env)   # noqa: S102 - our own text
+            value = np.asarray(env[name])
+        except Exception:   # noqa: BLE001 - NumPy rejects it: not a program to test
+            return False
+        if value.dtype == object:
+            return False
+        self.lines.append(text)
+        self.used.update(n for n in self.values if _mentions(mentions, n))
         self.values[name] = value
         return True
 
@@ -407,6 +519,10 @@ class _Builder:
     def _clip(self):
         x = self.operand(lambda v: v.dtype != bool)
         return f"np.clip({x}, {self.choice(('-1', '0', '-2.5'))}, {self.choice(('1', '3'))})"
+
+
+def _kind(dtype):
+    return "b" if dtype == bool else "f" if dtype.kind == "f" else "i"
 
 
 def _broadcasts(a, b):

@@ -229,8 +229,7 @@ def _interpreter_only(name, crash, module):
 
 
 def _computes_bf16(module):
-    return any(i.dtype == dtypes.bfloat16 or _computes_bf16(i.attrs["body"])
-               if i.op is Op.FUSION else i.dtype == dtypes.bfloat16
+    return any(i.dtype == dtypes.bfloat16 or any(_computes_bf16(r) for r in X.regions(i))
                for i in module.instructions)
 
 
@@ -267,8 +266,9 @@ def _working_tolerance(module):
 
     def walk(m):
         for i in m.instructions:
-            if i.op is Op.FUSION:
-                walk(i.attrs["body"])
+            if X.regions(i):
+                for r in X.regions(i):
+                    walk(r)
             elif i.op not in (Op.PARAMETER, Op.CONVERT) and dtypes.is_float(i.dtype):
                 computed.add(np.dtype(i.dtype))
     walk(module)

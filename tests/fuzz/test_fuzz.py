@@ -227,3 +227,43 @@ def test_reshape_to_a_0d_shape_traces():
     arg = np.float32([[2.5]])
     for got in jitlib.jit(f, backend="cpu")(arg):
         assert got.shape == () and got.dtype == np.float32 and got == 2.5
+
+
+# -- loops in the fuzzed programs (issue 22)
+
+def test_about_a_third_of_numpy_programs_hold_a_loop_of_either_kind():
+    from hypothesis import given, settings
+    from hypothesis import seed as hypothesis_seed
+
+    from .numpy_programs import numpy_programs
+    sources = []
+
+    @settings(max_examples=120, database=None, deadline=None)
+    @given(numpy_programs())
+    def draw(program):
+        sources.append(program.source)
+    hypothesis_seed(0)(draw)()
+    fori = sum("jnp.fori_loop(" in s for s in sources)
+    plain = sum("for i in range(" in s for s in sources)
+    assert fori > 0 and plain > 0
+    assert 0.15 <= (fori + plain) / len(sources) <= 0.5, (fori, plain, len(sources))
+
+
+def _loop_module(body, cond_on_carry=False):
+    import jitlib
+    import jitlib.numpy as jnp
+
+    def f(x):
+        if cond_on_carry:   # the trip count depends on an approximate value
+            return jnp.while_loop(lambda c: np.exp(c).sum() < 100.0, body, x)
+        return jnp.fori_loop(0, 3, lambda i, c: body(c), x)
+    return jitlib.make_ir(f)(np.ones(3, np.float32))
+
+
+def test_a_loop_whose_body_is_approximate_is_compared_within_tolerance():
+    from .exactness import APPROX, EXACT, UNSTABLE, result_classes
+    assert result_classes(_loop_module(lambda c: c * 2.0 + 1.0)) == [EXACT]
+    assert result_classes(_loop_module(lambda c: np.exp(c) * 0.5)) == [APPROX]
+    # approximate only from the second trip on: the carry's class rises to a fixed point
+    assert result_classes(_loop_module(lambda c: np.floor(c) + np.sin(c))) == [UNSTABLE]
+    assert result_classes(_loop_module(lambda c: c + 1.0, cond_on_carry=True)) == [UNSTABLE]
