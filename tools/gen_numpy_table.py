@@ -163,10 +163,10 @@ same results:
   replayed. `+=` on a NumPy scalar (`s = x.sum(); s += 1`) rebinds, as in NumPy.
 - **Arrays made inside the function take traced writes.** While jit traces, `np.empty`,
   `np.zeros`, `np.ones`, `np.full`, `np.*_like`, `np.arange`, `np.linspace`, `np.eye`,
-  `np.identity`, `np.tri`, `np.array`, `np.asarray`, `np.asanyarray` and `np.copy`, called
-  from your code as `np.NAME(...)`, return traced arrays whose values jit knows: Python may
-  still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`), and they become
-  IR constants only where a traced value meets them. (`from numpy import zeros` binds
+  `np.identity`, `np.tri`, `np.indices`, `np.array`, `np.asarray`, `np.asanyarray` and
+  `np.copy`, called from your code as `np.NAME(...)`, return traced arrays whose values jit
+  knows: Python may still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`),
+  and they become IR constants only where a traced value meets them. (`from numpy import zeros` binds
   NumPy's function itself, which jit does not see.)
 - **Globals and closure variables are read at call time.** An array a jitted function
   reads from its globals or closure with more than 64 elements becomes an implicit input,

@@ -11,6 +11,7 @@ from jitlib.hlo import dtypes
 from jitlib.trace import tracer as T
 from jitlib.trace.functions import joining, reductions
 from jitlib.trace.functions._common import apply, index_constant, tracer
+from jitlib.trace.functions._search import count_below
 from jitlib.trace.registry import implements
 
 # Up to this many taps, a correlation is a sum of shifted copies (one fused elementwise
@@ -105,22 +106,6 @@ def convolve(a, v, mode="full"):
 
 # -- interpolation
 
-def _count_not_above(xp, x):
-    """For each x, how many of the sorted xp are <= x: a binary search of static depth
-    (log2 of len(xp) gathers), exact for any length. NaN x counts 0."""
-    m = xp.shape[0]
-    lo = T.Tracer(B.full(0, x.shape, dtypes.INDEX))
-    hi = T.Tracer(B.full(m, x.shape, dtypes.INDEX))
-    for _ in range(int(m).bit_length()):
-        mid = apply(np.right_shift, apply(np.add, lo, hi), 1)
-        probe = T.Tracer(B.gather(xp.instr, apply(np.minimum, mid, m - 1).instr, 0))
-        go_right = apply(np.logical_and, apply(np.less_equal, probe, x),
-                         apply(np.less, mid, hi))
-        lo = T.Tracer(B.select(go_right.instr, apply(np.add, mid, 1).instr, lo.instr))
-        hi = T.Tracer(B.select(go_right.instr, hi.instr, mid.instr))
-    return lo
-
-
 def _take(values, idx):
     return T.Tracer(B.gather(values.instr, idx.instr, 0))
 
@@ -192,7 +177,7 @@ def _interpolate(x, xp, fp, lval, rval):
         x0, f0 = (T.broadcast(v[0].instr, shape) for v in (xp, fp))
         r = B.select(B.compare(x.instr, x0, "GT"), rval, f0)
         return T.Tracer(B.select(B.compare(x.instr, x0, "LT"), lval, r))
-    j = apply(np.subtract, _count_not_above(xp, x), 1)    # xp[j] <= x < xp[j + 1]
+    j = apply(np.subtract, count_below(xp, x, inclusive=True), 1)    # xp[j] <= x < xp[j + 1]
     jc = apply(np.minimum, apply(np.maximum, j, 0), m - 2)
     x0, x1 = _take(xp, jc), _take(xp, apply(np.add, jc, 1))
     f0, f1 = _take(fp, jc), _take(fp, apply(np.add, jc, 1))
