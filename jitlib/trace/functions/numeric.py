@@ -45,8 +45,9 @@ def _array_like(item):
 
 @implements(np.piecewise)
 def piecewise(x, condlist, funclist, *args, **kw):
-    """select: each function applied to the whole of x, kept where its condition holds
-    (later conditions win, as NumPy's assignments do); functions must be elementwise."""
+    """select of each function of all of x where its condition holds (later ones win).
+
+    The functions must be elementwise; NumPy calls them on the selected values only."""
     x = tracer(x)
     conds = _conditions(x, condlist)
     n, n2 = len(conds), len(funclist)
@@ -153,8 +154,9 @@ _COMPARE_ALL = 64
 
 @implements(np.isin)
 def isin(element, test_elements, assume_unique=False, invert=False, *, kind=None):
-    """any(element == each test value) (a binary search when the test set is known and
-    large); NaN is in nothing. assume_unique= and kind= only choose NumPy's method."""
+    """any(element == each test value); a known test set over 64 values: binary search.
+
+    NaN is in nothing. assume_unique= and kind= only choose NumPy's method."""
     if kind not in (None, "sort", "table"):
         raise errors.JitlibValueError(
             f"Invalid kind: '{kind}'. Please use None, 'sort' or 'table'.",

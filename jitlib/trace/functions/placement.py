@@ -72,8 +72,9 @@ def _flat_indices(ind, size, mode):
 
 @implements(np.put)
 def put(a, ind, v, mode="raise"):
-    """A scatter into the flattened array (values repeat; the last write to a place wins);
-    traced indices out of range are dropped under mode='raise' (NumPy raises)."""
+    """Scatter into the flat array (values repeat; the last write to a place wins).
+
+    Traced indices out of range are dropped under mode='raise' (NumPy raises)."""
     a = _target(a, "put")
     if mode not in _MODES:
         raise errors.JitlibValueError(

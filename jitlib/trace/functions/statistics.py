@@ -154,8 +154,10 @@ def _average_axes(axis, ndim):
 
 @implements(np.average)
 def average(a, axis=None, weights=None, returned=False, *, keepdims=NOVALUE):
-    """mean, or sum(a * w) / sum(w) in NumPy's result dtype; weights summing to zero give
-    inf or NaN (NumPy raises ZeroDivisionError; JAX divides)."""
+    """mean, or sum(a * w) / sum(w) in NumPy's result dtype.
+
+    Weights summing to zero give inf or NaN (NumPy raises ZeroDivisionError; JAX
+    divides)."""
     x = tracer(a)
     axes = _average_axes(axis, x.ndim)
     kw = {} if keepdims is NOVALUE else {"keepdims": keepdims}
