@@ -1110,3 +1110,32 @@ def cube_root_by_bisection(y):
 
     lo, hi = jnp.while_loop(wide, halve, (np.zeros_like(y), y.copy()))
     return 0.5 * (lo + hi)
+
+
+def _noisy_signal(rng):
+    t = np.sort(uniform(rng, 64, high=6.0, dtype=np.float64))
+    return t, np.sin(t) + normal(rng, 64, dtype=np.float64, scale=0.1)
+
+
+@program(_noisy_signal)
+def smooth_resample_and_differentiate(t, y):
+    kernel = np.array([1.0, 4.0, 6.0, 4.0, 1.0]) / 16.0
+    smooth = np.convolve(y, kernel, mode="same")
+    grid = np.linspace(0.5, 5.5, 40)
+    resampled = np.interp(grid, t, smooth)
+    slope = np.gradient(resampled, grid, edge_order=2)
+    area = np.trapezoid(resampled, grid)
+    return slope, area
+
+
+@program(lambda rng: (normal(rng, 6, 30, dtype=np.float64), uniform(rng, 30, high=2.0),
+                      ints(rng, 30, high=8)))
+def weighted_summary_with_gaps(x, w, label):
+    x = np.where(x > 2.0, np.nan, x)
+    keep = np.isin(label, [1, 3, 5])
+    weights = np.where(keep, w, 0.0).astype(np.float64) + 1e-3
+    mean, total = np.average(np.nan_to_num(x), axis=1, weights=weights, returned=True)
+    spread = np.nanstd(x, axis=1, ddof=1)
+    peak = np.nanargmax(x, axis=1)
+    running = np.nancumsum(x, axis=1)[:, -1]
+    return mean, total, spread, peak, running

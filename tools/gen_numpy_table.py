@@ -48,6 +48,24 @@ NOTES = {
     "log2": "exact at powers of 2",
     "log10": "exact at powers of 10 (float32: see Compositions)",
     "array_split": "the pieces are writable views",
+    "put": "concrete indices out of range raise IndexError; traced ones are dropped "
+           "(NumPy raises)",
+    "place": "exact for a traced mask; empty vals with a traced mask raise at trace time "
+             "(NumPy raises unless the mask is all False)",
+    "piecewise": "each function runs on all of x, so it must be elementwise",
+    "interp": "xp must be increasing, as NumPy assumes; period= with a traced xp ranks "
+              "its points in O(len(xp)**2)",
+    "gradient": "traced coordinate arrays take the non-uniform formula (equal to NumPy's "
+                "uniform one within rounding)",
+    "isin": "a traced test set compares every pair (elements x tests in memory)",
+    "nanargmax": "an all-NaN slice gives -1, as JAX (NumPy raises ValueError)",
+    "nanargmin": "an all-NaN slice gives -1, as JAX (NumPy raises ValueError)",
+    "average": "weights that sum to zero give inf or NaN, as JAX (NumPy raises "
+               "ZeroDivisionError)",
+    "apply_along_axis": "func1d is traced once and must not branch on values (use np.where)",
+    "vectorize": "np.vectorize objects called on traced arrays trace this way; pyfunc must "
+                 "not branch on values; size-0 inputs are refused",
+    "indices": "also `np.indices` called inside the function (traced, known values)",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -163,11 +181,11 @@ same results:
   replayed. `+=` on a NumPy scalar (`s = x.sum(); s += 1`) rebinds, as in NumPy.
 - **Arrays made inside the function take traced writes.** While jit traces, `np.empty`,
   `np.zeros`, `np.ones`, `np.full`, `np.*_like`, `np.arange`, `np.linspace`, `np.eye`,
-  `np.identity`, `np.tri`, `np.array`, `np.asarray`, `np.asanyarray` and `np.copy`, called
-  from your code as `np.NAME(...)`, return traced arrays whose values jit knows: Python may
-  still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`), and they become
-  IR constants only where a traced value meets them. (`from numpy import zeros` binds
-  NumPy's function itself, which jit does not see.)
+  `np.identity`, `np.tri`, `np.indices`, `np.array`, `np.asarray`, `np.asanyarray` and
+  `np.copy`, called from your code as `np.NAME(...)`, return traced arrays whose values jit
+  knows: Python may still read them (`int(table[3])`, `range(len(buf))`, `if buf[0] > 0:`),
+  and they become IR constants only where a traced value meets them. (`from numpy import
+  zeros` binds NumPy's function itself, which jit does not see.)
 - **Globals and closure variables are read at call time.** An array a jitted function
   reads from its globals or closure with more than 64 elements becomes an implicit input,
   the same array object at every call (in-place updates are seen; writes into it reach

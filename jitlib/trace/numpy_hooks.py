@@ -10,6 +10,9 @@ traces; every other caller, NumPy's and jitlib's own code included, gets NumPy's
 The wrappers are installed when the first trace starts and removed when the last one
 ends, so a process that is not tracing never calls through them. Only calls written as
 `np.zeros(...)` are seen: `from numpy import zeros` binds NumPy's function itself.
+
+`np.vectorize.__call__` is swapped the same way: vectorize is a class NumPy never
+dispatches, so a vectorize object called on tracers is routed to functions/mapping.py.
 """
 import contextlib
 import functools
@@ -26,7 +29,7 @@ from jitlib.trace.context import current_trace
 # argument would dispatch through __array_function__ anyway).
 NAMES = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
          "full_like", "arange", "linspace", "eye", "identity", "tri", "array", "asarray",
-         "asanyarray", "copy")
+         "asanyarray", "copy", "indices")
 
 _lock = forksafe.lock()
 _host = threading.local()   # host.work: jitlib runs NumPy for itself (probing a draw)
@@ -58,7 +61,7 @@ def _wrapper(name, original, traced):
             except errors.JitlibTypeError:
                 # data jit does not trace (strings, objects): NumPy's own array, as before
                 return original(*args, **kwargs)
-            if not result.shape:
+            if not isinstance(result, tuple) and not result.shape:   # indices(sparse=True)
                 result._array0d = True   # np.array(1.0) is a 0-d array, not a scalar
             return result
         return original(*args, **kwargs)
@@ -93,8 +96,27 @@ def _constructor_wrapper(name, original):
     return make
 
 
+def _has_tracer(values):
+    from jitlib.trace.functions._common import contains_tracer
+    return any(contains_tracer(v) for v in values)
+
+
+def _vectorize_wrapper(original):
+    """np.vectorize's __call__: a call on traced values maps pyfunc with vmap (NumPy's
+    own loop would convert each tracer to a Python object)."""
+    def __call__(self, *args, **kwargs):
+        if self.pyfunc is not np._NoValue and _has_tracer(args + tuple(kwargs.values())):
+            from jitlib.trace.functions.mapping import vectorize_call
+            return vectorize_call(self, args, kwargs)
+        return original(self, *args, **kwargs)
+    functools.update_wrapper(__call__, original)
+    return __call__
+
+
 def _install():
     import jitlib.numpy as jnp
+    _originals[(np.vectorize, "__call__")] = np.vectorize.__call__
+    np.vectorize.__call__ = _vectorize_wrapper(np.vectorize.__call__)
     for name in NAMES:
         original = getattr(np, name)
         _originals[(np, name)] = original

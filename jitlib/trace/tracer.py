@@ -320,7 +320,7 @@ def _forward(name):
 for _name in ("sum", "prod", "mean", "var", "std", "max", "min", "argmax", "argmin",
               "any", "all", "cumsum", "cumprod", "reshape", "ravel", "flatten", "transpose",
               "swapaxes", "squeeze", "clip", "round", "dot", "take", "repeat", "nonzero",
-              "sort", "argsort", "diagonal", "trace", "conj", "ptp", "fill"):
+              "sort", "argsort", "diagonal", "trace", "conj", "ptp", "fill", "put"):
     if not hasattr(Tracer, _name):
         setattr(Tracer, _name, _forward(_name))
 
