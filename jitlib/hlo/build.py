@@ -174,21 +174,22 @@ def scatter(x, indices, updates, axis, mode="add", loc=None):
 
 
 def take_along(x, indices, axis, loc=None):
-    """x[..., indices[..., j, ...], ...] along `axis` for `indices` of x's shape (sort's
-    permutation): one gather from the flattened x at row-major positions."""
-    shape = x.shape
-    if 0 in shape:
-        return x
+    """x[..., indices[..., j, ...], ...] along `axis` (np.take_along_axis), for `indices`
+    of x's shape but for that axis: one gather from the flattened x at row-major
+    positions."""
+    shape, out = x.shape, indices.shape
+    if 0 in out:
+        return broadcast_in_dim(constant(np.zeros((), x.dtype)), out, (), loc)
     strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
-    step = broadcast_in_dim(constant(np.int64(strides[axis])), shape, (), loc)
+    step = broadcast_in_dim(constant(np.int64(strides[axis])), out, (), loc)
     linear = binary(Op.MUL, convert(indices, dtypes.INDEX, loc), step, loc)
-    for d, n in enumerate(shape):
+    for d, n in enumerate(out):
         if d != axis and n > 1:
-            stride = broadcast_in_dim(constant(np.int64(strides[d])), shape, (), loc)
-            linear = binary(Op.ADD, linear, binary(Op.MUL, iota(shape, dtypes.INDEX, d, loc),
+            stride = broadcast_in_dim(constant(np.int64(strides[d])), out, (), loc)
+            linear = binary(Op.ADD, linear, binary(Op.MUL, iota(out, dtypes.INDEX, d, loc),
                                                     stride, loc), loc)
     flat = reshape(x, (int(np.prod(shape, dtype=np.int64)),), loc)
-    return reshape(gather(flat, linear, 0, loc), shape, loc)
+    return gather(flat, linear, 0, loc)
 
 
 # -- reductions

@@ -4,4 +4,5 @@ Each implementation is registered with `registry.implements` for NumPy's
 `__array_function__` protocol and by name (Tracer methods, `jitlib.numpy`).
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
-    creation, elementwise, joining, linalg, reductions, selection, shapes, unsupported)
+    creation, elementwise, joining, linalg, quantiles, reductions, selection, shapes, sorting,
+    unsupported)
