@@ -164,6 +164,14 @@ __all__ = ["pi", "e", "inf", "nan", "newaxis", "euler_gamma", "bool_", "bool", "
            "float32", "float64", "bfloat16", "intp", "dtype", "issubdtype", "isdtype", "iinfo",
            "finfo", "ufunc", "linalg", "cond", "fori_loop", "scan", "switch", "while_loop"]
 __all__ += sorted(_populate(globals()))
+
+# -- sorting beyond NumPy's signatures: unique with a static size, jax.lax's top_k
+
+from jitlib.trace.functions import sorting as _sorting  # noqa: E402
+
+unique = _function("unique", _sorting.unique, _sorting.unique_eager)
+top_k = _function("top_k", _sorting.top_k, _sorting.top_k_eager)
+__all__ += ["top_k"]
 linalg = _populate_linalg()
 
 

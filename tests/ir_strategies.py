@@ -587,6 +587,13 @@ def _arg_reduce(g, op):
     return build.arg_reduce(op, x, axis, g.choice(g.index_dts))
 
 
+def _sort(g, op):
+    x = g.operand(min_ndim=1)
+    keys = [x] + [g.operand(shape=x.shape) for _ in range(g.integer(0, 2))]
+    indices = len(keys) > 1 or g.chance(50)
+    return build.sort(keys, g.integer(0, x.ndim - 1), indices)
+
+
 def _fusion(g, op):
     return g.kernel(1)
 
@@ -655,7 +662,8 @@ _GENERATORS = {Op.PARAMETER: _parameter, Op.CONSTANT: _constant, Op.IOTA: _iota,
                Op.DYNAMIC_SLICE: _dynamic_slice,
                Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather,
                Op.SCATTER: _scatter, Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion,
-               Op.GET_OUTPUT: _get_output, Op.WHILE: _while, Op.CONDITIONAL: _conditional}
+               Op.GET_OUTPUT: _get_output, Op.WHILE: _while, Op.CONDITIONAL: _conditional,
+               Op.SORT: _sort}
 _GENERATORS.update({op: _unary for op in O.UNARY - {Op.CONVERT}})
 _GENERATORS.update({op: _binary for op in O.BINARY})
 _GENERATORS.update({op: _reduce for op in O.REDUCE})

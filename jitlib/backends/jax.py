@@ -493,6 +493,33 @@ def _cumulative(instr, x):
     return jnp.moveaxis(out, 0, axis)
 
 
+# -- sorting
+
+def _sortable(x):
+    """A key lax.sort orders as the interpreter does: lax's float order is total (-0.0
+    before 0.0, negative NaNs first), so zeros and NaNs are made one value each."""
+    if x.dtype == dtypes.BOOL:
+        return _convert(x, np.dtype(np.uint8))
+    if not dtypes.is_float(x.dtype):
+        return x
+    x = lax.select(lax.eq(x, _full(x, 0)), _full(x, 0), x)
+    return lax.select(_isnan(x), _full(x, np.nan), x)
+
+
+@_lowers(Op.SORT)
+def _sort(instr, *keys):
+    axis = instr.attrs["dimension"]
+    if 0 in instr.shape:
+        return jnp.zeros(instr.shape, instr.dtype)
+    index = lax.broadcasted_iota(np.int64, instr.shape, axis)
+    *_, perm = lax.sort([_sortable(k) for k in keys] + [index], dimension=axis,
+                        is_stable=True, num_keys=len(keys))
+    if instr.attrs["indices"]:
+        return perm
+    # the key's own bits (a -0.0, a NaN's payload) carried by the permutation
+    return jnp.take_along_axis(keys[0], perm, axis)
+
+
 # -- contraction
 
 @_lowers(Op.DOT_GENERAL)

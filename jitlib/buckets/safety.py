@@ -17,7 +17,7 @@ are walked side by side, so whatever changes with a length shows up as a differe
 - an update of a slice spanning the padded axis from 0 with an update padded alike
   (`y[:, 0] = x.sum(1)`, x and y bucketed together) keeps padding on padding;
 - everything else that touches a padded axis (a reshape merging it with another
-  axis, a slice or reverse of it, a cumulative op from the end, a gather along it,
+  axis, a slice or reverse of it, a cumulative op from the end, a gather or sort along it,
   a scatter, a concatenation, any other slice update) is refused with a
   `BucketRefusedError` at the user's line, and so is a program whose structure changes
   with the length.
@@ -176,6 +176,10 @@ class _Prover:
             if b.attrs["axis"] in pads[0] and b.attrs["reverse"]:
                 self._refuse(b, "accumulates from the end of the padded axis (the padding "
                                 "would flow into every kept element)")
+        elif op is Op.SORT:
+            if any(b.attrs["dimension"] in p for p in pads):
+                self._refuse(b, "sorts along the padded axis (the padding would be sorted "
+                                "in among the values)")
         elif op is Op.DOT_GENERAL:
             for k, side in ((0, "lhs_contract"), (1, "rhs_contract")):
                 contracted = [(a, pads[k][a]) for a in b.attrs[side] if a in pads[k]]

@@ -188,6 +188,25 @@ def scatter(x, indices, updates, axis, mode="add", loc=None):
     return make(Op.SCATTER, (x, indices, updates), dict(axis=int(axis), mode=mode), loc)
 
 
+def take_along(x, indices, axis, loc=None):
+    """x[..., indices[..., j, ...], ...] along `axis` (np.take_along_axis), for `indices`
+    of x's shape but for that axis: one gather from the flattened x at row-major
+    positions."""
+    shape, out = x.shape, indices.shape
+    if 0 in out:
+        return broadcast_in_dim(constant(np.zeros((), x.dtype)), out, (), loc)
+    strides = [int(np.prod(shape[d + 1:], dtype=np.int64)) for d in range(len(shape))]
+    step = broadcast_in_dim(constant(np.int64(strides[axis])), out, (), loc)
+    linear = binary(Op.MUL, convert(indices, dtypes.INDEX, loc), step, loc)
+    for d, n in enumerate(out):
+        if d != axis and n > 1:
+            stride = broadcast_in_dim(constant(np.int64(strides[d])), out, (), loc)
+            linear = binary(Op.ADD, linear, binary(Op.MUL, iota(out, dtypes.INDEX, d, loc),
+                                                    stride, loc), loc)
+    flat = reshape(x, (int(np.prod(shape, dtype=np.int64)),), loc)
+    return gather(flat, linear, 0, loc)
+
+
 # -- reductions
 
 def reduce(op, x, dims, loc=None):
@@ -200,6 +219,13 @@ def arg_reduce(op, x, axis, index_dtype=dtypes.INDEX, loc=None):
 
 def cumulative(op, x, axis, reverse=False, loc=None):
     return make(op, (x,), dict(axis=int(axis), reverse=bool(reverse)), loc)
+
+
+def sort(keys, dimension, indices=False, loc=None):
+    """Stable sort along `dimension`: the sorted key, or (`indices`) the permutation that
+    sorts the keys lexicographically, first key major."""
+    return make(Op.SORT, tuple(keys), dict(dimension=int(dimension), indices=bool(indices)),
+                loc)
 
 
 def dot_general(lhs, rhs, lhs_contract, rhs_contract, lhs_batch=(), rhs_batch=(), loc=None):

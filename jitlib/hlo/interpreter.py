@@ -517,6 +517,32 @@ eval_rules[Op.CUMMAX] = _scan(lambda x, axis: np.maximum.accumulate(x, axis=axis
 eval_rules[Op.CUMMIN] = _scan(lambda x, axis: np.minimum.accumulate(x, axis=axis))
 
 
+# -- sorting
+
+def _sort_key(x):
+    # every float widens exactly to f64, where NumPy's sort already puts NaN last (bf16's
+    # own comparisons are ml_dtypes', so they are not trusted with NaN)
+    return x.astype(np.float64) if dtypes.is_float(x.dtype) else x
+
+
+def _sort(instr, *keys):
+    """Stable lexicographic sort: stable passes from the least significant key to the
+    most, each reordering the permutation found so far (np.lexsort's method)."""
+    axis = instr.attrs["dimension"]
+    shape = keys[0].shape
+    order = np.arange(shape[axis]).reshape([-1 if d == axis else 1 for d in range(len(shape))])
+    perm = np.broadcast_to(order, shape).astype(np.int64)
+    for key in reversed(keys):
+        arranged = np.take_along_axis(_sort_key(key), perm, axis)
+        perm = np.take_along_axis(perm, np.argsort(arranged, axis, kind="stable"), axis)
+    if instr.attrs["indices"]:
+        return perm
+    return np.take_along_axis(keys[0], perm, axis)
+
+
+eval_rules[Op.SORT] = _sort
+
+
 # -- contraction
 
 def _dot_general(instr, lhs, rhs):

@@ -75,6 +75,10 @@ class Op(str, enum.Enum):
     CUMPROD = "cumprod"
     CUMMAX = "cummax"
     CUMMIN = "cummin"
+    # -- sorting
+    SORT = "sort"            # sort(*keys), attrs dimension, indices: stable, keys compared
+    #                          lexicographically (first major), NaN after everything, -0.0
+    #                          equal to 0.0; gives the sorted key (one key) or i64 positions
     # -- contraction
     DOT_GENERAL = "dot_general"
     # -- kernels: a fusion runs its `body` Module on its operands as one kernel
@@ -126,7 +130,7 @@ COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
-# opaque: anything else (scatter, scans), run as-is.
+# opaque: anything else (scatter, scans, sort), run as-is.
 FUSION_KINDS = ("loop", "reduction", "dot", "opaque")
 
 # The binary op each reduction and scan folds with.

@@ -255,6 +255,20 @@ def _cumulative(op, operands, attrs):
     return x.shape, x.dtype
 
 
+def _sort(op, operands, attrs):
+    if not operands:
+        _fail(op, operands, "sorts at least one key")
+    first = operands[0]
+    if any(k.shape != first.shape for k in operands):
+        _fail(op, operands, "every key must have the same shape")
+    _check_axes(op, operands, (attrs["dimension"],), first.ndim, "dimension")
+    if attrs["indices"]:
+        return first.shape, dtypes.INDEX
+    if len(operands) != 1:
+        _fail(op, operands, "sorted values come from one key; several give indices=true")
+    return first.shape, first.dtype
+
+
 def _dot_general(op, operands, attrs):
     lhs, rhs = operands
     lc, rc = tuple(attrs["lhs_contract"]), tuple(attrs["rhs_contract"])
@@ -388,7 +402,7 @@ RULES.update({
     Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
     Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
     Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion, Op.GET_OUTPUT: _get_output,
-    Op.WHILE: _while, Op.CONDITIONAL: _conditional,
+    Op.WHILE: _while, Op.CONDITIONAL: _conditional, Op.SORT: _sort,
 })
 assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
 
@@ -399,7 +413,7 @@ ARITY.update({op: 1 for op in O.UNARY | O.REDUCE | O.ARG_REDUCE | O.CUMULATIVE})
 ARITY.update({op: 2 for op in O.BINARY})
 ARITY.update({Op.BROADCAST_IN_DIM: 1, Op.RESHAPE: 1, Op.TRANSPOSE: 1, Op.SLICE: 1,
               Op.REVERSE: 1})
-# concatenate, dynamic_slice, dynamic_update_slice and fusion are variadic.
+# concatenate, dynamic_slice, dynamic_update_slice, sort and fusion are variadic.
 
 
 def infer(op, operands, attrs):

@@ -67,6 +67,7 @@ ATTRS = {
     Op.GET_OUTPUT: dict(index=INT),
     Op.WHILE: dict(cond=MODULE, body=MODULE),
     Op.CONDITIONAL: dict(branches=MODULES),
+    Op.SORT: dict(dimension=INT, indices=BOOL),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})

@@ -251,6 +251,15 @@ for _op in O.ARG_REDUCE | O.CUMULATIVE:
     batch_rules[_op] = _axis_op
 
 
+def _sort(instr, args, flags, size):
+    # every key gets the example axis, so the sort runs along the shifted dimension
+    keys = [ensure_batched(x, b, size) for x, b in zip(args, flags)]
+    return _with(instr, keys, dimension=instr.attrs["dimension"] + 1)
+
+
+batch_rules[Op.SORT] = _sort
+
+
 # -- contraction
 
 def _dot_general(instr, args, flags, size):

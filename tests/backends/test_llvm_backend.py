@@ -124,7 +124,7 @@ def typechecks(make):
 
 # -- coverage of the rule tables
 
-OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER}        # opaque.py
+OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER, Op.SORT}        # opaque.py, sort_kernel.py
 KERNEL_OPS = ops.REDUCE | ops.ARG_REDUCE | {Op.DOT_GENERAL, Op.PARAMETER}   # kernels.py
 TOP_LEVEL = ops.KERNEL | ops.CONTROL              # the executable itself (control.py)
 

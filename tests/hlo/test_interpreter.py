@@ -681,6 +681,39 @@ def test_cumulative_examples():
                   np.array([np.nan, np.nan, 0.0, 0.0]))
 
 
+# -- sort
+
+covers(Op.SORT)
+
+
+@pytest.mark.parametrize("name", ALL)
+@pytest.mark.parametrize("axis", [0, 1])
+def test_sort_is_numpys_stable_sort(name, axis):
+    x = sample(name, (6, 7), seed=31)
+    x[:, 1] = x[:, 0]   # ties
+    assert_bitwise(run(lambda a: B.sort([a], axis), x), np.sort(x, axis, kind="stable"))
+    assert_bitwise(run(lambda a: B.sort([a], axis, indices=True), x),
+                   np.argsort(x, axis, kind="stable"))
+
+
+def test_sort_puts_nan_last_and_keeps_zeros_in_order():
+    x = np.array([0.0, -np.nan, -0.0, 1.0, np.nan, -np.inf, 0.0, -0.0], np.float32)
+    got = run(lambda a: B.sort([a], 0, indices=True), x)
+    assert_bitwise(got, np.array([5, 0, 2, 6, 7, 3, 1, 4]))
+
+
+def test_sort_of_several_keys_is_lexsort():
+    major = np.array([[2, 1, 2, 1, 0], [1, 1, 1, 1, 1]], np.int8)
+    minor = np.array([[0.5, np.nan, -1.0, 0.5, 3.0], [2.0, 1.0, np.nan, 1.0, 0.0]])
+    got = run(lambda a, b: B.sort([a, b], 1, indices=True), major, minor)
+    assert_bitwise(got, np.lexsort((minor, major), axis=1))
+
+
+def test_sort_of_an_empty_axis():
+    x = np.zeros((3, 0), np.float32)
+    assert_bitwise(run(lambda a: B.sort([a], 1, indices=True), x), np.zeros((3, 0), np.int64))
+
+
 # -- dot_general
 
 def _matmul(a, b):

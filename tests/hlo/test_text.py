@@ -74,6 +74,8 @@ CASES = {
     Op.DOT_GENERAL: text("%a: f32[2,3,4], %b: f32[2,4,5]",
                          "%0 = f32[2,3,5] dot_general(%a, %b), lhs_batch=[0], lhs_contract=[2], "
                          "rhs_batch=[0], rhs_contract=[1]"),
+    Op.SORT: text("%x: f32[2,3], %y: i8[2,3]",
+                  "%0 = i64[2,3] sort(%x, %y), dimension=1, indices=true"),
 }
 CASES[Op.FUSION] = text("%x: f32[3]", "%0 = f32[3] fusion(%x), kind=loop, name=fused_neg_0 {",
                         "  module fused_neg_0(%p0: f32[3]) {", "    %0 = f32[3] neg(%p0)",

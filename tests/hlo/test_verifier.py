@@ -144,6 +144,7 @@ WRONG_KINDS = [
     (Op.CONVERT, dict(dtype="float32"), "dtype='float32' should be a dtype name"),
     (Op.COMPARE, dict(direction="UP"), "direction='UP' should be one of EQ"),
     (Op.SCATTER, dict(axis=0, mode="sub"), "mode='sub' should be one of add"),
+    (Op.SORT, dict(dimension=0, indices=1), "indices=1 should be a bool"),
     (Op.CONSTANT, dict(value=np.float32(1)), "value=np.float32(1.0) should be a Literal"),
 ]
 

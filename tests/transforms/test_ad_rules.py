@@ -143,6 +143,9 @@ CASES = [
     Case("cumprod", lambda x: build.cumulative(Op.CUMPROD, x, 1), normal(2, 4)),
     Case("cumprod_zeros_reverse", lambda x: build.cumulative(Op.CUMPROD, x, 0, True),
          np.array([[1.5, 0.0], [0.0, 2.0], [-1.0, 0.5], [0.0, 3.0]])),
+    Case("sort_values", lambda x: build.sort([x], 1), normal(3, 5)),
+    Case("sort_by_indices", lambda x: build.take_along(
+        x, build.sort([build.unary(Op.NEG, x)], 0, indices=True), 0), normal(4, 2)),
     Case("cummax", lambda x: build.cumulative(Op.CUMMAX, x, 0), normal(5, 2)),
     Case("cummin_reverse", lambda x: build.cumulative(Op.CUMMIN, x, 1, True), normal(2, 5)),
     Case("dot_matmul", lambda a, b: build.dot_general(a, b, (1,), (0,)),

@@ -165,6 +165,12 @@ for _mode in ops.SCATTER_MODES:
                       lambda x, i, u, mode=_mode: B.scatter(x, i, u, 1, mode), [Op.SCATTER]))
 
 
+@case("sort", [f(3, 4), ((3, 4), I32, ints(-2, 3))], Op.SORT)
+def _(x, k):
+    # an unbatched key beside a batched one is broadcast to the examples
+    return [B.sort([x], 1), B.sort([k, x], 0, indices=True)]
+
+
 # -- reductions, scans, contraction
 
 @case("reductions", [f(2, 3, 4)], *ops.REDUCE - {Op.REDUCE_AND, Op.REDUCE_OR})

@@ -28,11 +28,4 @@ _MASK_HINT = "compute with a mask instead (np.where(cond, x, 0), sums of the mas
 _refuse(np.nonzero, "nonzero", _DATA_DEPENDENT, _MASK_HINT)
 _refuse(np.argwhere, "argwhere", _DATA_DEPENDENT, _MASK_HINT)
 _refuse(np.flatnonzero, "flatnonzero", _DATA_DEPENDENT, _MASK_HINT)
-_refuse(np.unique, "unique", _DATA_DEPENDENT, "compute it outside jit, or on static data")
 _refuse(np.extract, "extract", _DATA_DEPENDENT, _MASK_HINT)
-_SORT_WHY = "jitlib's IR has no sort operation yet"
-_refuse(np.sort, "sort", _SORT_WHY, "sort outside the jitted function")
-_refuse(np.argsort, "argsort", _SORT_WHY, "sort outside the jitted function")
-_refuse(np.median, "median", _SORT_WHY, "compute the median outside the jitted function")
-_refuse(np.percentile, "percentile", _SORT_WHY, "compute it outside the jitted function")
-_refuse(np.quantile, "quantile", _SORT_WHY, "compute it outside the jitted function")
