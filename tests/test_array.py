@@ -248,7 +248,8 @@ class InterpretedDevice(HostDevice):
 
     def from_numpy(self, a):
         self.to_device += 1
-        return super().from_numpy(np.ascontiguousarray(a))
+        # as the CUDA device: np.ascontiguousarray would make a 0-d array 1-d
+        return super().from_numpy(np.asarray(a, order="C"))
 
     def launch(self, kernel, config, buffers):
         from jitlib.backends.triton.host import launch_interpreted
