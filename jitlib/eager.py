@@ -19,7 +19,7 @@ import numpy as np
 
 from jitlib import tree
 from jitlib.array import Array
-from jitlib.errors import JitlibTypeError
+from jitlib.errors import JitlibTypeError, UnsupportedError
 
 # Arrays come only from the gpu backend's device: its programs are the ones they run.
 BACKEND = "gpu"
@@ -91,24 +91,41 @@ def call(head: Any, fn: Callable[..., Any], args: tuple[Any, ...],
     dynamic = [i for i, x in enumerate(leaves)
                if isinstance(x, (Array, np.ndarray))
                or (operands_dynamic and i < len(arg_leaves) and isinstance(x, _NUMBERS))]
-    inputs = [leaves[i] for i in dynamic]
+    # an array passed twice (`a += a` is np.add(a, a, out=(a,))) is one input: jit
+    # refuses two arguments that share memory when one is written
+    inputs: list[Any] = []
+    slots: dict[int, int] = {}
+    for i in dynamic:
+        if id(leaves[i]) not in slots:
+            slots[id(leaves[i])] = len(inputs)
+            inputs.append(leaves[i])
+    which = tuple(slots[id(leaves[i])] for i in dynamic)
     fixed = list(leaves)
     for i in dynamic:
         fixed[i] = None   # the program must not keep the caller's arrays alive
     dynamic_set = set(dynamic)
-    key = (head, arg_tree, kw_tree, tuple(
+    key = (head, arg_tree, kw_tree, which, tuple(
         (i, static_key(x)) for i, x in enumerate(leaves) if i not in dynamic_set))
     n_args = len(arg_leaves)
 
     def make() -> Callable[..., Any]:
         def run(*arrays: Any) -> Any:
             full = list(fixed)
-            for i, x in zip(dynamic, arrays):
-                full[i] = x
+            for i, k in zip(dynamic, which):
+                full[i] = arrays[k]
             return fn(*tree.unflatten(arg_tree, full[:n_args]),
                       **tree.unflatten(kw_tree, full[n_args:]))
         return run
-    return program(key, make, _name(head))(*inputs)
+    jitted = program(key, make, _name(head))
+    try:
+        return jitted(*inputs)
+    except UnsupportedError as e:
+        # the tracer's hint speaks of jitted functions; here the user wrote no jit
+        raise UnsupportedError(
+            f"{e.message} (an operation on a jitlib.Array runs as a jitted program on its "
+            "device)", location=e.location,
+            hint="copy the Array to the host first, np.asarray(arr), to run this in "
+                 "NumPy") from None
 
 
 def _name(head: Any) -> str:
