@@ -15,7 +15,8 @@ import numpy as np
 
 from jitlib import eager
 from jitlib.array import Array
-from jitlib.errors import JitlibIndexError
+from jitlib.errors import JitlibIndexError, JitlibTypeError
+from jitlib.trace.context import current_trace
 
 _VALID = ("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
           "integer or boolean arrays are valid indices")
@@ -25,12 +26,19 @@ _INT, _ARRAY = "int", "array"
 
 
 def getitem(array: Array, index: Any) -> Any:
+    if current_trace() is not None:   # a constant of the trace (see eager.call)
+        return np.asarray(array)[eager.host_copies(index)]
     structure, inputs = split(array, index)
     return eager.program(("getitem", structure), lambda: _reader(structure),
                          "eager_getitem")(array, *inputs)
 
 
 def setitem(array: Array, index: Any, value: Any) -> None:
+    if current_trace() is not None:
+        raise JitlibTypeError(
+            "a jitted function wrote into a jitlib.Array it reached as a constant",
+            hint="pass the Array as an argument (or read it as a global): writes into "
+                 "arguments reach the caller")
     structure, inputs = split(array, index)
     if isinstance(value, (list, tuple)):
         value = np.asarray(value)

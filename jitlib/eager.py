@@ -20,6 +20,7 @@ import numpy as np
 from jitlib import tree
 from jitlib.array import Array
 from jitlib.errors import JitlibTypeError, UnsupportedError
+from jitlib.trace.context import current_trace
 
 # Arrays come only from the gpu backend's device: its programs are the ones they run.
 BACKEND = "gpu"
@@ -85,6 +86,10 @@ def call(head: Any, fn: Callable[..., Any], args: tuple[Any, ...],
     Arrays (device or host) anywhere in the arguments are the program's inputs; with
     `operands_dynamic`, so are numbers passed positionally (a ufunc's operands), which
     would otherwise be compiled in as constants (an axis, a clip bound)."""
+    if current_trace() is not None:
+        # an Array a traced function reached as a constant (an attribute, not a global
+        # or closure variable): NumPy runs on its host copy, which the trace bakes in
+        return fn(*host_copies(args), **host_copies(kwargs))
     arg_leaves, arg_tree = tree.flatten(args)
     kw_leaves, kw_tree = tree.flatten(kwargs)
     leaves = arg_leaves + kw_leaves
@@ -126,6 +131,12 @@ def call(head: Any, fn: Callable[..., Any], args: tuple[Any, ...],
             "device)", location=e.location,
             hint="copy the Array to the host first, np.asarray(arr), to run this in "
                  "NumPy") from None
+
+
+def host_copies(x: Any) -> Any:
+    """`x` with each Array in it copied to a host NumPy array."""
+    return tree.tree_map(lambda leaf: np.asarray(leaf) if isinstance(leaf, Array) else leaf,
+                         x)
 
 
 def _name(head: Any) -> str:

@@ -429,3 +429,29 @@ def test_a_generation_loop_runs_unchanged_on_device_results(dev):
     expected = generate(tiny_model, params, [1, 2, 3], 4)
     model = jitlib.jit(tiny_model, backend="gpu")
     assert generate(model, jitlib.device_put(params, dev), [1, 2, 3], 4) == expected
+
+
+# ---------------------------------------------------------------------------- inside jit
+
+class Params:
+    pass
+
+
+def test_arrays_read_by_jitted_functions_stay_on_the_device(dev):
+    w = dev.from_numpy(np.full((4, 2), 0.5))
+    params = Params()
+    params.w = w
+
+    def with_closure(x):   # a closure variable: an input each call fills with `w` itself
+        return np.tanh(x @ w.T.T) + w[0]
+    f = jitlib.jit(with_closure, backend="gpu")
+    before = dev.to_host
+    out = f(X)
+    assert dev.to_host == before, "a captured Array went through the host"
+    same(out, np.tanh(X @ np.full((4, 2), 0.5)) + 0.5)
+    w[0, 0] = 1.0          # read at call time, as eager NumPy reads it
+    host_w = np.asarray(w)
+    same(f(X), np.tanh(X @ host_w) + host_w[0])
+    # reached as an attribute, it is a constant of the trace (a host copy, baked in)
+    by_attribute = jitlib.jit(lambda x: x @ params.w + params.w[1], backend="cpu")
+    np.testing.assert_allclose(by_attribute(X), X @ host_w + host_w[1])
