@@ -124,12 +124,15 @@ class Jitted:
     def __init__(self, fn: Callable[..., Any], static_argnums: int | Sequence[int] = (),
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
                  buckets: Any = None, max_compiles: int | None = None,
-                 on_exceed: str = "error", cache_size: int | None = None) -> None:
+                 on_exceed: str = "error", cache_size: int | None = None,
+                 device_results: bool | None = None) -> None:
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):   # partials and callable objects have none
             self.__name__ = getattr(type(fn), "__name__", "fn")
         self.fn = fn
         self.backend = backend
+        # None: the process-wide "results" setting decides at each call (config.py)
+        self.device_results = device_results
         self._signature = _python_signature(fn)
         self._positional = _positional_names(self._signature)
         self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
@@ -154,6 +157,14 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
+        out = self._call(args, kwargs)
+        if self.device_results is False or (self.device_results is None
+                                            and config.results_on_host()):
+            from jitlib.transfer import device_get
+            return device_get(out)
+        return out
+
+    def _call(self, args, kwargs):
         if self._buckets is not None:
             return self._with_int_values(lambda: self._buckets(args, kwargs))
         fast_key = self._fast_key(args, kwargs)
@@ -559,21 +570,22 @@ def jit(fn: Callable[..., Any], *, static_argnums: int | Sequence[int] = ...,
         buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
         cache_size: int | None = ..., check: str | None = ..., check_rate: float = ...,
         check_raise: bool = ..., donate_argnums: int | Sequence[int] = ...,
-        donate_argnames: str | Sequence[str] = ...) -> Jitted: ...
+        donate_argnames: str | Sequence[str] = ...,
+        device_results: bool | None = ...) -> Jitted: ...
 @overload
 def jit(fn: None = None, *, static_argnums: int | Sequence[int] = ...,
         static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
         buckets: Any = ..., max_compiles: int | None = ..., on_exceed: str = ...,
         cache_size: int | None = ..., check: str | None = ...,
         check_rate: float = ..., check_raise: bool = ...,
-        donate_argnums: int | Sequence[int] = ..., donate_argnames: str | Sequence[str] = ...
-        ) -> Callable[[Callable[..., Any]], Jitted]: ...
+        donate_argnums: int | Sequence[int] = ..., donate_argnames: str | Sequence[str] = ...,
+        device_results: bool | None = ...) -> Callable[[Callable[..., Any]], Jitted]: ...
 def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: _Backend | None = None,
         buckets: Any = None, max_compiles: int | None = None, on_exceed: str = "error",
         cache_size: int | None = None, check: str | None = None, check_rate: float = 1.0,
         check_raise: bool = False, donate_argnums: int | Sequence[int] = (),
-        donate_argnames: str | Sequence[str] = ()
+        donate_argnames: str | Sequence[str] = (), device_results: bool | None = None
         ) -> Jitted | Callable[[Callable[..., Any]], Jitted]:
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
     default "gpu" where a CUDA GPU and Triton are present, else "cpu".
@@ -585,6 +597,10 @@ def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[
     parameters; they change nothing: writes into arguments reach the caller whether
     donated or not (eager NumPy's semantics), and a written argument's new contents go
     straight into its memory where that is safe (fusion/in_place.py).
+    `device_results`: what a call on the gpu backend returns. True: jitlib.Array in GPU
+    memory (chained calls stay there); False: host NumPy arrays; None (the default): the
+    "results" setting, `jitlib.config.update("results", "numpy")` or JITLIB_RESULTS=numpy,
+    else Arrays (docs/arrays.md). Other backends return NumPy arrays either way.
     Without `fn`, a decorator with these options.
 
     >>> import numpy as np, jitlib
@@ -599,7 +615,8 @@ def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[
     """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    backend=backend, buckets=buckets, max_compiles=max_compiles,
-                   on_exceed=on_exceed, cache_size=cache_size)
+                   on_exceed=on_exceed, cache_size=cache_size,
+                   device_results=device_results)
     if fn is not None and (donate_argnums or donate_argnames):
         _static_names(fn, _python_signature(fn), donate_argnums, donate_argnames, "donate")
     elif fn is None and (donate_argnums or donate_argnames):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from jitlib.array_methods import ArrayMethods
 from jitlib.errors import JitlibError, JitlibTypeError
 from jitlib.hlo import dtypes
 
@@ -28,17 +29,19 @@ class DeviceError(JitlibError, RuntimeError):
 
 # ---------------------------------------------------------------------------- the Array
 
-class Array:
+class Array(ArrayMethods):
     """An N-d array in the GPU memory of jitlib's CUDA device.
 
     `shape`, `dtype`, `ndim`, `size`, `nbytes`; `np.asarray(a)` copies it to the host;
     `data_ptr()` is the device address (what Triton takes for a pointer argument).
-    Results of ``backend="gpu"`` are Arrays:
+    Results of ``backend="gpu"`` are Arrays, and behave as NumPy arrays: operators,
+    indexing, ufuncs and NumPy functions run on the device (jitlib/array_methods.py), and
+    what needs a Python object (`float(a)`, `print(a)`) copies to the host:
 
     >>> f = jitlib.jit(lambda x: x * 2.0, backend="gpu")   # doctest: +SKIP
     >>> a = f(np.arange(3.0))                              # doctest: +SKIP
-    >>> a.shape, a.dtype, np.asarray(a)                    # doctest: +SKIP
-    ((3,), dtype('float64'), array([0., 2., 4.]))
+    >>> a.shape, a.dtype, int(np.argmax(a[1:] * -1))       # doctest: +SKIP
+    ((3,), dtype('float64'), 0)
     """
 
     __slots__ = ("_ptr", "shape", "dtype", "_keepalive", "_device", "__weakref__")
@@ -89,6 +92,14 @@ class Array:
         """A new Array with the same contents (a device-to-device copy)."""
         out: Array = self._device.copy(self)
         return out
+
+    def block_until_ready(self) -> "Array":
+        """Wait until the work that computes this Array has run (calls return before
+        their kernels finish, as in JAX); returns the Array."""
+        synchronize = getattr(self._device, "synchronize", None)
+        if synchronize is not None:
+            synchronize()
+        return self
 
     def __repr__(self) -> str:
         type_str = f"{dtypes.name(self.dtype)}[{','.join(map(str, self.shape))}]"

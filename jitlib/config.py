@@ -12,7 +12,8 @@ def default_backend() -> str:
 def _detected_backend() -> str:
     # probing for triton and a GPU costs a file-system walk: once per process
     from jitlib.backends import default_backend_name
-    return default_backend_name()
+    name: str = default_backend_name()
+    return name
 
 
 def compile_worker() -> str:
@@ -76,3 +77,55 @@ def roll_loops() -> bool:
     if value not in ("0", "1", "true", "false", "on", "off"):
         raise ValueError(f"JITLIB_ROLL_LOOPS={value!r}: use 1 or 0")
     return value in ("1", "true", "on")
+
+
+# ---------------------------------------------------------------------------- settings
+# Settings a program changes at run time with `update`: name -> (environment variable
+# giving the default, allowed values, default without the variable). The variable is
+# read once, at import: `update` is the way to change a setting in a running process.
+
+_SETTINGS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    # what a jitted function on the gpu backend returns: "device" keeps results in GPU
+    # memory as jitlib.Array (chained calls never touch the host), "numpy" copies them to
+    # host NumPy arrays after each call (docs/arrays.md)
+    "results": ("JITLIB_RESULTS", ("device", "numpy"), "device"),
+}
+
+
+def _from_environment(name: str) -> str:
+    variable, allowed, default = _SETTINGS[name]
+    value = os.environ.get(variable, "").strip().lower() or default
+    if value not in allowed:
+        raise ValueError(f"{variable}={value!r}: use {' or '.join(allowed)}")
+    return value
+
+
+_values = {name: _from_environment(name) for name in _SETTINGS}
+
+
+def update(name: str, value: str) -> None:
+    """Change a setting for the rest of the process, as `jax.config.update` does:
+    `jitlib.config.update("results", "numpy")`. Known settings: "results" ("device", the
+    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default)."""
+    if name not in _SETTINGS:
+        raise ValueError(f"unknown jitlib setting {name!r}: known are "
+                         f"{', '.join(sorted(_SETTINGS))}")
+    allowed = _SETTINGS[name][1]
+    if value not in allowed:
+        raise ValueError(f"jitlib setting {name!r} takes {' or '.join(allowed)}, "
+                         f"got {value!r}")
+    _values[name] = value
+
+
+def get(name: str) -> str:
+    """The current value of a setting `update` changes."""
+    if name not in _values:
+        raise ValueError(f"unknown jitlib setting {name!r}: known are "
+                         f"{', '.join(sorted(_SETTINGS))}")
+    return _values[name]
+
+
+def results_on_host() -> bool:
+    """Whether jitted functions return host NumPy arrays (setting "results" = "numpy")
+    rather than leaving device results as jitlib.Array."""
+    return _values["results"] == "numpy"

@@ -69,3 +69,18 @@ def uses_tree() -> None:
     assert_type(tree.tree_map(lambda a: a, leaves), Any)
     assert_type(tree.leaves(leaves), list[Any])
     assert_type(tree.structure(leaves), tree.TreeDef)
+
+
+def uses_arrays_and_results() -> None:
+    x = np.ones(3)
+    jitlib.config.update("results", "numpy")
+    assert_type(jitlib.config.get("results"), str)
+    on_device = jitlib.device_put({"x": x})
+    host = jitlib.device_get(on_device)
+    f = jitlib.jit(loss, device_results=False)
+    assert_type(f, jitlib.Jitted)
+    a = jitlib.from_dlpack(host)
+    assert_type(a.block_until_ready(), jitlib.Array)
+    assert_type(a.shape, tuple[int, ...])
+    assert_type(float(a[0]), float)
+    assert_type(a.tolist(), Any)

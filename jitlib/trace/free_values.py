@@ -6,7 +6,8 @@ constant would silently keep the old values. So while jit traces a plain Python
 function, the function runs over a view of its globals and a copy of its closure cells
 that hand out, per name:
 
-- a large array (more than `SMALL_ARRAY` elements): a traced *implicit input*, a
+- a large array (more than `SMALL_ARRAY` elements), or a device `jitlib.Array` of any
+  size: a traced *implicit input*, a
   parameter the call fills with the same array object each time (so in-place updates
   are seen, and writes into it reach it like writes into an argument);
 - a small array: the array itself (so `int(TABLE[3])` works while tracing), kept as a
@@ -26,6 +27,7 @@ import types
 import numpy as np
 
 from jitlib import errors
+from jitlib.array import Array
 from jitlib.trace import host_random
 
 SMALL_ARRAY = 64
@@ -53,7 +55,9 @@ class FreeValues:
         if got is not None:
             return got[1]
         if isinstance(value, np.ndarray) and value.dtype != object \
-                and value.size > SMALL_ARRAY:
+                and value.size > SMALL_ARRAY or isinstance(value, Array):
+            # a device Array, of any size, stays where it is: reading its values while
+            # tracing would copy it to the host
             seen = self._implicit_input(name, value)
         elif isinstance(value, host_random.GENERATOR_TYPES):
             # its draws replay at each call on this very generator (guarded by identity)
