@@ -415,7 +415,7 @@ def render_dot(name, body, summary=""):
     mdims = _decompose(w, "rm", [lhs.shape[i] for i in lfree])
     ndims = _decompose(w, "rn", [rhs.shape[i] for i in rfree])
     src_l, src_r = _source_dtype(lhs), _source_dtype(rhs)
-    f32_mode = f32_products.mode(src_l, src_r, tile_dt)
+    f32_mode = f32_products.mode(src_l, src_r, tile_dt, dot.attrs.get("precision"))
     # bf16x2 reads its bf16 operand as bf16 (the tensor cores' type), its f32 one as f32
     tile_l = src_l if f32_mode == "bf16x2" else tile_dt
     tile_r = src_r if f32_mode == "bf16x2" else tile_dt
@@ -475,6 +475,8 @@ def render_dot(name, body, summary=""):
                    "out_dtype=tl.float32)")
         k_loop(two_products, "f32 operand as two bf16 halves on the tensor cores")
         w.line(f"acc = {f32_products.merge_low('acc', 'acc_lo')}")
+    elif f32_mode == "tf32":
+        k_loop(product("tf32"), "TF32 products on the tensor cores (matmul_precision)")
     else:
         ieee = dtypes.name(tile_dt) in ("f32", "f64")
         k_loop(product("ieee" if ieee else None),
