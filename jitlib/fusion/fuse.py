@@ -23,6 +23,7 @@ kernels of the same space that read a common input merge into one multi-output k
 Every decision carries a reason (`FusionDecision`), logged with JITLIB_LOG=passes.
 """
 import dataclasses
+import heapq
 import os
 
 import numpy as np
@@ -471,34 +472,49 @@ class _Fuser:
         return list(seen.values())
 
     def _inputs_of(self, group):
-        inputs = []
+        inputs, seen = [], set()
         for m in sorted(group.members, key=self.position.get):
             for o in m.operands:
-                if o not in group.members and o not in inputs and not _inline_constant(o):
+                if o not in group.members and o not in seen and not _inline_constant(o):
+                    seen.add(o)
                     inputs.append(o)
         return inputs
 
     def build(self):
-        groups = self._groups()
-        done, value_of, kernels = set(), {}, []
-        for p in self.module.params:
-            value_of[p] = p
-        pending = list(groups) + self.kept
-        while pending:
-            ready = [g for g in pending
-                     if all(i.op in (Op.PARAMETER, Op.CONSTANT) or i in value_of
-                            for i in self._needs(g))]
-            if not ready:
-                raise AssertionError("fusion formed a cycle between kernels")
-            ready.sort(key=self._first_position)
-            group = ready[0]
-            pending.remove(group)
-            if isinstance(group, Group):
-                kernels.append(self._emit(group, value_of, len(kernels)))
+        """The module with one fusion per group, emitted in dependency order (of the
+        ready ones, the one whose first member comes first). Kahn's algorithm: each item's
+        missing inputs are counted once and released as producers are emitted, so the
+        cost is linear in the program, not in kernels times kernels."""
+        items = self._groups() + self.kept
+        value_of = {p: p for p in self.module.params}
+        missing, waiting, ready = [], {}, []
+        for k, item in enumerate(items):
+            needs = {i for i in self._needs(item)
+                     if i.op not in (Op.PARAMETER, Op.CONSTANT) and i not in value_of}
+            missing.append(needs)
+            for value in needs:
+                waiting.setdefault(value, []).append(k)
+            if not needs:
+                heapq.heappush(ready, (self._first_position(item), k))
+        kernels, emitted = [], 0
+        while ready:
+            _, k = heapq.heappop(ready)
+            item = items[k]
+            emitted += 1
+            if isinstance(item, Group):
+                kernel, made = self._emit(item, value_of, len(kernels))
+                kernels.append(kernel)
             else:
-                value_of[group] = B.make(group.op, [value_of.get(o, o) for o in group.operands],
-                                         group.attrs, loc=group.loc)
-            done.add(group)
+                value_of[item] = B.make(item.op, [value_of.get(o, o) for o in item.operands],
+                                        item.attrs, loc=item.loc)
+                made = [item]
+            for value in made:
+                for j in waiting.pop(value, ()):
+                    missing[j].discard(value)
+                    if not missing[j]:
+                        heapq.heappush(ready, (self._first_position(items[j]), j))
+        if emitted != len(items):
+            raise AssertionError("fusion formed a cycle between kernels")
         results = [value_of.get(r, r) for r in self.module.results]
         return self.module.with_results(results), kernels
 
@@ -529,7 +545,7 @@ class _Fuser:
         kernel = B.fusion(top_inputs, body, group.kind, name, loc=group.hero.loc)
         for out, value in zip(outputs, B.outputs(kernel)):
             value_of[out] = value
-        return kernel
+        return kernel, outputs
 
 
 def _read_bytes(value):
