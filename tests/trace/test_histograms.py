@@ -314,3 +314,38 @@ def test_histogramdd_of_a_sample():
     s = rand(100, 3)
     check(lambda s: np.histogramdd(s, (2, 3, 4)), s)
     check(lambda s: np.histogramdd(s, 2, range=[(0, 1), (-1, 1), None]), s)
+
+
+# -- transforms see through them (the scatter op's jvp, vjp and vmap rules)
+
+def test_vmap_of_histogram_and_bincount_equals_a_loop():
+    xs = np.random.default_rng(0).uniform(0, 1, (3, 50))
+    for f in (lambda x: np.histogram(x, 5, range=(0, 1)), lambda x: np.histogram(x, 5)):
+        got = jitlib.vmap(f)(xs)
+        for k, leaf in enumerate(got):
+            np.testing.assert_array_equal(leaf, np.stack([f(x)[k] for x in xs]))
+    i, w = ints(60, 4).reshape(3, 20), rand(3, 20)
+    got = jitlib.vmap(lambda i, w: jnp.bincount(i, w, length=4))(i, w)
+    np.testing.assert_allclose(got, [np.bincount(a, b, minlength=4) for a, b in zip(i, w)])
+
+
+def test_grad_of_histogram_weights_and_of_ufunc_at():
+    x = rand(40)
+    g = jitlib.grad(lambda w: (np.histogram(x, 4, weights=w)[0] ** 2).sum())(np.ones(40))
+    counts, edges = np.histogram(x, 4)
+    bin_of = np.clip(np.searchsorted(edges, x, "right") - 1, 0, 3)
+    np.testing.assert_allclose(g, 2 * counts[bin_of])
+
+    def maxed(v):
+        out = np.zeros(3)
+        np.maximum.at(out, np.array([0, 0, 1, 2, 2]), v)
+        return out.sum()
+    # the largest update wins; x's own 0 wins at 1; a tie splits the slope (as JAX)
+    got = jitlib.grad(maxed)(np.array([1.0, 2.0, -1.0, 3.0, 3.0]))
+    assert got.tolist() == [0.0, 1.0, 0.0, 0.5, 0.5]
+
+    def subtracted(v):
+        out = np.ones(3)
+        np.subtract.at(out, np.array([0, 0, 1]), v)
+        return (out ** 2).sum()
+    assert jitlib.grad(subtracted)(np.array([1.0, 2.0, 3.0])).tolist() == [4.0, 4.0, 4.0]
