@@ -54,8 +54,9 @@ def _static_length(x, minlength):
 
 @implements(np.bincount)
 def bincount(x, weights=None, minlength=0, *, length=None):
-    """scatter-add of ones (int64 counts) or of the weights (float64, in x's order) into
-    `length` bins."""
+    """scatter-add of ones (int64 counts) or of the weights (float64, in x's order).
+
+    The result has `length` bins: given, or from a concrete x as NumPy finds it."""
     xt = tracer(operand(x))
     _check_x(xt)
     minlength = int_arg(minlength if minlength is not None else 0, "bincount's minlength")
@@ -113,8 +114,10 @@ def _monotonicity(bins):
 
 @implements(np.digitize)
 def digitize(x, bins, right=False):
-    """searchsorted of x into the bins (right side unless right=True), reversed for
-    decreasing bins; traced bins are taken as increasing (they cannot be checked)."""
+    """searchsorted of x into the bins, reversed for decreasing bins.
+
+    Right side unless right=True; traced bins are taken as increasing (they cannot be
+    checked)."""
     xt = tracer(operand(x))
     side = "left" if right else "right"
     edges = bins._known() if isinstance(bins, T.Tracer) else T.concrete(bins)

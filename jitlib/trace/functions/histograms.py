@@ -201,7 +201,7 @@ def _edges_histogram(a, weights, edges, ntype):
 
 @implements(np.histogram)
 def histogram(a, bins=10, range=None, density=None, weights=None):
-    """NumPy's algorithm on tracers: a scatter-add into static bins (module docstring)."""
+    """NumPy's algorithm on tracers: each value's bin, then one scatter-add."""
     a, weights = _flat(a, weights)
     edges, uniform = _edges(a, bins, range)
     ntype = np.dtype(np.intp) if weights is None else np.dtype(weights.dtype)
@@ -253,8 +253,9 @@ def _sample(sample):
 
 @implements(np.histogramdd)
 def histogramdd(sample, bins=10, range=None, density=None, weights=None):
-    """searchsorted on each axis (the right edge closed), one bincount over the
-    flattened grid, outliers cut off: NumPy's histogramdd."""
+    """searchsorted on each axis (last edge closed), then one bincount over the grid.
+
+    NumPy's histogramdd: the outlier bins at either end of each axis are cut off."""
     sample = _sample(sample)
     dims = sample.shape[1]
     try:
