@@ -349,3 +349,10 @@ def test_grad_of_histogram_weights_and_of_ufunc_at():
         np.subtract.at(out, np.array([0, 0, 1]), v)
         return (out ** 2).sum()
     assert jitlib.grad(subtracted)(np.array([1.0, 2.0, 3.0])).tolist() == [4.0, 4.0, 4.0]
+
+
+def test_histogram_of_data_with_nan_and_no_range_counts_nothing():
+    # NumPy raises ("autodetected range of [nan, nan] is not finite"); a traced min/max
+    # cannot raise, so the edges are NaN and no value lands in a bin (docs/semantics.md)
+    hist, edges = jitlib.jit(lambda x: np.histogram(x, 3), backend="cpu")(np.array([1.0, np.nan]))
+    assert hist.tolist() == [0, 0, 0] and np.isnan(edges).all()
