@@ -973,8 +973,8 @@ def equalize_image_histogram(img):
 
 @program(lambda rng: (ints(rng, 60, high=5), uniform(rng, 60, dtype=np.float64)))
 def weighted_label_counts(labels, weights):
-    counts, _ = np.histogram(labels, bins=np.arange(6))
-    totals, _ = np.histogram(labels, bins=np.arange(6), weights=weights)
+    counts, _ = np.histogram(labels, bins=5, range=(0, 5))
+    totals, _ = np.histogram(labels, bins=5, range=(0, 5), weights=weights)
     return counts, totals / np.maximum(counts, 1)
 
 
