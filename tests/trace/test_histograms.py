@@ -178,6 +178,9 @@ def test_bincount_weights_sum_in_float64_in_order(wdtype):
 def test_bincount_of_concrete_values_and_of_nothing():
     check(lambda w: np.bincount(np.array([3, 0, 3]), w, minlength=6), np.ones(3))
     check(lambda x: jnp.bincount(x, length=4), np.zeros(0, I64))
+    # NumPy's quirk: weights of an empty x still give int64 zeros
+    check(lambda x, w: jnp.bincount(x, w, length=3), np.zeros(0, I64), np.zeros(0))
+    assert jnp.bincount(np.array([7]), np.ones(1), length=3).dtype == np.float64
 
 
 def test_bincount_refuses_float_values_and_mismatched_weights():

@@ -84,7 +84,7 @@ def bincount(x, weights=None, minlength=0, *, length=None):
             raise errors.JitlibTypeError(f"bincount weights of dtype {w.dtype} are not "
                                          "supported", hint="pass real weights")
     index = T.Tracer(B.convert(xt.instr, dtypes.INDEX))
-    if weights is None:
+    if weights is None or xt.size == 0:   # NumPy gives int64 zeros for an empty x
         return scatter_count(index, length)
     return scatter_count(index, length, weights, np.float64)
 
@@ -99,7 +99,9 @@ def bincount_eager(x, weights=None, minlength=0, *, length=None):
     if w is not None and w.shape != x.shape:
         raise ValueError("The weights and list don't have the same length.")
     keep = (x >= 0) & (x < length)
-    return np.bincount(x[keep], None if w is None else w[keep], minlength=length)[:length]
+    out = np.bincount(x[keep], None if w is None else w[keep], minlength=length)[:length]
+    # float64 for weights, unless x itself is empty (NumPy's int64 zeros then)
+    return out.astype(np.float64 if w is not None and x.size else np.intp)
 
 
 # -- digitize
