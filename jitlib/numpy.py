@@ -172,6 +172,12 @@ from jitlib.trace.functions import sorting as _sorting  # noqa: E402
 unique = _function("unique", _sorting.unique, _sorting.unique_eager)
 top_k = _function("top_k", _sorting.top_k, _sorting.top_k_eager)
 __all__ += ["top_k"]
+
+# -- bincount with a static length=, as jax.numpy.bincount
+
+from jitlib.trace.functions import counting as _counting  # noqa: E402
+
+bincount = _function("bincount", _counting.bincount, _counting.bincount_eager)
 linalg = _populate_linalg()
 
 

@@ -962,6 +962,34 @@ def histogram_by_loop_into_buffer(x):
     return counts
 
 
+@program(lambda rng: (ints(rng, 24, 32, low=40, high=180, dtype=np.uint8),))
+def equalize_image_histogram(img):
+    hist, _ = np.histogram(img, bins=256, range=(0, 256))
+    cdf = hist.cumsum()
+    cdf_min = np.where(cdf > 0, cdf, img.size).min()
+    lut = np.round((cdf - cdf_min) / (img.size - cdf_min) * 255)
+    return np.clip(lut, 0, 255).astype(np.uint8)[img]
+
+
+@program(lambda rng: (ints(rng, 60, high=5), uniform(rng, 60, dtype=np.float64)))
+def weighted_label_counts(labels, weights):
+    counts, _ = np.histogram(labels, bins=5, range=(0, 5))
+    totals, _ = np.histogram(labels, bins=5, range=(0, 5), weights=weights)
+    return counts, totals / np.maximum(counts, 1)
+
+
+@program(lambda rng: (ints(rng, 20, 2, high=8), uniform(rng, 20, low=0.5, high=2.0,
+                                                        dtype=np.float64)))
+def assemble_edge_stiffness(edges, stiffness):
+    n_nodes = 8
+    local = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    K = np.zeros((n_nodes, n_nodes))
+    np.add.at(K, (edges[:, :, None], edges[:, None, :]), stiffness[:, None, None] * local)
+    load = np.zeros(n_nodes)
+    np.add.at(load, edges.ravel(), np.repeat(stiffness / 2, 2))
+    return K, load
+
+
 @program(lambda rng: (normal(rng, 7, dtype=np.float64),))
 def cumulative_max_by_loop(x):
     out = np.empty_like(x)

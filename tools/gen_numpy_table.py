@@ -66,6 +66,15 @@ NOTES = {
     "vectorize": "np.vectorize objects called on traced arrays trace this way; pyfunc must "
                  "not branch on values; size-0 inputs are refused",
     "indices": "also `np.indices` called inside the function (traced, known values)",
+    "bincount": "needs a static length: `jnp.bincount(x, length=N)` (values outside "
+                "[0, N) dropped), or known x; weights sum in x's order (docs/semantics.md)",
+    "digitize": "traced bins are taken as increasing",
+    "histogram": "bins an int or edges (not 'auto'); range static or traced (a traced one "
+                 "is not checked); counts exact, weights in NumPy's order except ties "
+                 "among edge-bin weights (docs/semantics.md)",
+    "histogram_bin_edges": "as histogram",
+    "histogram2d": "as histogramdd",
+    "histogramdd": "bins ints or edges; weights sum in sample order",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -342,8 +351,11 @@ def render():
         "Every ufunc picks its loop with NumPy's own `ufunc.resolve_dtypes`; `out=`, "
         "`where=` (with `out=`) and `dtype=` work, and `np.add.reduce`-style methods map "
         "to the functions above (`np.maximum.accumulate` / `np.minimum.accumulate` to "
-        "cummax / cummin, in the input's type). The columns list the IR ops each emits "
-        "for float32 and "
+        "cummax / cummin, in the input's type). `np.add.at`, `np.subtract.at`, "
+        "`np.multiply.at`, `np.maximum.at` and `np.minimum.at` on a traced array are one "
+        "scatter applied in index order, as NumPy applies them (a loop dtype wider than "
+        "the array's is refused: cast the values); traced indices out of range are "
+        "dropped. The columns list the IR ops each emits for float32 and "
         "int32 operands (conversions included; \"no loop\": NumPy has none either).",
         "",
         *_table(["Ufunc (aliases)", "float32", "int32", "Notes"], _ufunc_rows(ufuncs)),

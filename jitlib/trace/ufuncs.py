@@ -18,6 +18,7 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace import int_ranges
 from jitlib.trace import tracer as T
+from jitlib.trace import ufunc_at
 
 BUILDERS = {}
 
@@ -549,7 +550,6 @@ _REDUCE_AS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum:
               np.logical_and: "all", np.logical_or: "any"}
 _ACCUMULATE_AS = {np.add: "cumsum", np.multiply: "cumprod"}
 _ACCUMULATE_EXTREME = {np.maximum: Op.CUMMAX, np.minimum: Op.CUMMIN}
-_AT_AS = {np.add: "add", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
 
 
 def dispatch(ufunc, method, inputs, kwargs):
@@ -592,14 +592,19 @@ def dispatch(ufunc, method, inputs, kwargs):
         a_shape = T.shape_of(a)
         a = lookup("reshape")(a, tuple(a_shape) + (1,) * len(T.shape_of(b)))
         return apply(ufunc, (a, b), **kwargs)
-    if method == "at" and ufunc in _AT_AS:
+    if method == "at" and ufunc_at.supported(ufunc):
         target, index, *values = inputs
-        if not isinstance(target, T.Tracer):
-            raise errors.TracerConversionError(
-                f"np.{ufunc.__name__}.at cannot write traced values into a NumPy array",
-                hint="apply it to a traced array (e.g. one made with np.zeros_like)")
-        target._assign(getattr(target.at[index], _AT_AS[ufunc])(*values))
+        if len(values) != 1:
+            raise errors.JitlibTypeError(f"np.{ufunc.__name__}.at takes the array, the "
+                                         "indices and the values", hint="pass the values")
+        loop = _loop(ufunc, (target, _coerce_sequence(values[0])), None)
+        ufunc_at.ufunc_at(ufunc, loop, target, index, values[0])
         return None
+    if method == "at":
+        raise errors.UnsupportedError(
+            f"np.{ufunc.__name__}.at is not supported on traced arrays",
+            hint="jitlib traces np.add.at, np.subtract.at, np.multiply.at, np.maximum.at "
+                 "and np.minimum.at; x.at[i].divide(v) and x.at[i].power(v) cover more")
     raise errors.UnsupportedError(
         f"np.{ufunc.__name__}.{method} is not supported on traced arrays")
 
