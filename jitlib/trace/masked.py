@@ -81,10 +81,8 @@ class MaskedSelection:
     # -- reductions: the registered NumPy reductions with where=mask
 
     def _axes(self, axis):
-        """Logical `axis` as (logical axes, data axes); the count axis must be among them."""
+        """Logical `axis` as (logical axes, data axes)."""
         logical = T.normalize_axes(axis, self.ndim)
-        if self._at not in logical:
-            self._escape(f"reducing {self._what} along axis {axis} (not its selected axis)")
         k = self._mask.ndim
         data = []
         for ax in logical:
@@ -113,10 +111,22 @@ class MaskedSelection:
     def _reduce(self, name, axis, keepdims, out, where, **options):
         if out is not None:
             self._escape(f"np.{name}(..., out=) of {self._what}")
-        logical, axes = self._axes(axis)
         options = {k: v for k, v in options.items() if _given(v)}
+        logical, axes = self._axes(axis)
+        if self._at not in logical:
+            return self._reduce_within(name, logical, axes, keepdims, where, options)
         result = lookup(name)(self._data, axis=axes, where=self._where(where), **options)
         return self._kept(result, logical, keepdims)
+
+    def _reduce_within(self, name, logical, axes, keepdims, where, options):
+        """A reduction that leaves the selected axis alone: each selected element reduces
+        on its own, so the result is a selection by the same mask."""
+        if _given(where) and where is not True:
+            options["where"] = self._lift(where)
+        keep = keepdims is not NOVALUE and bool(keepdims)
+        result = lookup(name)(self._data, axis=axes, keepdims=keep, **options)
+        at = self._at if keep else self._at - sum(ax < self._at for ax in logical)
+        return MaskedSelection(result, self._mask, at, self._made_at, self._what)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NOVALUE,
             where=NOVALUE):
@@ -150,7 +160,7 @@ class MaskedSelection:
     def _extreme(self, name, identity, axis, out, keepdims, initial, where):
         """max/min; an empty selection gives initial= if passed, else NaN (floats only:
         NumPy raises there, and a traced program cannot raise per call)."""
-        if _given(initial):
+        if _given(initial) or self._at not in self._axes(axis)[0]:
             return self._reduce(name, axis, keepdims, out, where, initial=initial)
         if not dtypes.is_float(self.dtype):
             raise errors.UnsupportedError(
@@ -158,8 +168,8 @@ class MaskedSelection:
                 "NumPy raises ValueError when the mask selects nothing, which a compiled "
                 "program cannot do, and integers have no NaN to return instead",
                 hint=f"pass the answer for an empty selection, e.g. {self._what}.{name}"
-                     f"(initial={'np.iinfo(x.dtype).min' if name == 'max' else 'np.iinfo(x.dtype).max'})"
-                     " (it leaves other answers alone)")
+                     f"(initial=np.iinfo(x.dtype).{_LIMIT[name]}) (it leaves other answers "
+                     "alone)")
         result = self._reduce(name, axis, keepdims, out, where, initial=identity)
         empty = np.equal(self._count(axis, keepdims, where), 0)
         return np.where(empty, np.asarray(np.nan, self.dtype), result)
@@ -284,6 +294,9 @@ class MaskedSelection:
 
     def __repr__(self):
         return f"MaskedSelection<{self._what} of {self._data.instr.type_str}>"
+
+
+_LIMIT = {"max": "min", "min": "max"}   # the initial= that changes no other answer
 
 
 def _where_made(selection):

@@ -104,6 +104,15 @@ def test_elementwise_math_stays_masked():
     check(f, rand(40), rand(40, seed=1))
 
 
+def test_reductions_within_each_selected_element_stay_masked():
+    def f(points, labels):
+        members = points[labels == 1]                    # (count, 3)
+        norms = np.sqrt((members ** 2).sum(axis=1))      # (count,): still a selection
+        return (norms.max(), norms.mean(), members.max(axis=1).sum(),
+                members.mean(axis=1, keepdims=True).sum(axis=0), np.any(members > 2, axis=-1).sum())
+    check(f, rand(20, 3), np.arange(20) % 3)
+
+
 def test_masks_from_other_arrays_and_2d_masks():
     def f(x, labels):
         a = x[labels == 2]               # rows of x whose label is 2
