@@ -16,9 +16,12 @@ An empty selection: NumPy's max/min raise ValueError, which a traced program can
 per call. Float max/min give NaN instead; integer and bool ones need initial= (the
 answer for an empty selection, as in NumPy). mean/var/std give NaN, as NumPy does.
 """
+import inspect
+
 import numpy as np
 
 from jitlib import errors
+from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.trace import tracer as T
 from jitlib.trace.registry import lookup
@@ -160,7 +163,8 @@ class MaskedSelection:
     def _extreme(self, name, identity, axis, out, keepdims, initial, where):
         """max/min; an empty selection gives initial= if passed, else NaN (floats only:
         NumPy raises there, and a traced program cannot raise per call)."""
-        if _given(initial) or self._at not in self._axes(axis)[0]:
+        within = self._at not in self._axes(axis)[0]
+        if _given(initial) or (within and not _given(where)):
             return self._reduce(name, axis, keepdims, out, where, initial=initial)
         if not dtypes.is_float(self.dtype):
             raise errors.UnsupportedError(
@@ -174,9 +178,26 @@ class MaskedSelection:
         empty = np.equal(self._count(axis, keepdims, where), 0)
         return np.where(empty, np.asarray(np.nan, self.dtype), result)
 
+    def _nan_reduce(self, func, name, args, kwargs):
+        """np.nansum, np.nanmean, ...: the registered NaN-ignoring reductions, where=mask."""
+        bound = inspect.signature(func).bind(self, *args, **kwargs).arguments
+        bound.pop("a")
+        return self._reduce(name, bound.pop("axis", None), bound.pop("keepdims", False),
+                            bound.pop("out", None), bound.pop("where", NOVALUE), **bound)
+
+    def _nan_extreme(self, name, axis=None, out=None, keepdims=False, initial=NOVALUE,
+                     where=NOVALUE):
+        """np.nanmax/np.nanmin: max/min over the selected non-NaN values (NaN when none)."""
+        number = np.logical_not(np.isnan(self))
+        if _given(where) and where is not True:
+            number = np.logical_and(number, where)
+        identity = -np.inf if name == "max" else np.inf
+        return self._extreme(name, identity, axis, out, keepdims, initial, number)
+
     def _count(self, axis, keepdims, where):
-        logical, axes = self._axes(axis)
-        return self._kept(np.sum(self._where(where), axis=axes), logical, keepdims)
+        """How many elements each result of a reduction over `axis` takes in."""
+        ones = self._wrap(T.Tracer(B.full(True, self._data.shape, dtypes.BOOL)))
+        return ones.sum(axis, keepdims=keepdims, where=where)
 
     def count_nonzero(self, axis=None, *, keepdims=False):
         return np.not_equal(self, 0).sum(axis, keepdims=keepdims)
@@ -234,12 +255,16 @@ class MaskedSelection:
     # -- NumPy functions: the reductions above and a few elementwise ones
 
     def __array_function__(self, func, types, args, kwargs):
-        name = _REDUCTIONS.get(func)
+        name = _REDUCTIONS.get(func) or _NAN_REDUCTIONS.get(func)
         if name is not None:
             a, rest = args[0], args[1:]
             if not is_masked(a):
                 self._escape(f"passing {self._what} to np.{func.__name__} other than as "
                              "the array it reduces")
+            if func in (np.nanmax, np.nanmin):
+                return a._nan_extreme(name, *rest, **kwargs)
+            if func in _NAN_REDUCTIONS:
+                return a._nan_reduce(func, name, rest, kwargs)
             return getattr(a, name)(*rest, **kwargs)
         if func is np.size and len(args) == 1 and not kwargs:
             return args[0].size
@@ -307,6 +332,9 @@ def _where_made(selection):
 _REDUCTIONS = {np.sum: "sum", np.prod: "prod", np.mean: "mean", np.var: "var",
                np.std: "std", np.max: "max", np.amax: "max", np.min: "min", np.amin: "min",
                np.any: "any", np.all: "all", np.count_nonzero: "count_nonzero"}
+_NAN_REDUCTIONS = {np.nansum: "nansum", np.nanprod: "nanprod", np.nanmean: "nanmean",
+                   np.nanvar: "nanvar", np.nanstd: "nanstd", np.nanmax: "max",
+                   np.nanmin: "min"}
 _ELEMENTWISE = (np.where, np.clip, np.round, np.around, np.nan_to_num, np.real, np.imag,
                 np.isclose)
 

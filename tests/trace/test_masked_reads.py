@@ -183,6 +183,22 @@ def test_all_true_and_nan():
                      y[~np.isnan(y)].mean(), np.nansum(np.where(y > 0, y, 0))), y)
 
 
+def test_nan_ignoring_reductions():
+    y = rand(4, 6)
+    y[0, :3] = np.nan
+    y[2, 1] = np.nan
+
+    def f(y):
+        s = y[y[:, 0] < 10]         # the rows whose first entry is not NaN and below 10
+        return (np.nansum(s), np.nanmean(s, axis=0), np.nanmax(s), np.nanmin(s, axis=1).sum(),
+                np.nanvar(s, 0, ddof=1), np.nanstd(s), np.nanprod(s, axis=(0, 1)),
+                np.nanmax(y[y > -100]), np.nanmean(y[y != 0], keepdims=True))
+    check(f, y)
+    for backend in BACKENDS:       # every selected value NaN: NaN, as NumPy's all-NaN case
+        got = jitted(lambda y: np.nanmax(y[np.isnan(y)]), y, backend=backend)
+        assert np.isnan(got)
+
+
 def test_integer_max_needs_initial():
     check(lambda x: (x[x > 0].max(initial=np.iinfo(np.int32).min), x[x > 0].sum(),
                      x[x > 0].mean()), np.arange(-5, 7, dtype=I32))
