@@ -150,6 +150,25 @@ def test_updates_through_the_mask():
         np.testing.assert_array_equal(got[1], np.where(x > 0, 2 * x, x))
 
 
+def test_assigning_scalars_and_broadcastable_values():
+    def f(x, row):
+        keep = x[:, 0] > 0
+        x[keep] = row              # one row per selected row, broadcast
+        x[x > 2] = 2
+        x[:, x[0] < 0] = np.float32(-1)
+        return x
+    check(f, rand(4, 3, dtype=F32), rand(3, dtype=F32, seed=1))
+
+
+def test_a_mask_of_the_wrong_shape_raises_like_numpy():
+    def f(x, y):
+        return x[y > 0].sum()
+    with pytest.raises(IndexError):
+        f(rand(4, 3), rand(3))
+    with pytest.raises(IndexError, match="boolean index did not match"):
+        jitted(f, rand(4, 3), rand(3))
+
+
 def test_selection_is_a_copy():
     def f(x):
         m = x > 0
