@@ -194,6 +194,26 @@ class MaskedSelection:
         identity = -np.inf if name == "max" else np.inf
         return self._extreme(name, identity, axis, out, keepdims, initial, number)
 
+    def _average(self, axis=None, weights=None, returned=False, *, keepdims=NOVALUE):
+        """np.average: the registered average with weights zeroed outside the mask (the
+        mask itself when no weights are given), so only selected elements count."""
+        logical, axes = self._axes(axis)
+        within = self._at not in logical
+        w = None if weights is None else np.broadcast_to(self._lift(weights), self._data.shape)
+        if not within:
+            zero = np.zeros((), w.dtype) if w is not None else None
+            w = self._full_mask() if w is None else np.where(self._full_mask(), w, zero)
+        keep = keepdims is not NOVALUE and bool(keepdims)
+        out = lookup("average")(self._data, axis=axes, weights=w, returned=True,
+                                keepdims=keep and within)
+        if within:
+            at = self._at if keep else self._at - sum(ax < self._at for ax in logical)
+            out = tuple(MaskedSelection(r, self._mask, at, self._made_at, self._what)
+                        for r in out)
+        else:
+            out = tuple(self._kept(r, logical, keep) for r in out)
+        return out if returned else out[0]
+
     def _count(self, axis, keepdims, where):
         """How many elements each result of a reduction over `axis` takes in."""
         ones = self._wrap(T.Tracer(B.full(True, self._data.shape, dtypes.BOOL)))
@@ -266,6 +286,8 @@ class MaskedSelection:
             if func in _NAN_REDUCTIONS:
                 return a._nan_reduce(func, name, rest, kwargs)
             return getattr(a, name)(*rest, **kwargs)
+        if func is np.average and is_masked(args[0]):
+            return args[0]._average(*args[1:], **kwargs)
         if func is np.size and len(args) == 1 and not kwargs:
             return args[0].size
         if func in _ELEMENTWISE and not (func is np.where and len(args) == 1):

@@ -94,6 +94,17 @@ def test_every_reduction():
     check(f, rand(3, 4, dtype=F32))
 
 
+def test_average_with_and_without_weights():
+    def f(x, w):
+        m = x[:, 0] > -1
+        s = x[m]
+        return (np.average(s), np.average(s, axis=0), np.average(s, weights=w[m]),
+                np.average(s, axis=0, weights=w[m], returned=True),
+                np.average(s, axis=1, keepdims=True).sum(), np.average(x[x > 0]))
+    check(f, rand(9, 3), np.abs(rand(9, 3, seed=3)))
+    check(lambda x: np.average(x[x > 2], axis=0), np.arange(12, dtype=I32).reshape(4, 3))
+
+
 def test_elementwise_math_stays_masked():
     def f(x, y):
         m = (x > 0) & (y < 1)
