@@ -190,6 +190,19 @@ def test_selection_is_a_copy():
     check(f, rand(6))
 
 
+def test_grad_and_vmap_see_through_selections():
+    x = rand(4, 5)
+
+    def loss(x):
+        return (x[x > 0] ** 2).sum() + x[x < -1].mean()
+    below = x < -1
+    expected = np.where(x > 0, 2 * x, 0) + below / below.sum()
+    np.testing.assert_allclose(jitlib.jit(jitlib.grad(loss))(x), expected)
+    per_row = jitlib.jit(jitlib.vmap(lambda r: (r[r > 0].sum(), np.count_nonzero(r > 0))))(x)
+    np.testing.assert_allclose(per_row[0], [r[r > 0].sum() for r in x])
+    np.testing.assert_array_equal(per_row[1], (x > 0).sum(axis=1))
+
+
 # -- edge cases
 
 def test_empty_selection():
