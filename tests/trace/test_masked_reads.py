@@ -223,7 +223,8 @@ def test_all_true_and_nan():
     y = rand(10)
     y[[2, 7]] = np.nan
     check(lambda y: (y[y < 10].sum(), y[y < 10].max(), y[~np.isnan(y)].max(),
-                     y[~np.isnan(y)].mean(), np.nansum(np.where(y > 0, y, 0))), y)
+                     y[~np.isnan(y)].mean(), np.nansum(np.where(y > 0, y, 0)),
+                     y[~(y > 100)].max(), y[~(y > 100)].sum()), y)   # NaNs selected
 
 
 def test_nan_ignoring_reductions():
