@@ -105,6 +105,19 @@ def test_average_with_and_without_weights():
     check(lambda x: np.average(x[x > 2], axis=0), np.arange(12, dtype=I32).reshape(4, 3))
 
 
+def test_median():
+    y = rand(6, 5)
+    y[1, 1] = np.nan
+
+    def f(x, y):
+        return (np.median(x[x > 0]), np.median(x[x < 10]), np.median(x[x > 100]),
+                np.median(y[y[:, 0] > -1], axis=0), np.median(y[y[:, 0] > -1], axis=1).sum(),
+                np.median(y[y > 0]), np.median(y[~np.isnan(y)], keepdims=True),
+                np.median(x.astype(np.int32)[x > 0]), np.median(x.astype(F32)[x < 1]),
+                np.median(y[~(y > 100)]), np.median(x[x > np.sort(x)[4]]))
+    check(f, rand(11), y)
+
+
 def test_elementwise_math_stays_masked():
     def f(x, y):
         m = (x > 0) & (y < 1)
