@@ -214,32 +214,6 @@ class MaskedSelection:
             out = tuple(self._kept(r, logical, keep) for r in out)
         return out if returned else out[0]
 
-    def _median(self, axis=None, out=None, overwrite_input=False, keepdims=False):
-        """np.median: the reduced axes merged last and sorted with the unselected values
-        pushed to the end, then the mean of the middle one or two of the first `count`
-        (NumPy's recipe); NaN for an empty selection or one holding a NaN, as NumPy."""
-        if out is not None:
-            self._escape(f"np.median(..., out=) of {self._what}")
-        logical, axes = self._axes(axis)
-        if self._at not in logical:
-            result = lookup("median")(self._data, axis=axes, keepdims=keepdims)
-            at = self._at if keepdims else self._at - sum(ax < self._at for ax in logical)
-            return MaskedSelection(result, self._mask, at, self._made_at, self._what)
-        keep = [d for d in range(self._data.ndim) if d not in axes]
-        merged = tuple(self._data.shape[d] for d in keep) + (-1,)
-        values = np.reshape(np.transpose(self._data, keep + list(axes)), merged)
-        mask = np.reshape(np.transpose(self._full_mask(), keep + list(axes)), merged)
-        last = np.inf if dtypes.is_float(self.dtype) else dtypes.highest(self.dtype)
-        s = np.sort(np.where(mask, values, np.asarray(last, self.dtype)), axis=-1)
-        n = np.sum(mask, axis=-1, keepdims=True)
-        middle = [np.take_along_axis(s, np.maximum(i, 0), -1) for i in ((n - 1) // 2, n // 2)]
-        result = np.mean(np.concatenate(middle, axis=-1), axis=-1)
-        undefined = np.equal(n[..., 0], 0)
-        if dtypes.is_float(self.dtype):
-            undefined = np.logical_or(undefined, np.any(np.isnan(values) & mask, axis=-1))
-        result = np.where(undefined, np.asarray(np.nan, result.dtype), result)
-        return self._kept(result, logical, keepdims)
-
     def _count(self, axis, keepdims, where):
         """How many elements each result of a reduction over `axis` takes in."""
         ones = self._wrap(T.Tracer(B.full(True, self._data.shape, dtypes.BOOL)))
@@ -312,8 +286,9 @@ class MaskedSelection:
             if func in _NAN_REDUCTIONS:
                 return a._nan_reduce(func, name, rest, kwargs)
             return getattr(a, name)(*rest, **kwargs)
-        if func is np.median and is_masked(args[0]):
-            return args[0]._median(*args[1:], **kwargs)
+        if func in _ORDER_STATISTICS and is_masked(args[0]):
+            from jitlib.trace import masked_order
+            return getattr(masked_order, func.__name__)(*args, **kwargs)
         if func is np.average and is_masked(args[0]):
             return args[0]._average(*args[1:], **kwargs)
         if func is np.size and len(args) == 1 and not kwargs:
@@ -385,6 +360,7 @@ _REDUCTIONS = {np.sum: "sum", np.prod: "prod", np.mean: "mean", np.var: "var",
 _NAN_REDUCTIONS = {np.nansum: "nansum", np.nanprod: "nanprod", np.nanmean: "nanmean",
                    np.nanvar: "nanvar", np.nanstd: "nanstd", np.nanmax: "max",
                    np.nanmin: "min"}
+_ORDER_STATISTICS = (np.median, np.quantile, np.percentile)   # in masked_order.py
 _ELEMENTWISE = (np.where, np.clip, np.round, np.around, np.nan_to_num, np.real, np.imag,
                 np.isclose)
 

@@ -118,6 +118,25 @@ def test_median():
     check(f, rand(11), y)
 
 
+def test_quantile_and_percentile():
+    y = rand(6, 5)
+    y[1, 1] = np.nan
+
+    def f(x, y):
+        s = x[x > -1]
+        return (np.quantile(s, 0.3), np.percentile(s, [10, 50, 99]), np.quantile(s, 1.0),
+                np.quantile(s, np.array([0.0, 0.25])),
+                np.quantile(y[y[:, 0] > -1], 0.5, axis=0), np.percentile(y[y > 0], 75),
+                np.quantile(y[y[:, 0] > -1], [0.2, 0.8], axis=1).sum(axis=1),
+                np.quantile(y[y[:, 0] > -1], 0.4, keepdims=True),
+                np.percentile(x.astype(np.int32)[x > 0], 40.0),
+                np.quantile(x.astype(F32)[x < 1], 0.7), np.quantile(y[~(y > 100)], 0.5))
+    check(f, rand(13), y)
+    for backend in BACKENDS:      # empty: NaN, where NumPy raises IndexError
+        got = jitted(lambda x: np.percentile(x[x > 100], [50, 90]), rand(5), backend=backend)
+        assert np.isnan(got).all()
+
+
 def test_elementwise_math_stays_masked():
     def f(x, y):
         m = (x > 0) & (y < 1)
@@ -372,6 +391,13 @@ def test_len_suggests_count_nonzero():
         return len(x[x > 0])  # mark
     msg = raises_at_mark(f, rand(5), "# mark")
     assert "np.count_nonzero(mask)" in msg
+
+
+def test_integer_quantile_of_integers_is_refused():
+    def f(x):
+        return np.quantile(x[x > 0], 1)  # mark
+    msg = raises_at_mark(f, np.arange(-3, 4), "# mark")
+    assert "q as a float" in msg
 
 
 def test_two_masks_do_not_combine():
