@@ -128,8 +128,13 @@ class MaskedSelection:
             options["where"] = self._lift(where)
         keep = keepdims is not NOVALUE and bool(keepdims)
         result = lookup(name)(self._data, axis=axes, keepdims=keep, **options)
-        at = self._at if keep else self._at - sum(ax < self._at for ax in logical)
-        return MaskedSelection(result, self._mask, at, self._made_at, self._what)
+        return self._reduced_within(result, logical, keep)
+
+    def _reduced_within(self, result, logical, keepdims, lead=0):
+        """`result` of reducing the data over the other `logical` axes, as a selection by
+        the same mask (`lead`: dims the result puts first, as quantile does for q's)."""
+        at = self._at if keepdims else self._at - sum(ax < self._at for ax in logical)
+        return MaskedSelection(result, self._mask, at + lead, self._made_at, self._what)
 
     def sum(self, axis=None, dtype=None, out=None, keepdims=False, initial=NOVALUE,
             where=NOVALUE):
@@ -207,9 +212,7 @@ class MaskedSelection:
         out = lookup("average")(self._data, axis=axes, weights=w, returned=True,
                                 keepdims=keep and within)
         if within:
-            at = self._at if keep else self._at - sum(ax < self._at for ax in logical)
-            out = tuple(MaskedSelection(r, self._mask, at, self._made_at, self._what)
-                        for r in out)
+            out = tuple(self._reduced_within(r, logical, keep) for r in out)
         else:
             out = tuple(self._kept(r, logical, keep) for r in out)
         return out if returned else out[0]

@@ -11,16 +11,13 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import dtypes
 from jitlib.trace.functions import quantiles
-from jitlib.trace.masked import MaskedSelection
 from jitlib.trace.registry import lookup
 
 
 def _within(sel, name, logical, axes, keepdims, lead=0, **options):
-    """Reducing only the other axes: each selected element on its own, a selection
-    (`lead`: dims the result puts first, as quantile does for q's)."""
+    """Reducing only the other axes: each selected element on its own, a selection."""
     result = lookup(name)(sel._data, axis=axes, keepdims=keepdims, **options)
-    at = sel._at if keepdims else sel._at - sum(ax < sel._at for ax in logical)
-    return MaskedSelection(result, sel._mask, at + lead, sel._made_at, sel._what)
+    return sel._reduced_within(result, logical, keepdims, lead)
 
 
 def _kept_shape(sel, logical):
