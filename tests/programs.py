@@ -667,6 +667,26 @@ def dropout_given_mask(x, keep, rate=0.2):
     return np.where(keep, x / (1.0 - rate), 0)
 
 
+@program(lambda rng: (normal(rng, 200, dtype=np.float64, scale=2.0) + 0.5,))
+def inlier_statistics(x):
+    # statistics of the samples within 2 sigma, by boolean indexing (a data-dependent count)
+    inliers = np.abs(x - x.mean()) < 2 * x.std()
+    clean = x[inliers]
+    return clean.mean(), clean.std(ddof=1), clean.max() - clean.min(), np.count_nonzero(~inliers)
+
+
+@program(lambda rng: (normal(rng, 64, 3), ints(rng, 64, high=4), 4), static_argnums=(2,))
+def class_centroids(points, labels, n_classes):
+    # each class's mean point and spread, selecting its rows with a boolean mask
+    centroids = np.zeros((n_classes, points.shape[1]), dtype=points.dtype)
+    spread = np.zeros(n_classes, dtype=points.dtype)
+    for c in range(n_classes):
+        members = points[labels == c]
+        centroids[c] = members.mean(axis=0)
+        spread[c] = np.sqrt(((members - centroids[c]) ** 2).sum(axis=1)).max()
+    return centroids, spread
+
+
 # --- reductions, scans, shape manipulation -----------------------------------------------------
 
 

@@ -25,7 +25,12 @@ NOTES = {
     "reshape": "a view of contiguous arrays; of another view, reading it after the base "
                "was written raises (NumPy may have copied)",
     "ravel": "as reshape",
-    "where": "the 1-argument form (np.nonzero) is unsupported: data-dependent shape",
+    "where": "the 1-argument form is np.nonzero (a masked selection)",
+    "nonzero": "masked selections: reductions and x[np.nonzero(m)] trace, their shape "
+               "does not (docs/semantics.md); `jnp.nonzero(x, size=N, fill_value=v)` as JAX",
+    "flatnonzero": "as nonzero; `jnp.flatnonzero(x, size=N)` too",
+    "argwhere": "as nonzero (rows of coordinates); `jnp.argwhere(x, size=N)` too",
+    "extract": "a masked selection, as nonzero",
     "pad": "modes constant, edge, wrap, reflect, symmetric; pad widths static",
     "repeat": "repeats must be static",
     "roll": "a traced scalar shift is supported",

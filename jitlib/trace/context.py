@@ -155,6 +155,8 @@ def result_instr(x, fn_name, index):
     from jitlib.trace.tracer import Tracer, as_instr
     if isinstance(x, Tracer):
         return x.instr
+    if getattr(type(x), "_jitlib_masked", False):
+        x.escaped_output(fn_name, index)
     try:
         return as_instr(x)
     except errors.JitlibError:
