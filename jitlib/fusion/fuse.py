@@ -415,6 +415,9 @@ class _Fuser:
     # -- multi-output: siblings that read one input
 
     def _merge_siblings(self):
+        # a pair found not fusible stays so: merging only adds paths between kernels and
+        # keeps each kernel's kind and space, so it is not tested again after each merge
+        apart = set()
         changed = True
         while changed:
             changed = False
@@ -431,10 +434,13 @@ class _Fuser:
                 for a_idx in range(len(gs)):
                     for b_idx in range(a_idx + 1, len(gs)):
                         a, b = gs[a_idx], gs[b_idx]
+                        if (a, b) in apart:
+                            continue
                         if self._siblings_fusible(a, b):
                             self._merge(a, b)
                             changed = True
                             break
+                        apart.add((a, b))
                     if changed:
                         break
                 if changed:
