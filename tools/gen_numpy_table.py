@@ -65,6 +65,16 @@ NOTES = {
     "apply_along_axis": "func1d is traced once and must not branch on values (use np.where)",
     "vectorize": "np.vectorize objects called on traced arrays trace this way; pyfunc must "
                  "not branch on values; size-0 inputs are refused",
+    "frexp": "exact, subnormals too; the jax backend (XLA) flushes those to zero",
+    "ldexp": "exact, one rounding into the subnormals; the jax backend flushes them",
+    "modf": "exact; the fraction keeps x's sign (modf(-2.0) is (-0.0, -2.0))",
+    "nextafter": "exact; float16 and bfloat16 too",
+    "spacing": "exact; NumPy's float16 loop answers the positive spacing, as here",
+    "gcd": "Euclid's algorithm unrolled to its worst case for the width",
+    "lcm": "|a| / gcd * |b| wrapping in the type, as NumPy's loop",
+    "bitwise_count": "counts the bits of |x|, as NumPy",
+    "matvec": "a gufunc: no axes= (move the core axes last first)",
+    "vecmat": "a gufunc: no axes=; conjugation is the identity on real arrays",
     "indices": "also `np.indices` called inside the function (traced, known values)",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
@@ -340,13 +350,27 @@ def render():
         f"## Ufuncs ({len(ufuncs.BUILDERS)})",
         "",
         "Every ufunc picks its loop with NumPy's own `ufunc.resolve_dtypes`; `out=`, "
-        "`where=` (with `out=`) and `dtype=` work, and `np.add.reduce`-style methods map "
-        "to the functions above (`np.maximum.accumulate` / `np.minimum.accumulate` to "
-        "cummax / cummin, in the input's type). The columns list the IR ops each emits "
-        "for float32 and "
-        "int32 operands (conversions included; \"no loop\": NumPy has none either).",
+        "`where=` (with `out=`) and `dtype=` work. `outer` works on every binary ufunc, "
+        "`reduce` and `accumulate` on every binary ufunc with one output: add, multiply, "
+        "maximum, minimum, logical_and and logical_or map to the functions above "
+        "(`np.maximum.accumulate` / `np.minimum.accumulate` to cummax / cummin, in the "
+        "input's type), the others fold left to right as NumPy's loops do (unrolled up to "
+        "32 steps, a loop beyond), with NumPy's own dtype rules and errors. `reduceat` is "
+        "refused. The generalized ufuncs (`matmul`, `matvec`, `vecmat`, `vecdot`) are "
+        "traced as the functions above and, as in NumPy, have no methods. The columns list "
+        "the IR ops each emits for float32 and int32 operands (conversions included; \"no "
+        "loop\": NumPy has none either).",
         "",
         *_table(["Ufunc (aliases)", "float32", "int32", "Notes"], _ufunc_rows(ufuncs)),
+        "",
+        f"## Ufuncs not supported ({len(ufuncs.REFUSED)})",
+        "",
+        "Every other NumPy ufunc is traced (tests/trace/test_every_ufunc.py walks numpy "
+        "and fails on one that is neither); these raise `UnsupportedError` with the reason.",
+        "",
+        *_table(["Ufunc", "Why", "Instead"],
+                [(uf.__name__, f"`np.{uf.__name__}`", *why)
+                 for uf, why in sorted(ufuncs.REFUSED.items(), key=lambda i: i[0].__name__)]),
         "",
         *_edge_cases(),
         *_accuracy(),
