@@ -313,6 +313,46 @@ def _accuracy():
     ]
 
 
+def _coverage():
+    """The section on coverage: figures from the registries, the survey from
+    tools/numpy_survey.json (counted by tools/numpy_coverage.py)."""
+    sys.path.insert(0, str(ROOT))
+    from jitlib.trace.functions.unsupported import UNSUPPORTED
+    from tools import numpy_coverage as cov
+    lines = ["## Coverage", "",
+             "`python tools/numpy_coverage.py` prints these figures. Traced means traced "
+             "inside jit (the ufunc and function registries, refusals not counted); \"array "
+             "functions\" are those NumPy dispatches through `__array_function__`, which "
+             "leaves out utilities such as `np.load`, `np.set_printoptions` or "
+             "`np.get_include`.", ""]
+    lines += [f"- {label}: {ok} of {total} traced ({100 * ok / total:.0f}%)"
+              for label, (ok, total, _) in cov.figures().items()]
+    survey = cov.load_survey()
+    if survey is None:
+        return lines + [""]
+    ok_sites, sites, ok_names, names, missing = cov.survey_share(survey)
+    top = sorted(survey["counts"].items(), key=lambda kv: (-kv[1], kv[0]))
+    traced = set(top[i][0] for i in range(len(top))) - set(missing)
+    lines += [
+        "",
+        f"**Survey.** {survey['survey']}. Of {sites} call sites of NumPy functions and "
+        f"ufuncs, {ok_sites} ({100 * ok_sites / sites:.1f}%) call one jitlib traces; of "
+        f"the {names} distinct functions called, {ok_names} are traced. Regenerate with "
+        f"{survey['regenerate']}; the counts are in `tools/numpy_survey.json`.",
+        "",
+        "Still missing among the 100 most called (calls in parentheses; * refused on "
+        "purpose, see below): " + ", ".join(
+            f"`np.{q}` ({n}{'*' if q in UNSUPPORTED else ''})"
+            for q, n in top[:100] if q not in traced) + ".",
+        "",
+        *_table(["NumPy", "Call sites", "Traced"],
+                [(q, f"`np.{q}`", str(n), "yes" if q in traced else "**no**")
+                 for q, n in top[:40]]),
+        "",
+    ]
+    return lines
+
+
 def render():
     """The full text of docs/numpy_support.md."""
     from jitlib.trace import registry, ufuncs
@@ -372,6 +412,7 @@ def render():
                 [(uf.__name__, f"`np.{uf.__name__}`", *why)
                  for uf, why in sorted(ufuncs.REFUSED.items(), key=lambda i: i[0].__name__)]),
         "",
+        *_coverage(),
         *_edge_cases(),
         *_accuracy(),
         f"## Refused on purpose ({len(refused)})",
