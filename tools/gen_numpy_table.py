@@ -246,6 +246,17 @@ def _edge_cases():
         "- **`np.reciprocal` of integers** is NumPy's loop, `1.0 / x` in double cast back: "
         "0 gives INT_MIN for int32 and int64 and 0 for the other integer types (NumPy's "
         "RuntimeWarning is not raised).",
+        "- **`reduce` of `np.arctan2` and `np.power` on floats**: NumPy's SIMD loops for "
+        "these (on an AVX-512 host) give `reduce` results that are not the left fold "
+        "its own `accumulate` computes (`np.arctan2.reduce(x)` differs from "
+        "`np.arctan2.accumulate(x)[-1]` beyond rounding); jitlib folds left to right, "
+        "which is what `accumulate` and NumPy's other loops give.",
+        "- **`frexp`, `ldexp`, `modf`, `nextafter`, `spacing`, `gcd`, `lcm`, "
+        "`bitwise_count`** equal NumPy bit for bit on the interpreter, cpu and gpu "
+        "backends, subnormals, infinities, NaN, -0.0 and integer extremes included "
+        "(`np.gcd(INT_MIN, 0)` is INT_MIN, as NumPy's loop wraps). The jax backend runs "
+        "on XLA, which flushes subnormal inputs and results to zero; the gpu backend "
+        "flushes bfloat16 subnormals the same way.",
         "- **Byte-swapped arguments and constants** (`>f8`, `>i4`) are converted to native "
         "byte order on entry, so `jit(f)(x)` computes what NumPy computes. Results are "
         "always native: where NumPy hands back the argument, a view of it, or an "
