@@ -177,9 +177,7 @@ def _spacing(x):
     negative = _negative(xd)
     if x.dtype == _F16:
         # NumPy's half loop: the positive distance to the neighbour of larger value
-        out = B.select(negative, down, B.select(_cmp(xd, _c(fmt.max, xd), "EQ"),
-                                                _c(np.inf, xd), up))
-        out = B.select(regular, out, _c(fmt.tiny, xd))
+        out = B.select(regular, B.select(negative, down, up), _c(fmt.tiny, xd))
     else:
         # NumPy's spacing(-0.0) is +tiny; ml_dtypes' bfloat16 one keeps the zero's sign
         out = B.select(_cmp(a, _c(0, a), "EQ"), _c(fmt.tiny, a), up)
