@@ -255,3 +255,17 @@ def test_reduce_arguments_and_errors_follow_numpy():
         assert "test_every_ufunc.py" in str(traced.value)
     with pytest.raises(errors.UnsupportedError, match="where="):
         jitlib.jit(lambda x: np.gcd.reduce(x, where=x > 2), backend="interpreter")(x)
+
+
+@pytest.mark.parametrize("dtype,bits", [(np.float64, np.uint64), (np.float32, np.uint32),
+                                        (np.float16, np.uint16)], ids=str)
+def test_float_parts_on_random_bit_patterns(dtype, bits):
+    """Any bit pattern: every exponent, subnormals (the low patterns), NaN payloads."""
+    rng = np.random.default_rng(11)
+    pattern = rng.integers(0, np.iinfo(bits).max, 3000, dtype=bits, endpoint=True)
+    pattern[:300] >>= np.dtype(bits).itemsize * 8 - 12   # subnormals and tiny normals
+    x = pattern.view(dtype)
+    n = rng.integers(-1200, 1200, len(x)).astype(np.int32)
+    check_exact(lambda x, y, n: (*np.frexp(x), *np.modf(x), np.spacing(x),
+                                 np.nextafter(x, y), np.ldexp(x, n)),
+                x, np.roll(x, 1), n, backends=("interpreter", "cpu"))
