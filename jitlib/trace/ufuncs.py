@@ -21,6 +21,11 @@ from jitlib.trace import tracer as T
 from jitlib.trace import ufunc_at
 
 BUILDERS = {}
+# NumPy ufuncs jitlib refuses on purpose: ufunc -> (why, what to do instead)
+REFUSED = {
+    np.isnat: ("NumPy defines it only for datetime64 and timedelta64, which are not "
+               "dtypes of jitlib's IR", "test the dates before or after the jitted call"),
+}
 
 
 def builder(*ufuncs):
@@ -555,11 +560,12 @@ _ACCUMULATE_EXTREME = {np.maximum: Op.CUMMAX, np.minimum: Op.CUMMIN}
 def dispatch(ufunc, method, inputs, kwargs):
     """`__array_ufunc__`: route a ufunc call (or one of its methods) to jitlib."""
     from jitlib.trace.registry import lookup
-    if method == "__call__" and ufunc.signature is not None:
-        # a generalized ufunc (matmul, vecdot, ...) is its function, not elementwise
-        out = kwargs.pop("out", None)
-        result = lookup(ufunc.__name__)(*inputs, **kwargs)
-        return result if out is None else _write_out(ufunc, [result], out, True)[0]
+    if ufunc in REFUSED:
+        why, hint = REFUSED[ufunc]
+        raise errors.UnsupportedError(f"np.{ufunc.__name__} is not supported inside jit: "
+                                      f"{why}", hint=hint)
+    if ufunc.signature is not None:
+        return _generalized(ufunc, method, inputs, kwargs)
     if method == "__call__":
         out = kwargs.pop("out", None)
         where = kwargs.pop("where", True)
@@ -587,6 +593,9 @@ def dispatch(ufunc, method, inputs, kwargs):
         (x,) = inputs
         return extreme_accumulate(_ACCUMULATE_EXTREME[ufunc], f"{ufunc.__name__}.accumulate",
                                   x, **kwargs)
+    if method in ("reduce", "accumulate") and ufunc in BUILDERS:
+        from jitlib.trace import ufunc_methods
+        return getattr(ufunc_methods, method)(ufunc, *inputs, **kwargs)
     if method == "outer":
         a, b = inputs
         a_shape = T.shape_of(a)
@@ -606,7 +615,26 @@ def dispatch(ufunc, method, inputs, kwargs):
             hint="jitlib traces np.add.at, np.subtract.at, np.multiply.at, np.maximum.at "
                  "and np.minimum.at; x.at[i].divide(v) and x.at[i].power(v) cover more")
     raise errors.UnsupportedError(
-        f"np.{ufunc.__name__}.{method} is not supported on traced arrays")
+        f"np.{ufunc.__name__}.{method} is not supported on traced arrays",
+        hint="reduce, accumulate and outer are; for reduceat, reduce each slice")
+
+
+def _generalized(ufunc, method, inputs, kwargs):
+    """A generalized ufunc (matmul, vecdot, ...) is its function, not elementwise;
+    NumPy defines none of the methods on them."""
+    from jitlib.trace.registry import lookup
+    if method != "__call__":
+        raise errors.JitlibTypeError(f"method {method} is not allowed in ufunc with "
+                                      "non-trivial signature",
+                                      hint=f"call np.{ufunc.__name__} itself")
+    out = kwargs.pop("out", None)
+    for unsupported in ("axes", "axis", "keepdims"):
+        if unsupported in kwargs and not (unsupported == "axis" and ufunc is np.vecdot):
+            raise errors.UnsupportedError(
+                f"np.{ufunc.__name__}(..., {unsupported}=) is not supported inside jit",
+                hint="move the core axes last with np.moveaxis first")
+    result = lookup(ufunc.__name__)(*inputs, **kwargs)
+    return result if out is None else _write_out(ufunc, [result], out, True)[0]
 
 
 def _loop(ufunc, inputs, dtype):
@@ -677,6 +705,8 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     float); a real np.* call returns a NumPy scalar, which is strong.
     """
     build_fn = BUILDERS.get(ufunc)
+    if build_fn is None and ufunc in REFUSED:
+        return dispatch(ufunc, "__call__", inputs, {})    # raises, with the reason
     if build_fn is None:
         raise errors.UnsupportedError(
             f"np.{ufunc.__name__} is not supported on traced arrays",
@@ -778,4 +808,4 @@ def _write_out(ufunc, results, out, where):
 
 
 # the ufuncs composed in a module of their own register themselves here
-from jitlib.trace import composed_ufuncs  # noqa: E402,F401
+from jitlib.trace import composed_ufuncs, float_parts, integer_ufuncs  # noqa: E402,F401

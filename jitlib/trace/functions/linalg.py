@@ -1,4 +1,4 @@
-"""Contractions: matmul, dot, tensordot, einsum, inner, outer, vdot, vecdot.
+"""Contractions: matmul, matvec, vecmat, dot, tensordot, einsum, inner, outer, vdot, vecdot.
 
 Everything lowers to one `dot_general` per pair of operands, after converting
 both to the promoted dtype (NumPy converts array_likes first, so Python scalars
@@ -156,6 +156,40 @@ def vecdot(x1, x2, /, *, axis=-1, dtype=None, out=None):
     dims = range(len(batch))
     r = _dot(a, b, (len(batch),), (len(batch),), dims, dims)
     return finish(T.Tracer(r), out, "vecdot")
+
+
+def _core_dims_error(fname, signature, operand, needed, have):
+    return errors.ShapeError(
+        f"{fname}: Input operand {operand} does not have enough dimensions (has {have}, "
+        f"gufunc core with signature {signature} requires {needed})",
+        hint="give the matrix operand two dimensions and the vector one at least one")
+
+
+@implements(np.matvec, name="matvec")
+def matvec(x1, x2, /, *, dtype=None, out=None):
+    """matmul of each matrix (..., m, n) with each vector (..., n), the unit dim dropped."""
+    x, v = tracer(x1), tracer(x2)
+    if x.ndim < 2:
+        raise _core_dims_error("matvec", "(m,n),(n)->(m)", 0, 2, x.ndim)
+    if v.ndim < 1:
+        raise _core_dims_error("matvec", "(m,n),(n)->(m)", 1, 1, v.ndim)
+    column = T.Tracer(B.reshape(v.instr, v.shape + (1,)))
+    r = matmul(x, column, dtype=dtype)
+    return finish(T.Tracer(B.reshape(r.instr, r.shape[:-1])), out, "matvec")
+
+
+@implements(np.vecmat, name="vecmat")
+def vecmat(x1, x2, /, *, dtype=None, out=None):
+    """matmul of each vector (..., n) with each matrix (..., n, m): conj(v) @ A, and
+    conjugation is the identity on real arrays."""
+    v, x = tracer(x1), tracer(x2)
+    if v.ndim < 1:
+        raise _core_dims_error("vecmat", "(n),(n,m)->(m)", 0, 1, v.ndim)
+    if x.ndim < 2:
+        raise _core_dims_error("vecmat", "(n),(n,m)->(m)", 1, 2, x.ndim)
+    row = T.Tracer(B.reshape(v.instr, v.shape[:-1] + (1, v.shape[-1])))
+    r = matmul(row, x, dtype=dtype)
+    return finish(T.Tracer(B.reshape(r.instr, r.shape[:-2] + r.shape[-1:])), out, "vecmat")
 
 
 @implements(np.tensordot)
