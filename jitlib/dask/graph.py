@@ -1,0 +1,331 @@
+"""A jitted call with Dask arrays among its arguments: trace on blocks, build the graph.
+
+The function is traced once per distinct block shape (at most two lengths per chunked
+axis: the chunk size and the ragged edge), plus one probe per chunked axis; proof.py
+finds what is blockwise, stages.py cuts the program into stages, and here each stage
+becomes one `blockwise` layer, each reduction a tree of combine tasks, and the
+results that carry no chunked axis one finalize task. Every task runs a compiled
+jitlib program (programs.py); the graph holds no Python of the user's.
+"""
+import itertools
+import operator
+
+import numpy as np
+
+from jitlib import errors, tree
+from jitlib.buckets import safety
+from jitlib.dask import programs, stages
+from jitlib.dask.proof import ChunkCouplingError, prove, rechunk_hint
+from jitlib.trace import host_random
+
+# how many partials one combine task folds
+SPLIT_EVERY = 8
+
+
+def call(jitted, args, kwargs, is_dask):
+    """`jitted(*args, **kwargs)` where some leaves are Dask arrays: Dask results."""
+    bound = jitted._bind(args, kwargs)
+    names = [n for n, v in bound.arguments.items()
+             if n not in jitted._static and not isinstance(v, host_random.GENERATOR_TYPES)]
+    flat, _ = tree.flatten(tuple(bound.arguments[n] for n in names))
+    arrays = {j: _no_single_rows(x) for j, x in enumerate(flat) if is_dask(x)}
+    group_of, group_chunks = _groups(arrays)
+    lengths = _trace_lengths(group_chunks)
+    traced = [_trace(jitted, bound, names, arrays, group_of, n, i > 0)
+              for i, n in enumerate(lengths)]
+    (key, out_tree), modules = traced[0][0], [m for _, m in traced]
+    described = _describe_groups(names, bound, arrays, group_of, len(group_chunks))
+    proof = prove([safety.Traced(m, n) for m, n in zip(modules, lengths)], described)
+    combos = set(itertools.product(*[sorted(set(c)) for c in group_chunks]))
+    used = [k for k, n in enumerate(lengths) if n in combos]
+    totals = [sum(c) for c in group_chunks]
+    plan = stages.plan(proof, used, totals, jitted.__name__, rechunk_hint(described))
+    backend = key.backend
+    values = {j: np.asarray(x, dtype=key.leaves[j][1]) for j, x in enumerate(flat)
+              if j not in arrays}
+    builder = _Builder(plan, backend, arrays, values, group_of, group_chunks,
+                       {n: k for k, n in enumerate(lengths)}, lengths[0], proof)
+    return tree.unflatten(out_tree, builder.results())
+
+
+def _describe_groups(names, bound, arrays, group_of, n_groups):
+    """Per group, the first argument axis in it: "argument 'x' axis 0 (chunks 3)"."""
+    where = {}
+    j0 = 0
+    for name in names:
+        n = len(tree.flatten(bound.arguments[name])[0])
+        for (j, axis), g in sorted(group_of.items()):
+            if j0 <= j < j0 + n and g not in where:
+                label = name if n == 1 else f"{name}[{j - j0}]"
+                where[g] = f"argument {label!r} axis {axis} (chunks of " \
+                           f"{arrays[j].chunks[axis][0]})"
+        j0 += n
+    return [where[g] for g in range(n_groups)]
+
+
+def _no_single_rows(x):
+    """`x`, with each block of length 1 along a chunked axis merged into its neighbour:
+    NumPy broadcasts a length-1 axis, so a trace there may not line up with the rest."""
+    chunks = tuple(_merge_ones(c) for c in x.chunks)
+    return x if chunks == x.chunks else x.rechunk(chunks)
+
+
+def _merge_ones(chunks):
+    if len(chunks) < 2 or 1 not in chunks:
+        return chunks
+    out = []
+    for n in chunks:
+        if n == 1 and out:
+            out[-1] += 1
+        elif out and out[-1] == 1:
+            out[-1] += n
+        else:
+            out.append(n)
+    return tuple(out)
+
+
+def _groups(arrays):
+    """Each chunked axis's group: axes with the same chunks share one (x and y chunked
+    alike line up), except two axes of one array (a square matrix's rows and columns).
+    Returns ({(leaf, axis): group}, [chunks per group])."""
+    group_of, by_key, group_chunks = {}, {}, []
+    for j, x in arrays.items():
+        seen = {}
+        for axis, chunks in enumerate(x.chunks):
+            if len(chunks) < 2:
+                continue
+            nth = seen.get(chunks, 0)
+            seen[chunks] = nth + 1
+            g = by_key.setdefault((chunks, nth), len(group_chunks))
+            if g == len(group_chunks):
+                group_chunks.append(chunks)
+            group_of[(j, axis)] = g
+    return group_of, group_chunks
+
+
+def _trace_lengths(group_chunks):
+    """Lengths per group to trace at: the first block's, one probe per group (another
+    block length where there is one), then every other combination the blocks have."""
+    main = tuple(c[0] for c in group_chunks)
+    out = [main]
+    for g, chunks in enumerate(group_chunks):
+        others = [n for n in sorted(set(chunks)) if n != main[g] and n >= 2]
+        n = main[g]
+        probe = others[0] if others else (n - 1 if n - 1 >= 2 else n + 1)
+        out.append(main[:g] + (probe,) + main[g + 1:])
+    for combo in itertools.product(*[sorted(set(c)) for c in group_chunks]):
+        if combo not in out:
+            out.append(combo)
+    return list(dict.fromkeys(out))
+
+
+def _trace(jitted, bound, names, arrays, group_of, lengths, probe):
+    """((key, out tree), Module) of the function with each Dask leaf a block of `lengths`."""
+    from jitlib.buckets.runtime import _Bound
+    j0, replace = 0, {}
+    for name in names:
+        leaves, td = tree.flatten(bound.arguments[name])
+        for i, x in enumerate(leaves):
+            if j0 + i in arrays:
+                shape = [lengths[group_of[(j0 + i, a)]] if (j0 + i, a) in group_of else n
+                         for a, n in enumerate(x.shape)]
+                leaves[i] = np.empty(shape, x.dtype)
+        replace[name] = tree.unflatten(td, leaves)
+        j0 += len(leaves)
+    block = _Bound(bound, replace)
+    key, dynamic, _ = jitted._key(block)
+    try:
+        module, out_tree = jitted._trace(block, dynamic, key, check=not probe)
+    except errors.JitlibError as e:
+        if not probe:
+            raise
+        raise ChunkCouplingError(
+            f"{jitted.__name__} traces on its first blocks but not with a chunked axis "
+            f"at another length {lengths}: {e.message}", location=e.location,
+            hint="arrays whose axes line up must have the same chunks along them "
+                 "(dask.array.unify_chunks, or rechunk one like the other)") from e
+    effects = module.effects
+    if module.writes or (effects is not None and effects.steps):
+        raise errors.UnsupportedError(
+            f"{jitted.__name__} writes into its arguments or reads global arrays or "
+            "np.random at call time, which jitlib does not run on Dask blocks",
+            hint="return new arrays and pass globals and random numbers as arguments")
+    return (key, out_tree), module
+
+
+class _Builder:
+    """The Dask collections of one call's results, stage by stage."""
+
+    def __init__(self, plan, backend, arrays, values, group_of, group_chunks, k_of, main,
+                 proof):
+        import dask.base
+        self.plan, self.arrays, self.values = plan, arrays, values
+        self.group_of, self.group_chunks = group_of, group_chunks
+        self.k_of, self.main, self.proof = k_of, main, proof
+        self.token = dask.base.tokenize(
+            [programs.Program(m, backend).digest for s in plan.stages
+             for m in s.modules.values()], [a.name for a in arrays.values()],
+            sorted(values))
+        self.backend = backend
+        self.crossed = [None] * len(plan.crosses)   # Delayed combined reductions
+        self.out = [None] * len(proof.results)
+
+    def results(self):
+        for s, stage in enumerate(self.plan.stages):
+            self._stage(s, stage)
+        if self.plan.final.results:
+            self._final()
+        return self.out
+
+    # -- blockwise stages
+
+    def _index(self, source):
+        if source.kind == "cross":
+            return tuple(f"c{source.index}_{a}" for a in range(len(self._cross_shape(source))))
+        j = source.index
+        x = self.arrays[j]
+        return tuple(f"g{self.group_of[(j, a)]}" if (j, a) in self.group_of else f"l{j}_{a}"
+                     for a in range(x.ndim))
+
+    def _cross_shape(self, source):
+        return self.plan.crosses[source.index][0].shape
+
+    def _stage(self, s, stage):
+        import dask.array as da
+        pairs, locator, letters = [], {}, []
+        for p, src in enumerate(stage.inputs):
+            if src.kind == "leaf" and src.index not in self.arrays:
+                pairs += [self.values[src.index], None]
+                continue
+            index = self._index(src)
+            value = self.crossed[src.index] if src.kind == "cross" else self.arrays[src.index]
+            pairs += [value, index]
+            for a, letter in enumerate(index):
+                if letter.startswith("g"):
+                    locator.setdefault(int(letter[1:]), (p, a))
+                    letters.append(letter)
+        letters = sorted(set(letters), key=lambda name: int(name[1:]))
+        task = _StageTask({k: programs.Program(m, self.backend)
+                           for k, m in stage.modules.items()},
+                          self.k_of, sorted(locator.items()), self.main)
+        for program in task.programs.values():
+            program.compile()   # on the client: errors surface here, workers reuse it
+        results = [self.proof.results[i] for i in stage.results]
+        name = f"{self.plan.final.modules[0].name.rsplit('_', 1)[0]}-stage{s}-{self.token}"
+        if not stage.partials and len(results) == 1:
+            out_ind, new_axes = self._result_index(results[0])
+            if set(letters) <= set(out_ind):   # one layer: the blocks are the result
+                task.single = True
+                self.out[stage.results[0]] = da.blockwise(
+                    task, out_ind, *pairs, new_axes=new_axes, concatenate=True,
+                    name=name, meta=np.empty((0,) * len(out_ind), results[0][0].dtype))
+                return
+        blocks = da.blockwise(task, tuple(letters), *pairs, concatenate=True, name=name,
+                              meta=np.empty((0,) * len(letters), object))
+        for pos, i in enumerate(stage.results, len(stage.partials)):
+            t = self.proof.results[i]
+            out_ind, new_axes = self._result_index(t)
+            self.out[i] = da.blockwise(
+                _Pick(pos), out_ind, blocks, tuple(letters), new_axes=new_axes,
+                name=f"{name}-out{i}", meta=np.empty((0,) * len(out_ind), t[0].dtype))
+        for pos, c in enumerate(stage.partials):
+            self._tree(c, blocks, pos, name)
+
+    def _result_index(self, t):
+        padded = self.proof.padded[t]
+        out_ind, new_axes = [], {}
+        for a, n in enumerate(t[0].shape):
+            if a in padded:
+                out_ind.append(f"g{padded[a]}")
+            else:
+                out_ind.append(f"n{a}")
+                new_axes[f"n{a}"] = n
+        return tuple(out_ind), new_axes
+
+    # -- reductions: a tree of combine tasks
+
+    def _tree(self, c, blocks, pos, name):
+        import dask
+        import dask.array as da
+        fold = _Fold(programs.Program(self.plan.combines[c], self.backend))
+        fold.program.compile()
+        parts = [dask.delayed(operator.getitem, pure=True)(b, pos)
+                 for b in blocks.to_delayed().ravel()]
+        level = 0
+        while len(parts) > 1:
+            parts = [dask.delayed(fold, pure=True)(
+                parts[i:i + SPLIT_EVERY], dask_key_name=f"{name}-combine{c}-{level}-{i}")
+                for i in range(0, len(parts), SPLIT_EVERY)]
+            level += 1
+        b = self.plan.crosses[c][0]
+        self.crossed[c] = da.from_delayed(parts[0], b.shape, dtype=b.dtype,
+                                          name=f"{name}-reduced{c}")
+
+    # -- the results without a chunked axis
+
+    def _final(self):
+        import dask
+        import dask.array as da
+        final = self.plan.final
+        program = programs.Program(final.modules[0], self.backend)
+        program.compile()
+        args = [self.crossed[s.index] if s.kind == "cross" else
+                self.arrays.get(s.index, self.values.get(s.index)) for s in final.inputs]
+        name = f"{final.modules[0].name}-{self.token}"
+        done = dask.delayed(_Final(program), pure=True)(*args, dask_key_name=name)
+        for pos, i in enumerate(final.results):
+            b = self.proof.results[i][0]
+            self.out[i] = da.from_delayed(done[pos], b.shape, dtype=b.dtype,
+                                          name=f"{name}-out{i}")
+
+
+class _StageTask:
+    """One block of a stage: the program of the block's shape on the block's inputs."""
+
+    def __init__(self, programs, k_of, locator, main):
+        self.programs, self.k_of, self.locator, self.main = programs, k_of, locator, main
+        self.single = False
+        module = next(iter(programs.values())).module
+        self.dtypes = [p.dtype for p in module.params]
+
+    def __call__(self, *args):
+        lengths = list(self.main)
+        for g, (p, a) in self.locator:
+            lengths[g] = args[p].shape[a]
+        program = self.programs[self.k_of[tuple(lengths)]]
+        outs = program(*[np.asarray(x, dtype=dt) for x, dt in zip(args, self.dtypes)])
+        return outs[0] if self.single else tuple(outs)
+
+
+class _Pick:
+    """Result `pos` of a stage's block (nested lists: a group the result lacks)."""
+
+    def __init__(self, pos):
+        self.pos = pos
+
+    def __call__(self, block):
+        while isinstance(block, list):
+            block = block[0]
+        return block[self.pos]
+
+
+class _Fold:
+    """Partials folded by a combine program, left to right (the blocks' order)."""
+
+    def __init__(self, program):
+        self.program = program
+
+    def __call__(self, parts):
+        acc = parts[0]
+        for part in parts[1:]:
+            acc = self.program(acc, part)[0]
+        return acc
+
+
+class _Final:
+    def __init__(self, program):
+        self.program = program
+
+    def __call__(self, *args):
+        dtypes = [p.dtype for p in self.program.module.params]
+        return tuple(self.program(*[np.asarray(x, dtype=dt) for x, dt in zip(args, dtypes)]))

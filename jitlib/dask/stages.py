@@ -1,0 +1,168 @@
+"""Cut a proven program (proof.py) into per-block stages, combines and a finalize.
+
+A value's *level* is the number of reductions over a chunked axis on its way from the
+inputs. Blockwise stage s computes, per block, the chunked results of level s and the
+per-block partials of the reductions of level s + 1 (the same reduce or dot, on the
+block); earlier reductions' combined values come in as parameters (so softmax along
+the chunked axis is three passes: the max, the sum of exponentials, the quotient).
+A combine folds two partials with the reduction's associative step; the finalize
+computes the results that carry no chunked axis from the combined reductions.
+Every stage, combine and finalize is a Module of its own, compiled by jitlib.
+"""
+from typing import NamedTuple
+
+import numpy as np
+
+from jitlib.dask.proof import ChunkCouplingError
+from jitlib.hlo import build
+from jitlib.hlo import ops as O
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+
+
+class Source(NamedTuple):
+    kind: str     # "leaf": the user's flat argument `index`; "cross": a combined reduction
+    index: int    # the leaf's position, or the cross's position in Plan.crosses
+
+
+class Stage(NamedTuple):
+    inputs: list      # Source per parameter
+    partials: list    # positions in Plan.crosses whose per-block partials it returns first
+    results: list     # positions in the user's flat results it returns after them
+    modules: dict     # trace index -> Module
+
+
+class Plan(NamedTuple):
+    stages: list      # blockwise stages, in order
+    crosses: list     # aligned tuples of the reductions over a chunked axis
+    combines: list    # Module per cross: two partials -> one
+    final: Stage      # the results without a chunked axis (modules: {0: Module})
+    chunked: list     # per user result: its {axis: group}, empty if it has none
+
+
+def plan(proof, traces_used, totals, name, hint):
+    """The Plan of `proof` for the traces in `traces_used` (indices of real block
+    shapes); `totals`: the whole array's length per group."""
+    levels = _levels(proof)
+    crosses = [t for t in proof.order if t in proof.crosses]
+    for t in crosses:
+        _check_cross(proof, t, hint)
+    cross_at = {t: i for i, t in enumerate(crosses)}
+    chunked = [dict(proof.padded[t]) for t in proof.results]
+    n_stages = max([levels[t] + 1 for t, c in zip(proof.results, chunked) if c]
+                   + [levels[t] for t in crosses], default=0)
+    emit = _Emitter(proof, cross_at, totals, name)
+    stages = []
+    for s in range(n_stages):
+        partials = [i for i, t in enumerate(crosses) if levels[t] == s + 1]
+        results = [i for i, (t, c) in enumerate(zip(proof.results, chunked))
+                   if c and levels[t] == s]
+        roots = [(crosses[i], True) for i in partials] + \
+                [(proof.results[i], False) for i in results]
+        modules, inputs = {}, None
+        for k in traces_used:
+            modules[k], inputs = emit.module(f"{name}_stage{s}", roots, k)
+        stages.append(Stage(inputs, partials, results, modules))
+    combines = [_combine(t[0], f"{name}_combine{i}") for i, t in enumerate(crosses)]
+    results = [i for i, c in enumerate(chunked) if not c]
+    module, inputs = emit.module(f"{name}_final", [(proof.results[i], False)
+                                                   for i in results], 0)
+    final = Stage(inputs, [], results, {0: module})
+    return Plan(stages, crosses, combines, final, chunked)
+
+
+def _levels(proof):
+    levels = {}
+    for t in proof.order:
+        below = max((levels[c] for c in zip(*(x.operands for x in t))), default=0)
+        levels[t] = below + (1 if t in proof.crosses else 0)
+    return levels
+
+
+def _check_cross(proof, t, hint):
+    b = t[0]
+    if proof.padded[t]:
+        raise _refusal(b, "reduces one chunked axis and keeps another", hint)
+    if b.op in O.ARG_REDUCE:
+        raise _refusal(b, "is an arg-reduction along the chunked axis, which is not split "
+                          "into blocks yet", hint)
+    if b.op not in O.REDUCE and b.op is not Op.DOT_GENERAL:
+        raise _refusal(b, "reduces along the chunked axis in a way with no tree form", hint)
+
+
+def _refusal(b, why, hint):
+    from jitlib.buckets.safety import _user_loc
+    return ChunkCouplingError(f"cannot split into blocks: {b.op.value} {why}",
+                              location=_user_loc(b), hint=hint)
+
+
+def _combine(b, name):
+    """Two partials of reduction `b` -> their combination."""
+    a = build.parameter(0, b.shape, b.dtype, "partial_a")
+    c = build.parameter(1, b.shape, b.dtype, "partial_b")
+    step = Op.ADD if b.op is Op.DOT_GENERAL else O.REDUCE_COMBINER[b.op]
+    return Module(name, [a, c], [build.binary(step, a, c, loc=b.loc)])
+
+
+class _Emitter:
+    """Rebuilds the instructions one stage needs from one trace of the proof."""
+
+    def __init__(self, proof, cross_at, totals, name):
+        self.proof, self.cross_at, self.totals, self.name = proof, cross_at, totals, name
+        self.leaf_at = {t: j for j, t in enumerate(proof.params)}
+
+    def module(self, name, roots, k):
+        """(Module, [Source per parameter]) computing `roots` ((tuple, as partial)) on the
+        blocks of trace `k`."""
+        root_set = {t for t, partial in roots if partial}
+        inputs = self._inputs(roots, root_set)
+        new = {}
+        params = []
+        for i, t in enumerate(inputs):
+            b = t[k]
+            p = build.make(Op.PARAMETER, (), dict(b.attrs, index=i), loc=b.loc) \
+                if b.op is Op.PARAMETER else build.parameter(i, b.shape, b.dtype, f"r{i}")
+            params.append(p)
+            new[t] = p
+        for t in self.proof.order:
+            if t in new or not self._needed(t, new, root_set):
+                continue
+            new[t] = self._rebuild(t, k, new)
+        sources = [Source("leaf", self.leaf_at[t]) if t in self.leaf_at
+                   else Source("cross", self.cross_at[t]) for t in inputs]
+        return Module(name, params, [new[t] for t, _ in roots]), sources
+
+    def _inputs(self, roots, root_set):
+        """The parameters and combined reductions the roots read, in program order."""
+        found, stack, seen = set(), [t for t, _ in roots], set()
+        while stack:
+            t = stack.pop()
+            if t in seen:
+                continue
+            seen.add(t)
+            if t in self.leaf_at or (t in self.cross_at and t not in root_set):
+                found.add(t)
+                continue
+            stack.extend(zip(*(x.operands for x in t)))
+        return [t for t in self.proof.order if t in found]
+
+    def _needed(self, t, new, root_set):
+        # everything reachable was found by _inputs; a value is built once its
+        # operands are, in program order
+        operands = list(zip(*(x.operands for x in t)))
+        if t in self.cross_at and t not in root_set:
+            return False
+        return all(c in new for c in operands) and (operands or t[0].op is not Op.PARAMETER)
+
+    def _rebuild(self, t, k, new):
+        b = t[k]
+        affine = self.proof.affine.get(t)
+        if affine is not None:
+            n = self.totals[affine.group]
+            value = (int(affine.slope) * n + int(affine.offset) if affine.integral
+                     else affine.slope * n + affine.offset)
+            return build.constant(np.array(value).astype(b.dtype), loc=b.loc)
+        operands = [new[c] for c in zip(*(x.operands for x in t))]
+        if all(n is o for n, o in zip(operands, b.operands)):
+            return b
+        return build.make(b.op, operands, dict(b.attrs), loc=b.loc)

@@ -1,0 +1,34 @@
+"""Programs that couple blocks are refused at the user's line, with a rechunk hint."""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib.dask.proof import ChunkCouplingError
+
+da = pytest.importorskip("dask.array")
+
+
+@pytest.fixture
+def x():
+    return da.from_array(np.arange(24.0).reshape(8, 3), chunks=(3, 3))
+
+
+@pytest.mark.parametrize("fn, op", [
+    (lambda x: x[::-1] * 2, "reverse"),
+    (lambda x: np.cumsum(x, axis=0), "cumsum"),
+    (lambda x: x[1:] - x[:-1], "slice"),
+    (lambda x: x.argmax(axis=0), "argmax"),
+    (lambda x: x[:, 0][:, None] * x[:, 0][None, :], "chunked axis on two axes"),
+], ids=["reverse", "cumsum", "diff", "argmax", "outer"])
+def test_coupling_op_is_named(fn, op, x):
+    with pytest.raises(ChunkCouplingError) as info:
+        jitlib.jit(fn)(x)
+    text = str(info.value)
+    assert op in text
+    assert "test_coupling_errors.py" in text   # the user's line
+    assert "rechunk" in text and "argument 'x' axis 0" in text
+
+
+def test_rechunked_to_one_chunk_runs(x):
+    y = jitlib.jit(lambda x: np.cumsum(x, axis=0))(x.rechunk({0: -1}))
+    np.testing.assert_array_equal(y.compute(), np.cumsum(x.compute(), axis=0))

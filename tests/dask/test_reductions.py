@@ -1,0 +1,78 @@
+"""Reductions along a chunked axis: a tree of jitlib combine programs, and a finalize."""
+import numpy as np
+import pytest
+
+import jitlib
+
+da = pytest.importorskip("dask.array")
+dask = pytest.importorskip("dask")
+
+from test_blockwise import assert_like_numpy  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    with dask.config.set(scheduler="synchronous"):
+        yield
+
+
+@pytest.fixture
+def x():
+    data = np.random.default_rng(1).standard_normal((38, 6))
+    return da.from_array(data, chunks=(4, 6))   # ten blocks, an edge of 2: two levels of combines
+
+
+def test_sum_of_squares_float32(x):
+    assert_like_numpy(lambda x: (x * x).sum(), x.astype(np.float32))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x: x.sum(axis=0), lambda x: x.mean(), lambda x: x.mean(axis=0),
+    lambda x: x.max(), lambda x: np.min(x, axis=0), lambda x: np.prod(1 + x / 100),
+    lambda x: ((x > 1).any(), (x > -9).all()),
+    lambda x: (x.var(axis=0), x.std(), np.var(x, ddof=1)),
+], ids=["sum0", "mean", "mean0", "max", "min0", "prod", "any_all", "var_std"])
+def test_reduction(fn, x):
+    assert_like_numpy(fn, x)
+
+
+def test_integer_sum_is_exact(x):
+    assert_like_numpy(lambda x: (x * 1000).astype(np.int64).sum(axis=0), x)
+
+
+def test_logsumexp_along_chunks(x):
+    def logsumexp(x):
+        m = x.max(axis=0)
+        return m + np.log(np.exp(x - m).sum(axis=0))
+    assert_like_numpy(logsumexp, x)
+
+
+def test_softmax_along_chunks_is_three_passes(x):
+    def softmax0(x):
+        e = np.exp(x - x.max(axis=0))
+        return e / e.sum(axis=0)
+    y = assert_like_numpy(softmax0, x)
+    assert y.chunks == x.chunks
+
+
+def test_gram_matrix_is_partial_products(x):
+    assert_like_numpy(lambda x: x.T @ x, x)
+
+
+def test_centered_rows_mixed_with_reduction(x):
+    assert_like_numpy(lambda x: (x - x.mean(axis=0), x.sum()), x)
+
+
+def test_whole_array_sum_of_a_grid():
+    x = da.from_array(np.arange(70.0).reshape(7, 10), chunks=(3, 4))
+    assert_like_numpy(lambda x: (x * x).sum(), x)
+
+
+def test_reduction_graph_runs_jitlib_combines(x):
+    @jitlib.jit
+    def total(x):
+        return (x * x).sum()
+    total(x).compute()
+    compiles = jitlib.dask.stage_compiles()
+    assert compiles["total_stage0"] == 2     # blocks of 4 and the edge of 2
+    assert compiles["total_final"] == 1
