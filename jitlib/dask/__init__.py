@@ -26,8 +26,10 @@ def call(jitted, args, kwargs, is_dask):
     return graph.call(jitted, args, kwargs, is_dask)
 
 
-def stage_compiles():
-    """Compiles per stage program in this process: `{"f_stage0": 2, ...}` (a stage has
-    one program per distinct block shape: the chunk and the ragged edge)."""
+def cache_info(jitted):
+    """Compiles per stage of `jitted`'s Dask calls in this process (the client):
+    `{"f_stage0": 2, "f_combine0": 1, "f_final": 1}`. A stage has one program per
+    distinct block shape (the chunk and the ragged edge); a program shared with another
+    function (the same Module) shows its one compile under both."""
     from jitlib.dask import programs
-    return programs.compiles()
+    return programs.counts(jitted.__dict__.get("_dask_programs", set()))["compiled"]

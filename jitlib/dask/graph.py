@@ -45,6 +45,7 @@ def call(jitted, args, kwargs, is_dask):
               if j not in arrays}
     builder = _Builder(plan, backend, arrays, values, group_of, group_chunks,
                        {n: k for k, n in enumerate(lengths)}, lengths[0], proof)
+    builder.jitted_programs = jitted.__dict__.setdefault("_dask_programs", set())
     return tree.unflatten(out_tree, builder.results())
 
 
@@ -177,6 +178,10 @@ class _Builder:
             self._final()
         return self.out
 
+    def _compile(self, program):
+        program.executable()
+        self.jitted_programs.add(program.digest)
+
     # -- blockwise stages
 
     def _index(self, source):
@@ -209,7 +214,7 @@ class _Builder:
                            for k, m in stage.modules.items()},
                           self.k_of, sorted(locator.items()), self.main)
         for program in task.programs.values():
-            program.compile()   # on the client: errors surface here, workers reuse it
+            self._compile(program)   # on the client: errors surface here
         results = [self.proof.results[i] for i in stage.results]
         name = f"{self.plan.final.modules[0].name.rsplit('_', 1)[0]}-stage{s}-{self.token}"
         if not stage.partials and len(results) == 1:
@@ -248,7 +253,7 @@ class _Builder:
         import dask
         import dask.array as da
         fold = _Fold(programs.Program(self.plan.combines[c], self.backend))
-        fold.program.compile()
+        self._compile(fold.program)
         parts = [dask.delayed(operator.getitem, pure=True)(b, pos)
                  for b in blocks.to_delayed().ravel()]
         level = 0
@@ -268,7 +273,7 @@ class _Builder:
         import dask.array as da
         final = self.plan.final
         program = programs.Program(final.modules[0], self.backend)
-        program.compile()
+        self._compile(program)
         args = [self.crossed[s.index] if s.kind == "cross" else
                 self.arrays.get(s.index, self.values.get(s.index)) for s in final.inputs]
         name = f"{final.modules[0].name}-{self.token}"

@@ -1,68 +1,126 @@
-"""Compiled stages that travel: a Program pickles as its Module's plain data.
+"""Compiled stages that travel to Dask workers as plain data, never as pickled code.
 
-The client compiles each distinct stage Module once (a process-wide cache keyed by
-the Module's hash, so two calls of one function share them). Pickled for a worker
-process, a Program carries the Module as plain data (hlo/serial.py, no pickled code)
-with its sha256; the worker checks the hash, and compiles it once into its own cache,
-keyed by that hash, the first time a task runs it. Threads and in-process workers
-share the client's cache and never compile again.
+The client compiles each distinct stage Module once (a process-wide cache keyed by the
+sha256 of the Module's plain data, hlo/serial.py). Pickled for a worker process, a
+Program carries that plain data and, where the backend saved the compiled program
+(the cpu backend with the disk cache on), the saved entry too: the optimized module,
+each kernel's record and its object code (backends/llvm/saved.py), with the sha256
+of each part. A worker checks both hashes; on a machine with the client's target and
+sources (`saved_context`) it maps the object code without compiling, else it compiles
+the Module it received, once. Either way the executable goes into the worker's own
+cache under the same hash, so later tasks and calls run it directly. Threads and
+in-process workers share the client's cache.
 """
 import hashlib
+import json
 import threading
 
 from jitlib import errors
 from jitlib.hlo import serial
 
-_compiled = {}          # (backend, sha256 of the module's data) -> (module, executable)
-_compiles = {}          # stage name -> compiles in this process
+_cache = {}          # (backend, sha256 of the module's data) -> (module, executable)
+_counts = {"compiled": {}, "mapped": {}}   # how each got here: (name, digest) -> count
 _lock = threading.Lock()
 
 
 class Program:
     """One stage's program; calling it runs the compiled code on NumPy blocks."""
 
-    def __init__(self, module, backend, digest=None):
+    def __init__(self, module, backend, digest=None, shipped=None):
         self.module, self.backend = module, backend
-        self.digest = digest or hashlib.sha256(serial.dumps(module).encode()).hexdigest()
+        self.digest = digest or _sha256(serial.dumps(module))
+        self.shipped = shipped   # (saved key, entry as JSON text, its sha256, context)
 
     @property
     def name(self):
         return self.module.name
 
-    def compile(self):
-        """The executable, compiled here at most once per process."""
-        key = (self.backend, self.digest)
-        found = _compiled.get(key)
+    def executable(self):
+        """The executable, compiled or mapped here at most once per process."""
+        found = _cache.get((self.backend, self.digest))
         if found is None:
             with _lock:
-                found = _compiled.get(key)
+                found = _cache.get((self.backend, self.digest))
                 if found is None:
-                    from jitlib.backends import get_backend
-                    found = self.module, get_backend(self.backend).compile(self.module)
-                    _compiled[key] = found
-                    _compiles[self.name] = _compiles.get(self.name, 0) + 1
+                    found = self.module, self._build()
+                    _cache[(self.backend, self.digest)] = found
         return found[1]
 
+    def _build(self):
+        from jitlib.backends import get_backend
+        backend = get_backend(self.backend)
+        if self.shipped is not None:
+            key, text, digest, context = self.shipped
+            if _sha256(text) != digest:
+                raise _mismatch("saved program", digest)
+            if context == backend.saved_context():
+                exe = backend.load_record(self.module, key, json.loads(text))
+                if exe is not None:
+                    _count("mapped", self)
+                    return exe
+        exe = backend.compile(self.module)
+        _count("compiled", self)
+        return exe
+
     def __call__(self, *arrays):
-        return self.compile()(*arrays)
+        return self.executable()(*arrays)
 
     def __reduce__(self):
-        return _load, (self.backend, self.digest, serial.to_data(self.module))
+        return _load, (self.backend, self.digest, serial.to_data(self.module),
+                       self.shipped or self._ship())
+
+    def _ship(self):
+        """The saved entry of the client's executable, if the backend saved one."""
+        from jitlib.backends import get_backend
+        backend = get_backend(self.backend)
+        exe = self.executable()
+        key = getattr(exe, "saved_key", None)
+        record = backend.saved_record(key) if key is not None else None
+        if record is None:
+            return None
+        text = json.dumps(record)
+        self.shipped = (key, text, _sha256(text), backend.saved_context())
+        return self.shipped
 
 
-def _load(backend, digest, data):
-    found = _compiled.get((backend, digest))
+def _load(backend, digest, data, shipped):
+    found = _cache.get((backend, digest))
     if found is not None:   # a worker thread of the client's process, or a second task
         return Program(found[0], backend, digest)
     module = serial.from_data(data)
-    actual = hashlib.sha256(serial.dumps(module).encode()).hexdigest()
-    if actual != digest:
-        raise errors.JitlibError(f"a shipped jitlib program does not match its checksum "
-                                 f"({actual[:12]} != {digest[:12]})",
-                                 hint="client and workers must run the same jitlib")
-    return Program(module, backend, digest)
+    if _sha256(serial.dumps(module)) != digest:
+        raise _mismatch("program", digest)
+    return Program(module, backend, digest, shipped)
 
 
-def compiles():
-    """Stage name -> compiles in this process, for tests and `stage_info`."""
-    return dict(_compiles)
+def _sha256(text):
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _mismatch(what, digest):
+    return errors.JitlibError(
+        f"a shipped jitlib {what} does not match its checksum {digest[:12]}",
+        hint="the client and the workers must run the same jitlib version")
+
+
+def _count(how, program):
+    key = (program.name, program.digest)
+    _counts[how][key] = _counts[how].get(key, 0) + 1
+
+
+def counts(digests=None):
+    """{"compiled": {stage name: n}, "mapped": {stage name: n}} in this process, of the
+    programs whose hashes are in `digests` (default: all)."""
+    out = {}
+    for how, by_key in _counts.items():
+        out[how] = {}
+        for (name, digest), n in by_key.items():
+            if digests is None or digest in digests:
+                out[how][name] = out[how].get(name, 0) + n
+    return out
+
+
+def forget():
+    """Drop every cached executable (tests: a fresh worker in this process)."""
+    with _lock:
+        _cache.clear()

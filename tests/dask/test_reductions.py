@@ -73,6 +73,6 @@ def test_reduction_graph_runs_jitlib_combines(x):
     def total(x):
         return (x * x).sum()
     total(x).compute()
-    compiles = jitlib.dask.stage_compiles()
+    compiles = jitlib.dask.cache_info(total)
     assert compiles["total_stage0"] == 2     # blocks of 4 and the edge of 2
     assert compiles["total_final"] == 1
