@@ -26,6 +26,17 @@ def call(jitted, args, kwargs, is_dask):
     return graph.call(jitted, args, kwargs, is_dask)
 
 
+def explain(jitted, *args, **kwargs):
+    """How `jitted(*args, **kwargs)` runs on these Dask arrays, as text: the chunked
+    axes, then each stage's program (blockwise stages at the first block's shape, tree
+    reductions' combines, the finalize). Traces, builds no graph, compiles nothing."""
+    is_dask = dask_arrays_in(args, kwargs)
+    if is_dask is None:
+        raise TypeError("explain needs at least one Dask array among the arguments")
+    from jitlib.dask import graph
+    return graph.explain(jitted, args, kwargs, is_dask)
+
+
 def cache_info(jitted):
     """Compiles per stage of `jitted`'s Dask calls in this process (the client):
     `{"f_stage0": 2, "f_combine0": 1, "f_final": 1}`. A stage has one program per
@@ -33,3 +44,12 @@ def cache_info(jitted):
     function (the same Module) shows its one compile under both."""
     from jitlib.dask import programs
     return programs.counts(jitted.__dict__.get("_dask_programs", set()))["compiled"]
+
+
+def worker_info():
+    """How this process got each stage program: `{"compiled": {name: n}, "mapped":
+    {name: n}}`; on a cluster, `client.run(jitlib.dask.worker_info)` asks every worker.
+    A worker maps the client's object code; it compiles only on another CPU, or when
+    the client saved no program (its disk cache off)."""
+    from jitlib.dask import programs
+    return programs.counts()

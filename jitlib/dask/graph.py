@@ -9,6 +9,7 @@ jitlib program (programs.py); the graph holds no Python of the user's.
 """
 import itertools
 import operator
+from typing import NamedTuple
 
 import numpy as np
 
@@ -24,6 +25,47 @@ SPLIT_EVERY = 8
 
 def call(jitted, args, kwargs, is_dask):
     """`jitted(*args, **kwargs)` where some leaves are Dask arrays: Dask results."""
+    c = _planned(jitted, args, kwargs, is_dask)
+    builder = _Builder(c.plan, c.key.backend, c.arrays, c.values, c.group_of,
+                       c.group_chunks, {n: k for k, n in enumerate(c.lengths)},
+                       c.lengths[0], c.proof)
+    builder.jitted_programs = jitted.__dict__.setdefault("_dask_programs", set())
+    return tree.unflatten(c.out_tree, builder.results())
+
+
+def explain(jitted, args, kwargs, is_dask):
+    """The stages of the call as text: per stage its program at the first block shape,
+    each combine, and the finalize."""
+    from jitlib.hlo.printer import print_module
+    c = _planned(jitted, args, kwargs, is_dask)
+    chunked = ", ".join(c.described) or "none"
+    lines = [f"# {jitted.__name__}: chunked axes {chunked}; "
+             f"{len(c.plan.stages)} blockwise stage(s), {len(c.plan.crosses)} tree "
+             f"reduction(s), finalize: {'yes' if c.plan.final.results else 'no'}"]
+    for s, stage in enumerate(c.plan.stages):
+        lines.append(f"# stage {s}: per block, {len(stage.modules)} block shape(s)")
+        lines.append(print_module(stage.modules[min(stage.modules)], short_locs=True))
+    for combine in c.plan.combines:
+        lines.append(print_module(combine, short_locs=True))
+    if c.plan.final.results:
+        lines.append(print_module(c.plan.final.modules[0], short_locs=True))
+    return "\n".join(lines)
+
+
+class _Call(NamedTuple):
+    key: object
+    out_tree: object
+    plan: object
+    proof: object
+    arrays: dict        # flat leaf index -> Dask array
+    values: dict        # flat leaf index -> NumPy value of the other leaves
+    group_of: dict
+    group_chunks: list
+    lengths: list       # the traces' block lengths per group
+    described: list
+
+
+def _planned(jitted, args, kwargs, is_dask):
     bound = jitted._bind(args, kwargs)
     names = [n for n, v in bound.arguments.items()
              if n not in jitted._static and not isinstance(v, host_random.GENERATOR_TYPES)]
@@ -40,13 +82,10 @@ def call(jitted, args, kwargs, is_dask):
     used = [k for k, n in enumerate(lengths) if n in combos]
     totals = [sum(c) for c in group_chunks]
     plan = stages.plan(proof, used, totals, jitted.__name__, rechunk_hint(described))
-    backend = key.backend
     values = {j: np.asarray(x, dtype=key.leaves[j][1]) for j, x in enumerate(flat)
               if j not in arrays}
-    builder = _Builder(plan, backend, arrays, values, group_of, group_chunks,
-                       {n: k for k, n in enumerate(lengths)}, lengths[0], proof)
-    builder.jitted_programs = jitted.__dict__.setdefault("_dask_programs", set())
-    return tree.unflatten(out_tree, builder.results())
+    return _Call(key, out_tree, plan, proof, arrays, values, group_of, group_chunks,
+                 lengths, described)
 
 
 def _describe_groups(names, bound, arrays, group_of, n_groups):

@@ -18,16 +18,11 @@ computed block by block. On top of the padding proof's rules:
 import re
 from typing import NamedTuple
 
-from jitlib import errors
+from jitlib.errors import ChunkCouplingError
 from jitlib.buckets import safety
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import print_instr
-
-
-class ChunkCouplingError(errors.JitlibError):
-    """An op makes one block's result depend on another block in a way jitlib cannot
-    split into per-block programs and a tree reduction."""
 
 
 class Affine(NamedTuple):

@@ -92,3 +92,21 @@ def test_stage_compiled_once_per_block_shape(rows):
     doubled_rows(rows).compute()
     # a chunk of 5 rows and the edge of 3: two programs, each compiled once
     assert jitlib.dask.cache_info(doubled_rows) == {"doubled_rows_stage0": 2}
+
+
+def test_explain_prints_each_stage():
+    x = da.ones((10, 3), chunks=(4, 3), dtype=np.float32)
+    text = jitlib.dask.explain(jitlib.jit(lambda x: x / x.sum(axis=0)), x)
+    assert "2 blockwise stage(s), 1 tree reduction(s)" in text
+    assert "reduce_sum" in text and "_combine0" in text and "_stage1" in text
+
+
+def test_import_jitlib_does_not_import_dask():
+    import pathlib
+    import subprocess
+    import sys
+    code = "import sys, jitlib; print('dask' in sys.modules)"
+    root = pathlib.Path(__file__).resolve().parents[2]   # this tree's jitlib, via cwd
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True, cwd=root)
+    assert out.stdout.strip() == "False"

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import jitlib
-from jitlib.dask.proof import ChunkCouplingError
+from jitlib.errors import ChunkCouplingError
 
 da = pytest.importorskip("dask.array")
 
