@@ -8,7 +8,6 @@ results that carry no chunked axis one finalize task. Every task runs a compiled
 jitlib program (programs.py); the graph holds no Python of the user's.
 """
 import itertools
-import operator
 from typing import NamedTuple
 
 import numpy as np
@@ -17,6 +16,7 @@ from jitlib import errors, tree
 from jitlib.buckets import safety
 from jitlib.dask import programs, stages
 from jitlib.dask.proof import ChunkCouplingError, prove, rechunk_hint
+from jitlib.hlo import ops as O
 from jitlib.trace import host_random
 
 # how many partials one combine task folds
@@ -237,9 +237,15 @@ class _Builder:
     def _stage(self, s, stage):
         import dask.array as da
         pairs, locator, letters = [], {}, []
+        starts = []
         for p, src in enumerate(stage.inputs):
             if src.kind == "leaf" and src.index not in self.arrays:
                 pairs += [self.values[src.index], None]
+                continue
+            if src.kind == "start":   # each block's first position along the axis
+                chunks = self.group_chunks[src.index]
+                pairs += [da.arange(sum(chunks), chunks=(chunks,)), (f"g{src.index}",)]
+                starts.append(p)
                 continue
             index = self._index(src)
             value = self.crossed[src.index] if src.kind == "cross" else self.arrays[src.index]
@@ -251,7 +257,7 @@ class _Builder:
         letters = sorted(set(letters), key=lambda name: int(name[1:]))
         task = _StageTask({k: programs.Program(m, self.backend)
                            for k, m in stage.modules.items()},
-                          self.k_of, sorted(locator.items()), self.main)
+                          self.k_of, sorted(locator.items()), self.main, starts)
         for program in task.programs.values():
             self._compile(program)   # on the client: errors surface here
         results = [self.proof.results[i] for i in stage.results]
@@ -266,14 +272,18 @@ class _Builder:
                 return
         blocks = da.blockwise(task, tuple(letters), *pairs, concatenate=True, name=name,
                               meta=np.empty((0,) * len(letters), object))
-        for pos, i in enumerate(stage.results, len(stage.partials)):
+        slots = [2 if self._is_arg(c) else 1 for c in stage.partials]
+        for pos, i in enumerate(stage.results, sum(slots)):
             t = self.proof.results[i]
             out_ind, new_axes = self._result_index(t)
             self.out[i] = da.blockwise(
                 _Pick(pos), out_ind, blocks, tuple(letters), new_axes=new_axes,
                 name=f"{name}-out{i}", meta=np.empty((0,) * len(out_ind), t[0].dtype))
-        for pos, c in enumerate(stage.partials):
+        for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
             self._tree(c, blocks, pos, name)
+
+    def _is_arg(self, c):
+        return self.plan.crosses[c][0].op in O.ARG_REDUCE
 
     def _result_index(self, t):
         padded = self.proof.padded[t]
@@ -293,8 +303,9 @@ class _Builder:
         import dask.array as da
         fold = _Fold(programs.Program(self.plan.combines[c], self.backend))
         self._compile(fold.program)
-        parts = [dask.delayed(operator.getitem, pure=True)(b, pos)
-                 for b in blocks.to_delayed().ravel()]
+        arg = self._is_arg(c)
+        pick = _Slots(pos, 2 if arg else 1)
+        parts = [dask.delayed(pick, pure=True)(b) for b in blocks.to_delayed().ravel()]
         level = 0
         while len(parts) > 1:
             parts = [dask.delayed(fold, pure=True)(
@@ -302,7 +313,7 @@ class _Builder:
                 for i in range(0, len(parts), SPLIT_EVERY)]
             level += 1
         b = self.plan.crosses[c][0]
-        self.crossed[c] = da.from_delayed(parts[0], b.shape, dtype=b.dtype,
+        self.crossed[c] = da.from_delayed(parts[0][1 if arg else 0], b.shape, dtype=b.dtype,
                                           name=f"{name}-reduced{c}")
 
     # -- the results without a chunked axis
@@ -326,8 +337,9 @@ class _Builder:
 class _StageTask:
     """One block of a stage: the program of the block's shape on the block's inputs."""
 
-    def __init__(self, programs, k_of, locator, main):
+    def __init__(self, programs, k_of, locator, main, starts=()):
         self.programs, self.k_of, self.locator, self.main = programs, k_of, locator, main
+        self.starts = starts   # argument positions of blocks of positions: pass the first
         self.single = False
         module = next(iter(programs.values())).module
         self.dtypes = [p.dtype for p in module.params]
@@ -337,6 +349,8 @@ class _StageTask:
         for g, (p, a) in self.locator:
             lengths[g] = args[p].shape[a]
         program = self.programs[self.k_of[tuple(lengths)]]
+        if self.starts:
+            args = [x[0] if p in self.starts else x for p, x in enumerate(args)]
         outs = program(*[np.asarray(x, dtype=dt) for x, dt in zip(args, self.dtypes)])
         return outs[0] if self.single else tuple(outs)
 
@@ -353,8 +367,19 @@ class _Pick:
         return block[self.pos]
 
 
+class _Slots:
+    """A block's partial: `n` values of its stage's tuple from `pos`, as a tuple."""
+
+    def __init__(self, pos, n):
+        self.pos, self.n = pos, n
+
+    def __call__(self, block):
+        return tuple(block[self.pos:self.pos + self.n])
+
+
 class _Fold:
-    """Partials folded by a combine program, left to right (the blocks' order)."""
+    """Partials (tuples: one value, or value and index) folded by a combine program,
+    left to right (the blocks' order, which an arg-reduction's ties depend on)."""
 
     def __init__(self, program):
         self.program = program
@@ -362,7 +387,7 @@ class _Fold:
     def __call__(self, parts):
         acc = parts[0]
         for part in parts[1:]:
-            acc = self.program(acc, part)[0]
+            acc = tuple(self.program(*acc, *part))
         return acc
 
 

@@ -14,20 +14,22 @@ from typing import NamedTuple
 import numpy as np
 
 from jitlib.dask.proof import ChunkCouplingError
-from jitlib.hlo import build
+from jitlib.hlo import build, dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
 
 
 class Source(NamedTuple):
-    kind: str     # "leaf": the user's flat argument `index`; "cross": a combined reduction
-    index: int    # the leaf's position, or the cross's position in Plan.crosses
+    kind: str     # "leaf": the user's flat argument `index`; "cross": a combined
+    index: int    # reduction (its position in Plan.crosses); "start": where the block
+    #               starts along chunked axis (group) `index`, for an arg-reduction
 
 
 class Stage(NamedTuple):
     inputs: list      # Source per parameter
-    partials: list    # positions in Plan.crosses whose per-block partials it returns first
+    partials: list    # positions in Plan.crosses whose per-block partials it returns
+    #                   first: one value each, or (value, index) for an arg-reduction
     results: list     # positions in the user's flat results it returns after them
     modules: dict     # trace index -> Module
 
@@ -63,7 +65,8 @@ def plan(proof, traces_used, totals, name, hint):
         for k in traces_used:
             modules[k], inputs = emit.module(f"{name}_stage{s}", roots, k)
         stages.append(Stage(inputs, partials, results, modules))
-    combines = [_combine(t[0], f"{name}_combine{i}") for i, t in enumerate(crosses)]
+    combines = [(_combine_arg if t[0].op in O.ARG_REDUCE else _combine)(
+        t[0], f"{name}_combine{i}") for i, t in enumerate(crosses)]
     results = [i for i, c in enumerate(chunked) if not c]
     module, inputs = emit.module(f"{name}_final", [(proof.results[i], False)
                                                    for i in results], 0)
@@ -83,10 +86,7 @@ def _check_cross(proof, t, hint):
     b = t[0]
     if proof.padded[t]:
         raise _refusal(b, "reduces one chunked axis and keeps another", hint)
-    if b.op in O.ARG_REDUCE:
-        raise _refusal(b, "is an arg-reduction along the chunked axis, which is not split "
-                          "into blocks yet", hint)
-    if b.op not in O.REDUCE and b.op is not Op.DOT_GENERAL:
+    if b.op not in O.REDUCE and b.op not in O.ARG_REDUCE and b.op is not Op.DOT_GENERAL:
         raise _refusal(b, "reduces along the chunked axis in a way with no tree form", hint)
 
 
@@ -102,6 +102,25 @@ def _combine(b, name):
     c = build.parameter(1, b.shape, b.dtype, "partial_b")
     step = Op.ADD if b.op is Op.DOT_GENERAL else O.REDUCE_COMBINER[b.op]
     return Module(name, [a, c], [build.binary(step, a, c, loc=b.loc)])
+
+
+def _combine_arg(b, name):
+    """Two (value, index) partials of argmax/argmin `b` -> the winner; on a tie the first
+    (earlier blocks come first), and a NaN wins as NumPy's first NaN does."""
+    x = b.operands[0]
+    va, ia, vb, ib = (build.parameter(i, shape, dtype, label) for i, (shape, dtype, label)
+                      in enumerate([(b.shape, x.dtype, "value_a"), (b.shape, b.dtype, "index_a"),
+                                    (b.shape, x.dtype, "value_b"), (b.shape, b.dtype, "index_b")]))
+    loc = b.loc
+    take_b = build.compare(vb, va, "GT" if b.op is Op.ARGMAX else "LT", loc=loc)
+    if dtypes.is_float(x.dtype):
+        nan_b = build.compare(vb, vb, "NE", loc=loc)
+        not_nan_a = build.compare(va, va, "EQ", loc=loc)
+        take_b = build.binary(Op.OR, take_b, build.binary(Op.AND, nan_b, not_nan_a, loc=loc),
+                              loc=loc)
+        take_b = build.binary(Op.AND, take_b, not_nan_a, loc=loc)
+    return Module(name, [va, ia, vb, ib], [build.select(take_b, vb, va, loc=loc),
+                                           build.select(take_b, ib, ia, loc=loc)])
 
 
 class _Emitter:
@@ -124,13 +143,41 @@ class _Emitter:
                 if b.op is Op.PARAMETER else build.parameter(i, b.shape, b.dtype, f"r{i}")
             params.append(p)
             new[t] = p
+        sources = [Source("leaf", self.leaf_at[t]) if t in self.leaf_at
+                   else Source("cross", self.cross_at[t]) for t in inputs]
+        starts = {}   # group -> the parameter of its block's start
+        for t, partial in roots:
+            if partial and t[0].op in O.ARG_REDUCE:
+                (_, group), = self.proof.crosses[t][0]
+                if group not in starts:
+                    starts[group] = build.parameter(len(params), (), dtypes.INDEX,
+                                                    f"start{group}")
+                    params.append(starts[group])
+                    sources.append(Source("start", group))
         for t in self.proof.order:
             if t in new or not self._needed(t, new, root_set):
                 continue
             new[t] = self._rebuild(t, k, new)
-        sources = [Source("leaf", self.leaf_at[t]) if t in self.leaf_at
-                   else Source("cross", self.cross_at[t]) for t in inputs]
-        return Module(name, params, [new[t] for t, _ in roots]), sources
+        results = []
+        for t, partial in roots:
+            if partial and t[0].op in O.ARG_REDUCE:
+                results += self._arg_partial(t, k, new, starts)
+            else:
+                results.append(new[t])
+        return Module(name, params, results), sources
+
+    def _arg_partial(self, t, k, new, starts):
+        """(the block's max or min, its first position as an index into the array)."""
+        b = t[k]
+        (_, group), = self.proof.crosses[t][0]
+        x = new[next(zip(*(i.operands for i in t)))]
+        axis, loc = b.attrs["axis"], b.loc
+        value = build.reduce(Op.REDUCE_MAX if b.op is Op.ARGMAX else Op.REDUCE_MIN, x,
+                             (axis,), loc=loc)
+        local = build.arg_reduce(b.op, x, axis, b.dtype, loc=loc)
+        start = build.broadcast_in_dim(build.convert(starts[group], b.dtype, loc=loc),
+                                       local.shape, (), loc=loc)
+        return [value, build.binary(Op.ADD, local, start, loc=loc)]
 
     def _inputs(self, roots, root_set):
         """The parameters and combined reductions the roots read, in program order."""

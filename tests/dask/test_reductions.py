@@ -76,3 +76,16 @@ def test_reduction_graph_runs_jitlib_combines(x):
     compiles = jitlib.dask.cache_info(total)
     assert compiles["total_stage0"] == 2     # blocks of 4 and the edge of 2
     assert compiles["total_final"] == 1
+
+
+def test_argmax_argmin_first_occurrence_and_nan():
+    data = np.random.default_rng(3).standard_normal((38, 5))
+    data[7, 1] = data[30, 2] = np.nan       # the first NaN wins, as in NumPy
+    data[12, 3] = data[33, 3] = 50.0        # a tie across blocks: the first wins
+    x = da.from_array(data, chunks=(4, 5))
+    assert_like_numpy(lambda x: (x.argmax(axis=0), np.argmin(x, axis=0)), x)
+
+
+def test_whole_vector_argmax_of_integers():
+    v = da.from_array(np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 9]), chunks=3)
+    assert_like_numpy(lambda v: (v.argmax(), v.argmin() + 1), v)
