@@ -23,7 +23,8 @@ def dask_arrays_in(args, kwargs):
 
 def call(jitted, args, kwargs, is_dask):
     from jitlib.dask import graph
-    return graph.call(jitted, args, kwargs, is_dask)
+    # a trace that needs a Python int's value keys ints by value from then on, as jit does
+    return jitted._with_int_values(lambda: graph.call(jitted, args, kwargs, is_dask))
 
 
 def explain(jitted, *args, **kwargs):
@@ -34,7 +35,7 @@ def explain(jitted, *args, **kwargs):
     if is_dask is None:
         raise TypeError("explain needs at least one Dask array among the arguments")
     from jitlib.dask import graph
-    return graph.explain(jitted, args, kwargs, is_dask)
+    return jitted._with_int_values(lambda: graph.explain(jitted, args, kwargs, is_dask))
 
 
 def cache_info(jitted):

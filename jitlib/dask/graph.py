@@ -280,7 +280,14 @@ class _Builder:
                 _Pick(pos), out_ind, blocks, tuple(letters), new_axes=new_axes,
                 name=f"{name}-out{i}", meta=np.empty((0,) * len(out_ind), t[0].dtype))
         for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
-            self._tree(c, blocks, pos, name)
+            self._tree(c, self._own_blocks(c, blocks, letters), pos, name)
+
+    def _own_blocks(self, c, blocks, letters):
+        """The stage's blocks along the chunked axes reduction `c` reduces, the first
+        block along the others (whose blocks repeat the same partial)."""
+        own = {f"g{g}" for axes in self.proof.crosses[self.plan.crosses[c]] for _, g in axes}
+        index = tuple(slice(None) if letter in own else 0 for letter in letters)
+        return blocks.to_delayed()[index].ravel()
 
     def _is_arg(self, c):
         return self.plan.crosses[c][0].op in O.ARG_REDUCE
@@ -305,7 +312,7 @@ class _Builder:
         self._compile(fold.program)
         arg = self._is_arg(c)
         pick = _Slots(pos, 2 if arg else 1)
-        parts = [dask.delayed(pick, pure=True)(b) for b in blocks.to_delayed().ravel()]
+        parts = [dask.delayed(pick, pure=True)(b) for b in blocks]
         level = 0
         while len(parts) > 1:
             parts = [dask.delayed(fold, pure=True)(

@@ -110,3 +110,19 @@ def test_import_jitlib_does_not_import_dask():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=root)
     assert out.stdout.strip() == "False"
+
+
+def test_python_int_used_as_a_bound(rows):
+    assert_like_numpy(lambda x, n: x[:, :n] * 2, rows, 3)
+
+
+def test_pytree_of_dask_arrays(rows):
+    ones = da.ones((4, 6), chunks=(4, 2))
+    assert_like_numpy(lambda p: (p["a"] + 1, p["b"].sum()), {"a": rows, "b": ones})
+
+
+def test_two_arrays_chunked_independently(rows):
+    y = da.from_array(np.arange(12.0).reshape(2, 6), chunks=(2, 2))
+    # each sum counts its own blocks once, though the stage runs per pair of blocks
+    assert_like_numpy(lambda x, y: (x * 2, y + 1, x.sum() + y.sum()),
+                      rows.astype(np.float64), y)
