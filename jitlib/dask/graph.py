@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jitlib import errors, tree
+from jitlib import config, errors, tree
 from jitlib.buckets import safety
 from jitlib.dask import programs, stages
 from jitlib.dask.proof import ChunkCouplingError, prove, rechunk_hint
@@ -63,14 +63,54 @@ class _Call(NamedTuple):
     group_chunks: list
     lengths: list       # the traces' block lengths per group
     described: list
+    effects: object     # the first trace's writeback.Effects: globals it read (guards)
 
 
 def _planned(jitted, args, kwargs, is_dask):
+    """The call's plan: from the function's plan cache when a call with the same chunks,
+    dtypes and other arguments' signature traced already (and the globals it read are
+    unchanged), else traced and proven here."""
     bound = jitted._bind(args, kwargs)
     names = [n for n, v in bound.arguments.items()
              if n not in jitted._static and not isinstance(v, host_random.GENERATOR_TYPES)]
-    flat, _ = tree.flatten(tuple(bound.arguments[n] for n in names))
+    flat, in_tree = tree.flatten(tuple(bound.arguments[n] for n in names))
     arrays = {j: _no_single_rows(x) for j, x in enumerate(flat) if is_dask(x)}
+    cache = jitted.__dict__.setdefault("_dask_plans", {})
+    key = _plan_key(jitted, bound, names, in_tree, flat, arrays)
+    found = cache.get(key)
+    if found is None or (found.effects is not None and found.effects.broken_guard()):
+        found = cache[key] = _plan(jitted, bound, names, arrays)
+        while len(cache) > PLANS_KEPT:
+            cache.pop(next(iter(cache)))
+    values = {j: np.asarray(x, dtype=found.key.leaves[j][1]) for j, x in enumerate(flat)
+              if j not in arrays}
+    return found._replace(arrays=arrays, values=values)
+
+
+# plans kept per jitted function (distinct chunkings and argument signatures)
+PLANS_KEPT = 16
+
+
+def _plan_key(jitted, bound, names, in_tree, flat, arrays):
+    """What a plan depends on: the chunks and dtype of each Dask leaf, the signature of
+    the others (Python scalars by value: a trace may read an int's value), the static
+    arguments and the backend."""
+    from jitlib.trace.context import abstract_leaf
+    leaves = []
+    for j, x in enumerate(flat):
+        if j in arrays:
+            leaves.append(("dask", arrays[j].chunks, arrays[j].dtype.str))
+        elif isinstance(x, (bool, int, float, complex)):
+            leaves.append((type(x).__name__, x))
+        else:
+            shape, dtype, weak = abstract_leaf(x, "")
+            leaves.append((shape, dtype.str, weak is None))
+    static = tuple((n, v) for n, v in bound.arguments.items() if n not in names)
+    return (tuple(names), in_tree, tuple(leaves), static,
+            jitted.backend or config.default_backend(), jitted._int_values)
+
+
+def _plan(jitted, bound, names, arrays):
     group_of, group_chunks = _groups(arrays)
     lengths = _trace_lengths(group_chunks)
     traced = [_trace(jitted, bound, names, arrays, group_of, n, i > 0)
@@ -82,10 +122,8 @@ def _planned(jitted, args, kwargs, is_dask):
     used = [k for k, n in enumerate(lengths) if n in combos]
     totals = [sum(c) for c in group_chunks]
     plan = stages.plan(proof, used, totals, jitted.__name__, rechunk_hint(described))
-    values = {j: np.asarray(x, dtype=key.leaves[j][1]) for j, x in enumerate(flat)
-              if j not in arrays}
-    return _Call(key, out_tree, plan, proof, arrays, values, group_of, group_chunks,
-                 lengths, described)
+    return _Call(key, out_tree, plan, proof, None, None, group_of, group_chunks,
+                 lengths, described, modules[0].effects)
 
 
 def _describe_groups(names, bound, arrays, group_of, n_groups):
@@ -202,10 +240,12 @@ class _Builder:
         self.plan, self.arrays, self.values = plan, arrays, values
         self.group_of, self.group_chunks = group_of, group_chunks
         self.k_of, self.main, self.proof = k_of, main, proof
+        modules = [m for s in plan.stages for m in s.modules.values()] + \
+            list(plan.combines) + [plan.final.modules[0]]
+        # the programs, the Dask inputs and the other arguments' values name the layers
         self.token = dask.base.tokenize(
-            [programs.Program(m, backend).digest for s in plan.stages
-             for m in s.modules.values()], [a.name for a in arrays.values()],
-            sorted(values))
+            [programs.Program(m, backend).digest for m in modules],
+            [a.name for a in arrays.values()], [(j, values[j]) for j in sorted(values)])
         self.backend = backend
         self.crossed = [None] * len(plan.crosses)   # Delayed combined reductions
         self.out = [None] * len(proof.results)

@@ -126,3 +126,23 @@ def test_two_arrays_chunked_independently(rows):
     # each sum counts its own blocks once, though the stage runs per pair of blocks
     assert_like_numpy(lambda x, y: (x * 2, y + 1, x.sum() + y.sum()),
                       rows.astype(np.float64), y)
+
+
+def test_second_call_reuses_the_plan(rows, monkeypatch):
+    f = jitlib.jit(lambda x: x * 2)
+    f(rows)
+    traces = []
+    original = f._trace
+    monkeypatch.setattr(f, "_trace", lambda *a, **k: traces.append(1) or original(*a, **k))
+    y = f(rows + 1)   # another array, the same chunks and dtype
+    np.testing.assert_allclose(y.compute(), (rows.compute() + 1) * 2, rtol=1e-6)
+    assert traces == []
+    f(rows.rechunk((4, 8)))
+    assert traces   # other chunks: traced again
+
+
+def test_calls_with_other_numpy_values_do_not_share_keys(rows):
+    f = jitlib.jit(lambda x, w: x * w)
+    a, b = f(rows, np.full(8, 2.0)), f(rows, np.full(8, 3.0))
+    got_a, got_b = dask.compute(a, b)
+    np.testing.assert_allclose(got_b / got_a, 1.5)
