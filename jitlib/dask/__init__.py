@@ -29,7 +29,7 @@ def call(jitted, args, kwargs, is_dask):
 
 def explain(jitted, *args, **kwargs):
     """How `jitted(*args, **kwargs)` runs on these Dask arrays, as text: the chunked
-    axes, then each stage's program (blockwise stages at the first block's shape, tree
+    axes, then each stage's program (blockwise stages at the longest block's shape, tree
     reductions' combines, the finalize). Traces, builds no graph, compiles nothing."""
     is_dask = dask_arrays_in(args, kwargs)
     if is_dask is None:

@@ -27,14 +27,13 @@ def call(jitted, args, kwargs, is_dask):
     """`jitted(*args, **kwargs)` where some leaves are Dask arrays: Dask results."""
     c = _planned(jitted, args, kwargs, is_dask)
     builder = _Builder(c.plan, c.key.backend, c.arrays, c.values, c.group_of,
-                       c.group_chunks, {n: k for k, n in enumerate(c.lengths)},
-                       c.lengths[0], c.proof)
+                       c.group_chunks, c.lengths[0], c.proof)
     builder.jitted_programs = jitted.__dict__.setdefault("_dask_programs", set())
     return tree.unflatten(c.out_tree, builder.results())
 
 
 def explain(jitted, args, kwargs, is_dask):
-    """The stages of the call as text: per stage its program at the first block shape,
+    """The stages of the call as text: per stage its program at the longest block's shape,
     each combine, and the finalize."""
     from jitlib.hlo.printer import print_module
     c = _planned(jitted, args, kwargs, is_dask)
@@ -43,12 +42,14 @@ def explain(jitted, args, kwargs, is_dask):
              f"{len(c.plan.stages)} blockwise stage(s), {len(c.plan.crosses)} tree "
              f"reduction(s), finalize: {'yes' if c.plan.final.results else 'no'}"]
     for s, stage in enumerate(c.plan.stages):
-        lines.append(f"# stage {s}: per block, {len(stage.modules)} block shape(s)")
-        lines.append(print_module(stage.modules[min(stage.modules)], short_locs=True))
+        edge = " (and a masked one for the ragged edges)" if "masked" in stage.modules \
+            else ""
+        lines.append(f"# stage {s}: per block, one program{edge}")
+        lines.append(print_module(stage.modules["full"], short_locs=True))
     for combine in c.plan.combines:
         lines.append(print_module(combine, short_locs=True))
     if c.plan.final.results:
-        lines.append(print_module(c.plan.final.modules[0], short_locs=True))
+        lines.append(print_module(c.plan.final.modules["full"], short_locs=True))
     return "\n".join(lines)
 
 
@@ -118,10 +119,9 @@ def _plan(jitted, bound, names, arrays):
     (key, out_tree), modules = traced[0][0], [m for _, m in traced]
     described = _describe_groups(names, bound, arrays, group_of, len(group_chunks))
     proof = prove([safety.Traced(m, n) for m, n in zip(modules, lengths)], described)
-    combos = set(itertools.product(*[sorted(set(c)) for c in group_chunks]))
-    used = [k for k, n in enumerate(lengths) if n in combos]
+    ragged = any(len(set(c)) > 1 for c in group_chunks)
     totals = [sum(c) for c in group_chunks]
-    plan = stages.plan(proof, used, totals, jitted.__name__, rechunk_hint(described))
+    plan = stages.plan(proof, ragged, totals, jitted.__name__, rechunk_hint(described))
     return _Call(key, out_tree, plan, proof, None, None, group_of, group_chunks,
                  lengths, described, modules[0].effects)
 
@@ -182,9 +182,10 @@ def _groups(arrays):
 
 
 def _trace_lengths(group_chunks):
-    """Lengths per group to trace at: the first block's, one probe per group (another
-    block length where there is one), then every other combination the blocks have."""
-    main = tuple(c[0] for c in group_chunks)
+    """Lengths per group to trace at: the longest block's, one probe per group (another
+    block length where there is one), then every other combination the blocks have
+    (each is checked against the proof, though the edges run the padded program)."""
+    main = tuple(max(c) for c in group_chunks)   # the shape edge blocks pad up to
     out = [main]
     for g, chunks in enumerate(group_chunks):
         others = [n for n in sorted(set(chunks)) if n != main[g] and n >= 2]
@@ -218,7 +219,7 @@ def _trace(jitted, bound, names, arrays, group_of, lengths, probe):
         if not probe:
             raise
         raise ChunkCouplingError(
-            f"{jitted.__name__} traces on its first blocks but not with a chunked axis "
+            f"{jitted.__name__} traces on its longest blocks but not with a chunked axis "
             f"at another length {lengths}: {e.message}", location=e.location,
             hint="arrays whose axes line up must have the same chunks along them "
                  "(dask.array.unify_chunks, or rechunk one like the other)") from e
@@ -234,14 +235,13 @@ def _trace(jitted, bound, names, arrays, group_of, lengths, probe):
 class _Builder:
     """The Dask collections of one call's results, stage by stage."""
 
-    def __init__(self, plan, backend, arrays, values, group_of, group_chunks, k_of, main,
-                 proof):
+    def __init__(self, plan, backend, arrays, values, group_of, group_chunks, main, proof):
         import dask.base
         self.plan, self.arrays, self.values = plan, arrays, values
         self.group_of, self.group_chunks = group_of, group_chunks
-        self.k_of, self.main, self.proof = k_of, main, proof
+        self.main, self.proof = main, proof
         modules = [m for s in plan.stages for m in s.modules.values()] + \
-            list(plan.combines) + [plan.final.modules[0]]
+            list(plan.combines) + [plan.final.modules["full"]]
         # the programs, the Dask inputs and the other arguments' values name the layers
         self.token = dask.base.tokenize(
             [programs.Program(m, backend).digest for m in modules],
@@ -277,10 +277,14 @@ class _Builder:
     def _stage(self, s, stage):
         import dask.array as da
         pairs, locator, letters = [], {}, []
-        starts = []
+        starts, lengths, pads = [], [], {}
         for p, src in enumerate(stage.inputs):
             if src.kind == "leaf" and src.index not in self.arrays:
                 pairs += [self.values[src.index], None]
+                continue
+            if src.kind == "length":   # the task passes the block's true length
+                pairs += [0, None]
+                lengths.append((p, src.index))
                 continue
             if src.kind == "start":   # each block's first position along the axis
                 chunks = self.group_chunks[src.index]
@@ -294,14 +298,19 @@ class _Builder:
                 if letter.startswith("g"):
                     locator.setdefault(int(letter[1:]), (p, a))
                     letters.append(letter)
+                    pads.setdefault(p, []).append((a, int(letter[1:])))
         letters = sorted(set(letters), key=lambda name: int(name[1:]))
+        results = [self.proof.results[i] for i in stage.results]
+        out_axes = [()] * sum(2 if self._is_arg(c) else 1 for c in stage.partials) + \
+            [tuple(sorted(self.proof.padded[t].items())) for t in results]
         task = _StageTask({k: programs.Program(m, self.backend)
                            for k, m in stage.modules.items()},
-                          self.k_of, sorted(locator.items()), self.main, starts)
+                          sorted(locator.items()), self.main, starts,
+                          _Ragged(pads, lengths, out_axes))
         for program in task.programs.values():
             self._compile(program)   # on the client: errors surface here
         results = [self.proof.results[i] for i in stage.results]
-        name = f"{self.plan.final.modules[0].name.rsplit('_', 1)[0]}-stage{s}-{self.token}"
+        name = f"{self.plan.final.modules['full'].name.rsplit('_', 1)[0]}-stage{s}-{self.token}"
         if not stage.partials and len(results) == 1:
             out_ind, new_axes = self._result_index(results[0])
             if set(letters) <= set(out_ind):   # one layer: the blocks are the result
@@ -369,11 +378,11 @@ class _Builder:
         import dask
         import dask.array as da
         final = self.plan.final
-        program = programs.Program(final.modules[0], self.backend)
+        program = programs.Program(final.modules["full"], self.backend)
         self._compile(program)
         args = [self.crossed[s.index] if s.kind == "cross" else
                 self.arrays.get(s.index, self.values.get(s.index)) for s in final.inputs]
-        name = f"{final.modules[0].name}-{self.token}"
+        name = f"{final.modules['full'].name}-{self.token}"
         done = dask.delayed(_Final(program), pure=True)(*args, dask_key_name=name)
         for pos, i in enumerate(final.results):
             b = self.proof.results[i][0]
@@ -382,24 +391,65 @@ class _Builder:
 
 
 class _StageTask:
-    """One block of a stage: the program of the block's shape on the block's inputs."""
+    """One block of a stage: the stage's program, or for a ragged edge its masked
+    program on the block padded to the longest block's shape, sliced back."""
 
-    def __init__(self, programs, k_of, locator, main, starts=()):
-        self.programs, self.k_of, self.locator, self.main = programs, k_of, locator, main
+    def __init__(self, programs, locator, main, starts, ragged):
+        self.programs, self.locator, self.main = programs, locator, main
         self.starts = starts   # argument positions of blocks of positions: pass the first
+        self.ragged = ragged
         self.single = False
-        module = next(iter(programs.values())).module
-        self.dtypes = [p.dtype for p in module.params]
+        self.dtypes = {k: [p.dtype for p in program.module.params]
+                       for k, program in programs.items()}
 
     def __call__(self, *args):
         lengths = list(self.main)
         for g, (p, a) in self.locator:
             lengths[g] = args[p].shape[a]
-        program = self.programs[self.k_of[tuple(lengths)]]
-        if self.starts:
-            args = [x[0] if p in self.starts else x for p, x in enumerate(args)]
-        outs = program(*[np.asarray(x, dtype=dt) for x, dt in zip(args, self.dtypes)])
+        args = [x[0] if p in self.starts else x for p, x in enumerate(args)]
+        which = "full" if tuple(lengths) == tuple(self.main) else "masked"
+        if which == "masked":
+            args = self.ragged.pad(args, lengths, self.main)
+        dtypes = self.dtypes[which]
+        outs = self.programs[which](*[np.asarray(x, dtype=dt)
+                                      for x, dt in zip(args, dtypes)])
+        if which == "masked":
+            outs = self.ragged.cut(outs, lengths)
         return outs[0] if self.single else tuple(outs)
+
+
+class _Ragged:
+    """How an edge block is padded to the longest block's shape, and its results cut."""
+
+    def __init__(self, pads, lengths, out_axes):
+        self.pads = pads           # argument position -> ((axis, group), ...)
+        self.lengths = lengths     # (argument position, group) of each length parameter
+        self.out_axes = out_axes   # per output: ((axis, group), ...) to cut back
+
+    def pad(self, args, lengths, main):
+        args = list(args)
+        for p, axes in self.pads.items():
+            block = np.asarray(args[p])
+            shape = list(block.shape)
+            for a, g in axes:
+                shape[a] = main[g]
+            if tuple(shape) != block.shape:
+                padded = np.zeros(shape, block.dtype)
+                padded[tuple(slice(0, n) for n in block.shape)] = block
+                args[p] = padded
+        for p, g in self.lengths:
+            args[p] = np.int64(lengths[g])
+        return args
+
+    def cut(self, outs, lengths):
+        outs = list(outs)
+        for i, axes in enumerate(self.out_axes):
+            if axes:
+                index = [slice(None)] * outs[i].ndim
+                for a, g in axes:
+                    index[a] = slice(0, lengths[g])
+                outs[i] = outs[i][tuple(index)]
+        return outs
 
 
 class _Pick:

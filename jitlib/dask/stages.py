@@ -7,6 +7,12 @@ block); earlier reductions' combined values come in as parameters (so softmax al
 the chunked axis is three passes: the max, the sum of exponentials, the quotient).
 A combine folds two partials with the reduction's associative step; the finalize
 computes the results that carry no chunked axis from the combined reductions.
+
+A stage has at most two programs: one for blocks of the longest block's shape, and one
+for the ragged edges, padded to that shape. The edge program is the same with the
+padding masked out of each partial (`select(iota < length, x, identity)`, the bucket
+padding's rule, buckets/safety.py), the true lengths as parameters; the task slices
+its chunked results back.
 Every stage, combine and finalize is a Module of its own, compiled by jitlib.
 """
 from typing import NamedTuple
@@ -31,20 +37,22 @@ class Stage(NamedTuple):
     partials: list    # positions in Plan.crosses whose per-block partials it returns
     #                   first: one value each, or (value, index) for an arg-reduction
     results: list     # positions in the user's flat results it returns after them
-    modules: dict     # trace index -> Module
+    modules: dict     # "full": the Module at the longest block's shape; "masked": the same
+    #                   for blocks padded to it, its lengths as parameters (ragged edges)
 
 
 class Plan(NamedTuple):
     stages: list      # blockwise stages, in order
     crosses: list     # aligned tuples of the reductions over a chunked axis
     combines: list    # Module per cross: two partials -> one
-    final: Stage      # the results without a chunked axis (modules: {0: Module})
+    final: Stage      # the results without a chunked axis (modules: {"full": Module})
     chunked: list     # per user result: its {axis: group}, empty if it has none
 
 
-def plan(proof, traces_used, totals, name, hint):
-    """The Plan of `proof` for the traces in `traces_used` (indices of real block
-    shapes); `totals`: the whole array's length per group."""
+def plan(proof, ragged, totals, name, hint):
+    """The Plan of `proof`; `ragged`: whether some block is shorter than the first
+    along a chunked axis (then each stage has a masked program too); `totals`: the
+    whole array's length per group."""
     levels = _levels(proof)
     crosses = [t for t in proof.order if t in proof.crosses]
     for t in crosses:
@@ -61,16 +69,17 @@ def plan(proof, traces_used, totals, name, hint):
                    if c and levels[t] == s]
         roots = [(crosses[i], True) for i in partials] + \
                 [(proof.results[i], False) for i in results]
-        modules, inputs = {}, None
-        for k in traces_used:
-            modules[k], inputs = emit.module(f"{name}_stage{s}", roots, k)
+        modules = {"full": emit.module(f"{name}_stage{s}", roots)[0]}
+        module, inputs = emit.module(f"{name}_stage{s}", roots, masked=True)
+        if ragged:
+            modules["masked"] = module
         stages.append(Stage(inputs, partials, results, modules))
     combines = [(_combine_arg if t[0].op in O.ARG_REDUCE else _combine)(
         t[0], f"{name}_combine{i}") for i, t in enumerate(crosses)]
     results = [i for i, c in enumerate(chunked) if not c]
     module, inputs = emit.module(f"{name}_final", [(proof.results[i], False)
-                                                   for i in results], 0)
-    final = Stage(inputs, [], results, {0: module})
+                                                   for i in results])
+    final = Stage(inputs, [], results, {"full": module})
     return Plan(stages, crosses, combines, final, chunked)
 
 
@@ -123,6 +132,20 @@ def _combine_arg(b, name):
                                            build.select(take_b, ib, ia, loc=loc)])
 
 
+def _reduced_axes(b, operand):
+    if b.op is Op.DOT_GENERAL:
+        return b.attrs["lhs_contract" if operand == 0 else "rhs_contract"]
+    return (b.attrs["axis"],) if b.op in O.ARG_REDUCE else b.attrs["dims"]
+
+
+def _identity(b):
+    """What padding must read as in reduction `b`: its identity (a dot's is 0)."""
+    from jitlib.buckets.safety import _REDUCE_IDENTITY
+    if b.op is Op.DOT_GENERAL:
+        return 0
+    return _REDUCE_IDENTITY[b.op](b.operands[0].dtype)
+
+
 class _Emitter:
     """Rebuilds the instructions one stage needs from one trace of the proof."""
 
@@ -130,9 +153,11 @@ class _Emitter:
         self.proof, self.cross_at, self.totals, self.name = proof, cross_at, totals, name
         self.leaf_at = {t: j for j, t in enumerate(proof.params)}
 
-    def module(self, name, roots, k):
-        """(Module, [Source per parameter]) computing `roots` ((tuple, as partial)) on the
-        blocks of trace `k`."""
+    def module(self, name, roots, masked=False):
+        """(Module, [Source per parameter]) computing `roots` ((tuple, as partial)) on
+        blocks of the longest block's shape; `masked`: blocks padded to it, with each
+        chunked axis's true length a parameter after the others."""
+        k = 0
         root_set = {t for t, partial in roots if partial}
         inputs = self._inputs(roots, root_set)
         new = {}
@@ -154,6 +179,13 @@ class _Emitter:
                                                     f"start{group}")
                     params.append(starts[group])
                     sources.append(Source("start", group))
+        self.lengths = None
+        if masked:
+            groups = len(self.totals)
+            self.lengths = [build.parameter(len(params) + g, (), dtypes.INDEX, f"len{g}")
+                            for g in range(groups)]
+            params += self.lengths
+            sources += [Source("length", g) for g in range(groups)]
         for t in self.proof.order:
             if t in new or not self._needed(t, new, root_set):
                 continue
@@ -162,15 +194,39 @@ class _Emitter:
         for t, partial in roots:
             if partial and t[0].op in O.ARG_REDUCE:
                 results += self._arg_partial(t, k, new, starts)
+            elif partial:
+                results.append(self._partial(t, k, new))
             else:
                 results.append(new[t])
         return Module(name, params, results), sources
+
+    def _partial(self, t, k, new):
+        """Reduction `t` on one block: as traced, its operands masked on padded blocks."""
+        b = t[k]
+        ops = [self._mask(c, new[c], _reduced_axes(b, i), _identity(b))
+               for i, c in enumerate(zip(*(x.operands for x in t)))]
+        return build.make(b.op, ops, dict(b.attrs), loc=b.loc)
+
+    def _mask(self, c, value, axes, fill):
+        """`value` with positions past each chunked axis's true length set to `fill`."""
+        padded = self.proof.padded[c]
+        if self.lengths is None:
+            return value
+        shape, loc = value.shape, c[0].loc
+        for axis in sorted(set(axes) & set(padded)):
+            index = build.iota(shape, dtypes.INDEX, axis, loc=loc)
+            length = build.broadcast_in_dim(self.lengths[padded[axis]], shape, (), loc=loc)
+            keep = build.compare(index, length, "LT", loc=loc)
+            value = build.select(keep, value, build.full(fill, shape, value.dtype, loc=loc),
+                                 loc=loc)
+        return value
 
     def _arg_partial(self, t, k, new, starts):
         """(the block's max or min, its first position as an index into the array)."""
         b = t[k]
         (_, group), = self.proof.crosses[t][0]
-        x = new[next(zip(*(i.operands for i in t)))]
+        c = next(zip(*(i.operands for i in t)))
+        x = self._mask(c, new[c], (b.attrs["axis"],), _identity(b))
         axis, loc = b.attrs["axis"], b.loc
         value = build.reduce(Op.REDUCE_MAX if b.op is Op.ARGMAX else Op.REDUCE_MIN, x,
                              (axis,), loc=loc)

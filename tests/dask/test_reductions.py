@@ -89,3 +89,21 @@ def test_argmax_argmin_first_occurrence_and_nan():
 def test_whole_vector_argmax_of_integers():
     v = da.from_array(np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 9]), chunks=3)
     assert_like_numpy(lambda v: (v.argmax(), v.argmin() + 1), v)
+
+
+def test_ragged_grid_runs_two_programs_per_stage():
+    data = np.random.default_rng(4).uniform(1.0, 2.0, (7, 10))
+    x = da.from_array(data, chunks=(3, 4))   # edges of 4 rows (merged) and 2 columns
+
+    @jitlib.jit
+    def logs(x):
+        # the padding is 0: log(0) = -inf would win the min unless masked
+        return np.log(x).min(), np.sqrt(x) * 2
+    assert_like_numpy(logs.fn, x)
+    logs(x)[0].compute()
+    # four block shapes, one program for the largest and one masked for the edges
+    assert jitlib.dask.cache_info(logs)["logs_stage0"] == 2
+
+
+def test_ragged_edge_argmin_and_dot(x):
+    assert_like_numpy(lambda x: (np.argmin(np.abs(x), axis=0), x.T @ np.exp(x)), x)
