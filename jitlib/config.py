@@ -89,6 +89,10 @@ _SETTINGS: dict[str, tuple[str, tuple[str, ...], str]] = {
     # memory as jitlib.Array (chained calls never touch the host), "numpy" copies them to
     # host NumPy arrays after each call (docs/arrays.md)
     "results": ("JITLIB_RESULTS", ("device", "numpy"), "device"),
+    # what a jitted function called on Dask arrays does with an op that couples blocks
+    # along a chunked axis (a cumsum, a reverse): "error" says which op and how to
+    # rechunk; "auto" rechunks that axis to one chunk and goes on (docs/dask.md)
+    "dask_rechunk": ("JITLIB_DASK_RECHUNK", ("error", "auto"), "error"),
 }
 
 
@@ -106,7 +110,8 @@ _values = {name: _from_environment(name) for name in _SETTINGS}
 def update(name: str, value: str) -> None:
     """Change a setting for the rest of the process, as `jax.config.update` does:
     `jitlib.config.update("results", "numpy")`. Known settings: "results" ("device", the
-    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default)."""
+    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default);
+    "dask_rechunk" ("error", the default, or "auto"; JITLIB_DASK_RECHUNK)."""
     if name not in _SETTINGS:
         raise ValueError(f"unknown jitlib setting {name!r}: known are "
                          f"{', '.join(sorted(_SETTINGS))}")

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from jitlib import config, errors, tree
+from jitlib import config, errors, logs, tree
 from jitlib.buckets import safety
 from jitlib.dask import programs, stages
 from jitlib.dask.proof import ChunkCouplingError, prove, rechunk_hint
@@ -65,6 +65,7 @@ class _Call(NamedTuple):
     lengths: list       # the traces' block lengths per group
     described: list
     effects: object     # the first trace's writeback.Effects: globals it read (guards)
+    chunks: dict        # flat leaf index -> the chunks planned for (rechunked: "auto")
 
 
 def _planned(jitted, args, kwargs, is_dask):
@@ -80,9 +81,11 @@ def _planned(jitted, args, kwargs, is_dask):
     key = _plan_key(jitted, bound, names, in_tree, flat, arrays)
     found = cache.get(key)
     if found is None or (found.effects is not None and found.effects.broken_guard()):
-        found = cache[key] = _plan(jitted, bound, names, arrays)
+        found = cache[key] = _rechunked_plan(jitted, bound, names, arrays)
         while len(cache) > PLANS_KEPT:
             cache.pop(next(iter(cache)))
+    arrays = {j: x if x.chunks == found.chunks[j] else x.rechunk(found.chunks[j])
+              for j, x in arrays.items()}
     values = {j: np.asarray(x, dtype=found.key.leaves[j][1]) for j, x in enumerate(flat)
               if j not in arrays}
     return found._replace(arrays=arrays, values=values)
@@ -111,6 +114,31 @@ def _plan_key(jitted, bound, names, in_tree, flat, arrays):
             jitted.backend or config.default_backend(), jitted._int_values)
 
 
+def _rechunked_plan(jitted, bound, names, arrays):
+    """The plan; with the setting dask_rechunk = "auto", an axis an op couples is
+    rechunked to one chunk (in every argument chunked alike) until none is."""
+    while True:
+        try:
+            return _plan(jitted, bound, names, arrays)
+        except ChunkCouplingError as e:
+            if config.get("dask_rechunk") != "auto":
+                raise
+            group_of, _ = _groups(arrays)
+            groups = getattr(e, "groups", None) or set(group_of.values())
+            if not groups:
+                raise
+            whole = {}
+            for (j, axis), g in group_of.items():
+                if g in groups:
+                    whole.setdefault(j, {})[axis] = -1
+            logs.log("compiles", "%s: rechunking %s to one chunk: %s", jitted.__name__,
+                     ", ".join(f"leaf {j} axis {list(a)}" for j, a in whole.items()),
+                     e.message.splitlines()[0])
+            arrays = dict(arrays)
+            for j, axes in whole.items():
+                arrays[j] = arrays[j].rechunk(axes)
+
+
 def _plan(jitted, bound, names, arrays):
     group_of, group_chunks = _groups(arrays)
     lengths = _trace_lengths(group_chunks)
@@ -123,7 +151,8 @@ def _plan(jitted, bound, names, arrays):
     totals = [sum(c) for c in group_chunks]
     plan = stages.plan(proof, ragged, totals, jitted.__name__, rechunk_hint(described))
     return _Call(key, out_tree, plan, proof, None, None, group_of, group_chunks,
-                 lengths, described, modules[0].effects)
+                 lengths, described, modules[0].effects,
+                 {j: x.chunks for j, x in arrays.items()})
 
 
 def _describe_groups(names, bound, arrays, group_of, n_groups):

@@ -98,14 +98,33 @@ class _BlockProver(safety._Prover):
         return b
 
     def _refuse(self, b, why):
+        groups = self._coupled_groups(self.current)
         why = re.sub(r"\s*\((the )?padding[^)]*\)", "", why)
         why = why.replace("padded", "chunked").replace("bucketed length", "block length")
-        raise ChunkCouplingError(
+        error = ChunkCouplingError(
             f"cannot split into blocks: {b.op.value} {why}, so one block's result "
             f"depends on other blocks:\n  "
             f"{print_instr(b, self.names, short_locs=True).strip()}",
             location=safety._user_loc(b),
             hint=self.hint)
+        error.groups = groups   # the chunked axes it couples: what "auto" rechunks
+        raise error
+
+    def _coupled_groups(self, t):
+        """The chunked axes the refused op couples: those of its operand along the axis
+        it names (a scan's, a reverse's...), else every chunked axis it touches."""
+        b = t[0]
+        operands = list(zip(*(x.operands for x in t)))
+        pads = self.padded[operands[0]] if operands else self.padded.get(t, {})
+        named = [b.attrs[k] for k in ("axis", "dimension", "dim", "dims") if k in b.attrs]
+        axes = [a for v in named for a in (v if isinstance(v, tuple) else (v,))]
+        groups = {pads[a] for a in axes if a in pads}
+        if groups:
+            return groups
+        groups = set(self.padded.get(t, {}).values())
+        for c in operands:
+            groups |= set(self.padded[c].values())
+        return groups
 
     def _refuse_mismatch(self, tup):
         b = tup[0]

@@ -94,15 +94,18 @@ def _levels(proof):
 def _check_cross(proof, t, hint):
     b = t[0]
     if proof.padded[t]:
-        raise _refusal(b, "reduces one chunked axis and keeps another", hint)
+        raise _refusal(b, "reduces one chunked axis and keeps another", hint,
+                       set(proof.padded[t].values()))
     if b.op not in O.REDUCE and b.op not in O.ARG_REDUCE and b.op is not Op.DOT_GENERAL:
         raise _refusal(b, "reduces along the chunked axis in a way with no tree form", hint)
 
 
-def _refusal(b, why, hint):
+def _refusal(b, why, hint, groups=None):
     from jitlib.buckets.safety import _user_loc
-    return ChunkCouplingError(f"cannot split into blocks: {b.op.value} {why}",
-                              location=_user_loc(b), hint=hint)
+    error = ChunkCouplingError(f"cannot split into blocks: {b.op.value} {why}",
+                               location=_user_loc(b), hint=hint)
+    error.groups = groups   # the chunked axes to rechunk under "auto" (None: all)
+    return error
 
 
 def _combine(b, name):

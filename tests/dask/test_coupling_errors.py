@@ -32,3 +32,18 @@ def test_coupling_op_is_named(fn, op, x):
 def test_rechunked_to_one_chunk_runs(x):
     y = jitlib.jit(lambda x: np.cumsum(x, axis=0))(x.rechunk({0: -1}))
     np.testing.assert_array_equal(y.compute(), np.cumsum(x.compute(), axis=0))
+
+
+@pytest.fixture
+def auto_rechunk():
+    jitlib.config.update("dask_rechunk", "auto")
+    yield
+    jitlib.config.update("dask_rechunk", "error")
+
+
+def test_opt_in_rechunks_the_coupled_axis_only(auto_rechunk):
+    data = np.arange(48.0).reshape(8, 6)
+    x = da.from_array(data, chunks=(3, 2))
+    y = jitlib.jit(lambda x: np.cumsum(x, axis=0) * 2)(x)
+    np.testing.assert_array_equal(y.compute(), np.cumsum(data, axis=0) * 2)
+    assert y.chunks == ((8,), (2, 2, 2))   # the columns stay chunked
