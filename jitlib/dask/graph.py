@@ -276,7 +276,8 @@ class _Builder:
             [programs.Program(m, backend).digest for m in modules],
             [a.name for a in arrays.values()], [(j, values[j]) for j in sorted(values)])
         self.backend = backend
-        self.crossed = [None] * len(plan.crosses)   # Delayed combined reductions
+        self.name = plan.final.modules["full"].name.rsplit("_", 1)[0]   # the function's
+        self.crossed = [None] * len(plan.crosses)   # combined reductions, one chunk each
         self.out = [None] * len(proof.results)
 
     def results(self):
@@ -304,31 +305,57 @@ class _Builder:
         return self.plan.crosses[source.index][0].shape
 
     def _stage(self, s, stage):
+        """Stage `s` as one blockwise layer; its chunked results, and a tree per
+        reduction it starts."""
         import dask.array as da
-        pairs, locator, letters = [], {}, []
+        pairs, letters, task = self._stage_task(stage)
+        results = [self.proof.results[i] for i in stage.results]
+        name = f"{self.name}-stage{s}-{self.token}"
+        if not stage.partials and len(results) == 1:
+            out_ind, new_axes = self._result_index(results[0])
+            if set(letters) <= set(out_ind):   # one layer: the blocks are the result
+                task.single = True
+                self.out[stage.results[0]] = da.blockwise(
+                    task, out_ind, *pairs, new_axes=new_axes, concatenate=True,
+                    name=name, meta=np.empty((0,) * len(out_ind), results[0][0].dtype))
+                return
+        blocks = da.blockwise(task, letters, *pairs, concatenate=True, name=name,
+                              meta=np.empty((0,) * len(letters), object))
+        slots = [2 if self._is_arg(c) else 1 for c in stage.partials]
+        for pos, i in enumerate(stage.results, sum(slots)):
+            out_ind, new_axes = self._result_index(self.proof.results[i])
+            self.out[i] = da.blockwise(
+                _Pick(pos), out_ind, blocks, letters, new_axes=new_axes,
+                name=f"{name}-out{i}",
+                meta=np.empty((0,) * len(out_ind), self.proof.results[i][0].dtype))
+        for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
+            self._tree(c, self._own_blocks(c, blocks, letters), pos, name)
+
+    def _stage_task(self, stage):
+        """(blockwise's (argument, index) pairs flattened, the stage's block index,
+        the task running the stage's programs), the programs compiled here."""
+        import dask.array as da
+        pairs, locator, letters = [], {}, set()
         starts, lengths, pads = [], [], {}
         for p, src in enumerate(stage.inputs):
             if src.kind == "leaf" and src.index not in self.arrays:
                 pairs += [self.values[src.index], None]
-                continue
-            if src.kind == "length":   # the task passes the block's true length
+            elif src.kind == "length":   # the task passes the block's true length
                 pairs += [0, None]
                 lengths.append((p, src.index))
-                continue
-            if src.kind == "start":   # each block's first position along the axis
+            elif src.kind == "start":   # each block's first position along the axis
                 chunks = self.group_chunks[src.index]
                 pairs += [da.arange(sum(chunks), chunks=(chunks,)), (f"g{src.index}",)]
                 starts.append(p)
-                continue
-            index = self._index(src)
-            value = self.crossed[src.index] if src.kind == "cross" else self.arrays[src.index]
-            pairs += [value, index]
-            for a, letter in enumerate(index):
-                if letter.startswith("g"):
-                    locator.setdefault(int(letter[1:]), (p, a))
-                    letters.append(letter)
-                    pads.setdefault(p, []).append((a, int(letter[1:])))
-        letters = sorted(set(letters), key=lambda name: int(name[1:]))
+            else:
+                index = self._index(src)
+                pairs += [self.crossed[src.index] if src.kind == "cross"
+                          else self.arrays[src.index], index]
+                for a, letter in enumerate(index):
+                    if letter.startswith("g"):
+                        locator.setdefault(int(letter[1:]), (p, a))
+                        letters.add(letter)
+                        pads.setdefault(p, []).append((a, int(letter[1:])))
         results = [self.proof.results[i] for i in stage.results]
         out_axes = [()] * sum(2 if self._is_arg(c) else 1 for c in stage.partials) + \
             [tuple(sorted(self.proof.padded[t].items())) for t in results]
@@ -338,27 +365,7 @@ class _Builder:
                           _Ragged(pads, lengths, out_axes))
         for program in task.programs.values():
             self._compile(program)   # on the client: errors surface here
-        results = [self.proof.results[i] for i in stage.results]
-        name = f"{self.plan.final.modules['full'].name.rsplit('_', 1)[0]}-stage{s}-{self.token}"
-        if not stage.partials and len(results) == 1:
-            out_ind, new_axes = self._result_index(results[0])
-            if set(letters) <= set(out_ind):   # one layer: the blocks are the result
-                task.single = True
-                self.out[stage.results[0]] = da.blockwise(
-                    task, out_ind, *pairs, new_axes=new_axes, concatenate=True,
-                    name=name, meta=np.empty((0,) * len(out_ind), results[0][0].dtype))
-                return
-        blocks = da.blockwise(task, tuple(letters), *pairs, concatenate=True, name=name,
-                              meta=np.empty((0,) * len(letters), object))
-        slots = [2 if self._is_arg(c) else 1 for c in stage.partials]
-        for pos, i in enumerate(stage.results, sum(slots)):
-            t = self.proof.results[i]
-            out_ind, new_axes = self._result_index(t)
-            self.out[i] = da.blockwise(
-                _Pick(pos), out_ind, blocks, tuple(letters), new_axes=new_axes,
-                name=f"{name}-out{i}", meta=np.empty((0,) * len(out_ind), t[0].dtype))
-        for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
-            self._tree(c, self._own_blocks(c, blocks, letters), pos, name)
+        return pairs, tuple(sorted(letters, key=lambda name: int(name[1:]))), task
 
     def _own_blocks(self, c, blocks, letters):
         """The stage's blocks along the chunked axes reduction `c` reduces, the first
