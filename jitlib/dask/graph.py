@@ -245,13 +245,18 @@ def _trace(jitted, bound, names, arrays, group_of, lengths, probe):
     try:
         module, out_tree = jitted._trace(block, dynamic, key, check=not probe)
     except errors.JitlibError as e:
-        if not probe:
+        if probe:
+            what = f"but not with a chunked axis at another length {lengths}"
+        elif isinstance(e, errors.ShapeError):
+            what = f"(lengths {lengths} along the chunked axes)"
+        else:
             raise
         raise ChunkCouplingError(
-            f"{jitted.__name__} traces on its longest blocks but not with a chunked axis "
-            f"at another length {lengths}: {e.message}", location=e.location,
-            hint="arrays whose axes line up must have the same chunks along them "
-                 "(dask.array.unify_chunks, or rechunk one like the other)") from e
+            f"{jitted.__name__} does not trace on the blocks of its Dask arguments "
+            f"{what}: {e.message}", location=e.location,
+            hint="a NumPy argument reaches every block whole: an array whose axis lines up "
+                 "with a chunked one must be a Dask array chunked alike along it "
+                 "(dask.array.unify_chunks), or rechunk that axis to one chunk") from e
     effects = module.effects
     if module.writes or (effects is not None and effects.steps):
         raise errors.UnsupportedError(

@@ -47,3 +47,12 @@ def test_opt_in_rechunks_the_coupled_axis_only(auto_rechunk):
     y = jitlib.jit(lambda x: np.cumsum(x, axis=0) * 2)(x)
     np.testing.assert_array_equal(y.compute(), np.cumsum(data, axis=0) * 2)
     assert y.chunks == ((8,), (2, 2, 2))   # the columns stay chunked
+
+
+def test_numpy_argument_that_must_line_up_with_a_chunked_axis(x):
+    w = np.ones(8)   # as long as x's chunked axis, but whole in every block
+    with pytest.raises(ChunkCouplingError, match="does not trace on the blocks") as info:
+        jitlib.jit(lambda x, w: x * w[:, None])(x, w)
+    assert "chunked alike" in str(info.value)
+    y = jitlib.jit(lambda x, w: x * w[:, None])(x, da.from_array(w, chunks=3))
+    np.testing.assert_array_equal(y.compute(), x.compute())
