@@ -288,6 +288,8 @@ class _Builder:
     def results(self):
         for s, stage in enumerate(self.plan.stages):
             self._stage(s, stage)
+        for i, c in self.plan.direct.items():
+            self.out[i] = self.crossed[c]
         if self.plan.final.results:
             self._final()
         return self.out
@@ -299,8 +301,10 @@ class _Builder:
     # -- blockwise stages
 
     def _index(self, source):
-        if source.kind == "cross":
-            return tuple(f"c{source.index}_{a}" for a in range(len(self._cross_shape(source))))
+        if source.kind == "cross":   # chunked along the axes the reduction keeps
+            kept = self.proof.padded[self.plan.crosses[source.index]]
+            return tuple(f"g{kept[a]}" if a in kept else f"c{source.index}_{a}"
+                         for a in range(len(self._cross_shape(source))))
         j = source.index
         x = self.arrays[j]
         return tuple(f"g{self.group_of[(j, a)]}" if (j, a) in self.group_of else f"l{j}_{a}"
@@ -334,7 +338,7 @@ class _Builder:
                 name=f"{name}-out{i}",
                 meta=np.empty((0,) * len(out_ind), self.proof.results[i][0].dtype))
         for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
-            self._tree(c, self._own_blocks(c, blocks, letters), pos, name)
+            self._reduce(c, blocks, letters, pos, name)
 
     def _stage_task(self, stage):
         """(blockwise's (argument, index) pairs flattened, the stage's block index,
@@ -372,12 +376,49 @@ class _Builder:
             self._compile(program)   # on the client: errors surface here
         return pairs, tuple(sorted(letters, key=lambda name: int(name[1:]))), task
 
-    def _own_blocks(self, c, blocks, letters):
-        """The stage's blocks along the chunked axes reduction `c` reduces, the first
-        block along the others (whose blocks repeat the same partial)."""
-        own = {f"g{g}" for axes in self.proof.crosses[self.plan.crosses[c]] for _, g in axes}
-        index = tuple(slice(None) if letter in own else 0 for letter in letters)
-        return blocks.to_delayed()[index].ravel()
+    def _reduce(self, c, blocks, letters, pos, name):
+        """Reduction `c`: one tree per block of the chunked axes it keeps, over the blocks
+        along the axes it reduces (the first block along the stage's other axes, whose
+        blocks repeat the same partial); the trees' results, cut to each block's true
+        lengths, are the reduced array's blocks."""
+        import dask.array as da
+        t = self.plan.crosses[c]
+        reduced = {f"g{g}" for axes in self.proof.crosses[t] for _, g in axes}
+        kept = self.proof.padded[t]   # axis -> group
+        grid = blocks.to_delayed()
+        trees = {}
+        for where in itertools.product(*[range(len(self.group_chunks[g]))
+                                         for g in kept.values()]):
+            at = dict(zip((f"g{g}" for g in kept.values()), where))
+            index = tuple(at[letter] if letter in at else
+                          slice(None) if letter in reduced else 0 for letter in letters)
+            trees[where] = self._tree(c, grid[index].ravel(), pos,
+                                      "-".join([name, *map(str, where)]))
+        b = t[0]
+        if not kept:
+            self.crossed[c] = da.from_delayed(trees[()], b.shape, dtype=b.dtype,
+                                              name=f"{name}-reduced{c}")
+        else:
+            self.crossed[c] = da.block(self._grid(trees, kept, b, f"{name}-reduced{c}"))
+
+    def _grid(self, trees, kept, b, name):
+        """The reduced blocks as nested lists in axis order, for da.block."""
+        import dask
+        import dask.array as da
+        axes, order = sorted(kept), list(kept)   # trees are keyed in kept's own order
+
+        def block(where):
+            true = {a: self.group_chunks[kept[a]][where[order.index(a)]] for a in axes}
+            shape = tuple(true.get(a, n) for a, n in enumerate(b.shape))
+            cut = dask.delayed(_Cut(shape), pure=True)(trees[where])
+            return da.from_delayed(cut, shape, dtype=b.dtype,
+                                   name="-".join([name, *map(str, where)]))
+
+        def nest(prefix):
+            if len(prefix) == len(axes):
+                return block(tuple(prefix[axes.index(a)] for a in order))
+            return [nest(prefix + [i]) for i in range(len(self.group_chunks[kept[axes[len(prefix)]]]))]
+        return nest([])
 
     def _is_arg(self, c):
         return self.plan.crosses[c][0].op in O.ARG_REDUCE
@@ -396,8 +437,9 @@ class _Builder:
     # -- reductions: a tree of combine tasks
 
     def _tree(self, c, blocks, pos, name):
+        """The Delayed reduction of `blocks`' partials of reduction `c` (its index, for
+        an arg-reduction), folded by the combine program SPLIT_EVERY at a time."""
         import dask
-        import dask.array as da
         fold = _Fold(programs.Program(self.plan.combines[c], self.backend))
         self._compile(fold.program)
         arg = self._is_arg(c)
@@ -409,9 +451,7 @@ class _Builder:
                 parts[i:i + SPLIT_EVERY], dask_key_name=f"{name}-combine{c}-{level}-{i}")
                 for i in range(0, len(parts), SPLIT_EVERY)]
             level += 1
-        b = self.plan.crosses[c][0]
-        self.crossed[c] = da.from_delayed(parts[0][1 if arg else 0], b.shape, dtype=b.dtype,
-                                          name=f"{name}-reduced{c}")
+        return parts[0][1 if arg else 0]
 
     # -- the results without a chunked axis
 
@@ -503,6 +543,16 @@ class _Pick:
         while isinstance(block, list):
             block = block[0]
         return block[self.pos]
+
+
+class _Cut:
+    """A reduced block computed at the longest block's shape, cut to its own."""
+
+    def __init__(self, shape):
+        self.shape = shape
+
+    def __call__(self, value):
+        return value[tuple(slice(0, n) for n in self.shape)]
 
 
 class _Slots:

@@ -47,6 +47,7 @@ class Plan(NamedTuple):
     combines: list    # Module per cross: two partials -> one
     final: Stage      # the results without a chunked axis (modules: {"full": Module})
     chunked: list     # per user result: its {axis: group}, empty if it has none
+    direct: dict      # user result -> the cross it is (a reduction keeping chunked axes)
 
 
 def plan(proof, ragged, totals, name, hint):
@@ -59,14 +60,15 @@ def plan(proof, ragged, totals, name, hint):
         _check_cross(proof, t, hint)
     cross_at = {t: i for i, t in enumerate(crosses)}
     chunked = [dict(proof.padded[t]) for t in proof.results]
-    n_stages = max([levels[t] + 1 for t, c in zip(proof.results, chunked) if c]
+    n_stages = max([levels[t] + 1 for t, c in zip(proof.results, chunked)
+                    if c and t not in cross_at]
                    + [levels[t] for t in crosses], default=0)
     emit = _Emitter(proof, cross_at, totals, name)
     stages = []
     for s in range(n_stages):
         partials = [i for i, t in enumerate(crosses) if levels[t] == s + 1]
         results = [i for i, (t, c) in enumerate(zip(proof.results, chunked))
-                   if c and levels[t] == s]
+                   if c and levels[t] == s and t not in cross_at]
         roots = [(crosses[i], True) for i in partials] + \
                 [(proof.results[i], False) for i in results]
         modules = {"full": emit.module(f"{name}_stage{s}", roots)[0]}
@@ -76,11 +78,15 @@ def plan(proof, ragged, totals, name, hint):
         stages.append(Stage(inputs, partials, results, modules))
     combines = [(_combine_arg if t[0].op in O.ARG_REDUCE else _combine)(
         t[0], f"{name}_combine{i}") for i, t in enumerate(crosses)]
+    # a chunked result that is a reduction itself (x.sum(axis=0), x chunked by rows and
+    # columns) is the tree's output, chunked along the axes it keeps
+    direct = {i: cross_at[t] for i, (t, c) in enumerate(zip(proof.results, chunked))
+              if c and t in cross_at}
     results = [i for i, c in enumerate(chunked) if not c]
     module, inputs = emit.module(f"{name}_final", [(proof.results[i], False)
                                                    for i in results])
     final = Stage(inputs, [], results, {"full": module})
-    return Plan(stages, crosses, combines, final, chunked)
+    return Plan(stages, crosses, combines, final, chunked, direct)
 
 
 def _levels(proof):
@@ -93,9 +99,6 @@ def _levels(proof):
 
 def _check_cross(proof, t, hint):
     b = t[0]
-    if proof.padded[t]:
-        raise _refusal(b, "reduces one chunked axis and keeps another", hint,
-                       set(proof.padded[t].values()))
     if b.op not in O.REDUCE and b.op not in O.ARG_REDUCE and b.op is not Op.DOT_GENERAL:
         raise _refusal(b, "reduces along the chunked axis in a way with no tree form", hint)
 
