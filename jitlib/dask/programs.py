@@ -15,6 +15,8 @@ import hashlib
 import json
 import threading
 
+import numpy as np
+
 from jitlib import errors
 from jitlib.hlo import serial
 
@@ -63,7 +65,10 @@ class Program:
         return exe
 
     def __call__(self, *arrays):
-        return self.executable()(*arrays)
+        """The results as NumPy arrays (a device backend's are copied to the host: Dask
+        blocks are host arrays)."""
+        from jitlib.api import _run
+        return [np.asarray(out) for out in _run(self.executable(), list(arrays))]
 
     def __reduce__(self):
         return _load, (self.backend, self.digest, serial.to_data(self.module),

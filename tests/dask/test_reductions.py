@@ -127,3 +127,13 @@ def test_reduction_over_one_of_two_chunked_axes(fn, grid):
     first = out[0] if isinstance(out, tuple) else out
     if first.ndim:   # the kept axis stays chunked (its block of 1 merged: 3, 4)
         assert first.chunks[-1] in ((3, 4), (3, 3, 4))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "jax"])
+def test_other_backends_run_the_same_stages(backend, x):
+    pytest.importorskip("jax") if backend == "jax" else None
+    fn = jitlib.jit(lambda x: (x - x.mean(axis=0), x.argmax(axis=0)), backend=backend)
+    centered, first = fn(x)
+    data = x.compute()
+    np.testing.assert_allclose(centered.compute(), data - data.mean(axis=0), rtol=1e-12)
+    np.testing.assert_array_equal(first.compute(), data.argmax(axis=0))
