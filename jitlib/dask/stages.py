@@ -51,7 +51,7 @@ class Plan(NamedTuple):
 
 
 def plan(proof, ragged, totals, name, hint):
-    """The Plan of `proof`; `ragged`: whether some block is shorter than the first
+    """The Plan of `proof`; `ragged`: whether some block is shorter than the longest
     along a chunked axis (then each stage has a masked program too); `totals`: the
     whole array's length per group."""
     levels = _levels(proof)
