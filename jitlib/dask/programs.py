@@ -8,9 +8,10 @@ each kernel's record and its object code (backends/llvm/saved.py), with the sha2
 of each part. A worker checks both hashes; on a machine with the client's target and
 sources (`saved_context`) it maps the object code without compiling, else it compiles
 the Module it received, once. Either way the executable goes into the worker's own
-cache under the same hash, so later tasks and calls run it directly. Threads and
-in-process workers share the client's cache.
+cache under the same hash (the CACHE_SIZE most recently used), so later tasks and calls
+run it directly. Threads and in-process workers share the client's cache.
 """
+import collections
 import hashlib
 import json
 import threading
@@ -20,7 +21,10 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import serial
 
-_cache = {}          # (backend, sha256 of the module's data) -> (module, executable)
+_cache = collections.OrderedDict()   # (backend, sha256 of module data) -> (module, exe)
+# programs kept per process, least recently used dropped first: a worker serves many
+# functions over its life, each with a handful of stages
+CACHE_SIZE = 256
 _counts = {"compiled": {}, "mapped": {}}   # how each got here: (name, digest) -> count
 _lock = threading.Lock()
 
@@ -39,13 +43,17 @@ class Program:
 
     def executable(self):
         """The executable, compiled or mapped here at most once per process."""
-        found = _cache.get((self.backend, self.digest))
-        if found is None:
-            with _lock:
-                found = _cache.get((self.backend, self.digest))
-                if found is None:
-                    found = self.module, self._build()
-                    _cache[(self.backend, self.digest)] = found
+        key = (self.backend, self.digest)
+        found = _cache.get(key)
+        with _lock:   # compiles run one at a time: a worker's threads share the program
+            if found is None:
+                found = _cache.get(key)
+            if found is None:
+                found = _cache[key] = self.module, self._build()
+                while len(_cache) > CACHE_SIZE:
+                    _cache.popitem(last=False)
+            elif key in _cache:
+                _cache.move_to_end(key)
         return found[1]
 
     def _build(self):

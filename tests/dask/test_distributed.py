@@ -87,3 +87,17 @@ def _a_stage_program(x, monkeypatch):
     programs.forget()   # compiled afresh, so saved in this test's disk cache
     jitlib.jit(lambda x: x * 2.0 + 1.0)(x)
     return captured[0]
+
+
+def test_worker_process_maps_every_program(tmp_path, monkeypatch, x):
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))   # workers inherit it
+    programs.forget()
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=True,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        y = jitlib.jit(softmax0)(x)
+        np.testing.assert_allclose(y.compute(), softmax0(x.compute()), rtol=1e-12)
+        (info,) = client.run(jitlib.dask.worker_info).values()
+    assert info["compiled"] == {}
+    assert set(info["mapped"]) == {"softmax0_stage0", "softmax0_combine0",
+                                   "softmax0_stage1", "softmax0_combine1", "softmax0_stage2"}
