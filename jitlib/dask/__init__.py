@@ -7,15 +7,22 @@ argument is a Dask array only if `dask.array` was imported by the caller already
 """
 import sys
 
+import numpy as np
+
 from jitlib import tree
+
+
+# argument types that are never Dask arrays nor hold one: a call of only these skips the
+# pytree walk (a process that imported dask calls its NumPy-only jitted functions too)
+_PLAIN = frozenset({np.ndarray, int, float, bool, complex, np.float32, np.float64})
 
 
 def dask_arrays_in(args, kwargs):
     """The predicate `is a Dask array` when some leaf of the call is one, else None."""
     module = sys.modules.get("dask.array")
-    if module is None:
+    array = getattr(module, "Array", None)
+    if array is None or (not kwargs and all(type(a) in _PLAIN for a in args)):
         return None
-    array = module.Array
     if not any(isinstance(x, array) for x in tree.leaves((args, kwargs))):
         return None
     return lambda x: isinstance(x, array)
