@@ -40,7 +40,11 @@ def explain(jitted, *args, **kwargs):
     reductions' combines, the finalize). Traces, builds no graph, compiles nothing."""
     is_dask = dask_arrays_in(args, kwargs)
     if is_dask is None:
-        raise TypeError("explain needs at least one Dask array among the arguments")
+        from jitlib import errors
+        raise errors.JitlibTypeError(
+            "jitlib.dask.explain needs a Dask array among the arguments",
+            hint="pass the dask.array.Array arguments the call will get "
+                 "(jitted.lower(...) shows the program of a NumPy call)")
     from jitlib.dask import graph
     return jitted._with_int_values(lambda: graph.explain(jitted, args, kwargs, is_dask))
 

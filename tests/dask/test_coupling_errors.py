@@ -56,3 +56,17 @@ def test_numpy_argument_that_must_line_up_with_a_chunked_axis(x):
     assert "chunked alike" in str(info.value)
     y = jitlib.jit(lambda x, w: x * w[:, None])(x, da.from_array(w, chunks=3))
     np.testing.assert_array_equal(y.compute(), x.compute())
+
+
+def test_writes_into_arguments_are_refused(x):
+    def scale_in_place(x):
+        x *= 2
+        return x
+    with pytest.raises(jitlib.errors.UnsupportedError, match="writes into its arguments"):
+        jitlib.jit(scale_in_place)(x)
+
+
+def test_explain_without_dask_arguments_says_so():
+    with pytest.raises(jitlib.errors.JitlibTypeError, match="needs a Dask array") as info:
+        jitlib.dask.explain(jitlib.jit(lambda x: x), np.ones(3))
+    assert "test_coupling_errors.py" in str(info.value)
