@@ -51,6 +51,11 @@ class Backend:
         nothing, or a record that does not read back."""
         return None
 
+    def compile_optimized(self, module, optimized):
+        """`module`'s executable where its optimized form is at hand (a Dask worker
+        received it): backends that do not optimize ahead compile `module` itself."""
+        return self.compile(module)
+
     def saved_context(self):
         """What every program this backend saves depends on besides its module (its
         sources, the target machine), as text: a caller that names a saved program from

@@ -6,8 +6,8 @@ Program carries that plain data and, where the backend saved the compiled progra
 (the cpu backend with the disk cache on), the saved entry too: the optimized module,
 each kernel's record and its object code (backends/llvm/saved.py), with the sha256
 of each part. A worker checks both hashes; on a machine with the client's target and
-sources (`saved_context`) it maps the object code without compiling, else it compiles
-the Module it received, once. Either way the executable goes into the worker's own
+sources (`saved_context`) it maps the object code without compiling, else it renders
+and compiles the kernels of the optimized module it received (no optimizer), once. Either way the executable goes into the worker's own
 cache under the same hash (the CACHE_SIZE most recently used), so later tasks and calls
 run it directly. Threads and in-process workers share the client's cache.
 """
@@ -59,16 +59,23 @@ class Program:
     def _build(self):
         from jitlib.backends import get_backend
         backend = get_backend(self.backend)
+        optimized = None
         if self.shipped is not None:
             key, text, digest, context = self.shipped
             if _sha256(text) != digest:
                 raise _mismatch("saved program", digest)
+            record = json.loads(text)
             if context == backend.saved_context():
-                exe = backend.load_record(self.module, key, json.loads(text))
+                exe = backend.load_record(self.module, key, record)
                 if exe is not None:
                     _count("mapped", self)
                     return exe
-        exe = backend.compile(self.module)
+            try:   # another CPU: its kernels are rendered here, from the optimized module
+                optimized = serial.from_data(record["optimized"])
+            except serial.READ_ERRORS:
+                optimized = None
+        exe = (backend.compile(self.module) if optimized is None
+               else backend.compile_optimized(self.module, optimized))
         _count("compiled", self)
         return exe
 

@@ -80,6 +80,18 @@ class LLVMBackend(Backend):
             blas_library.prepare(found[3])
         return self._from_saved(module, found, key)
 
+    def compile_optimized(self, module, optimized):
+        """`module`'s executable from its already optimized form (`optimized`, as
+        `jitlib.fusion.optimize` gave it, maybe in another process): the kernels are
+        rendered and compiled for this machine, the optimizer does not run again."""
+        largest = largest_product(module)
+        if largest:
+            blas_library.prepare(largest)
+        with logs.compiling(module.name):
+            executable = LLVMExecutable(module, self.name, optimized, render_all(optimized))
+        executable.saved_key = None   # not in this machine's disk cache
+        return executable
+
     def saved_context(self):
         return saved.context()
 
