@@ -128,6 +128,9 @@ CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
+# How coarsely a dot_general may round its products, as JAX names it (jit's matmul_precision):
+# "highest" is NumPy's (and no attribute), "high" tf32x3 and "default" TF32 on the GPU.
+PRECISIONS = ("highest", "high", "default")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
 # opaque: anything else (scatter, scans, sort), run as-is.
