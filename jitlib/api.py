@@ -8,6 +8,7 @@ tracing again.
 import functools
 import inspect
 import os
+import sys
 import time
 import warnings
 from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
@@ -15,6 +16,7 @@ from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
 import numpy as np
 
 from jitlib import config, errors, forksafe, logs, tree, writeback
+from jitlib import dask as _dask
 from jitlib.cache import hooks as _cache_hooks
 from jitlib.cache.explain import format_call
 from jitlib.array import Array
@@ -162,6 +164,10 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
+        if "dask.array" in sys.modules:   # Dask arrays in, Dask arrays out (jitlib/dask)
+            is_dask = _dask.dask_arrays_in(args, kwargs)
+            if is_dask is not None:
+                return _dask.call(self, args, kwargs, is_dask)
         out = self._call(args, kwargs)
         if self.device_results is False or (self.device_results is None
                                             and config.results_on_host()):

@@ -94,6 +94,10 @@ _SETTINGS: dict[str, tuple[str, tuple[str, ...], str]] = {
     # one TF32 product, and 16-bit operands keep their type (docs/gpu_numerics.md)
     "matmul_precision": ("JITLIB_MATMUL_PRECISION", ("highest", "high", "default"),
                          "highest"),
+    # what a jitted function called on Dask arrays does with an op that couples blocks
+    # along a chunked axis (a cumsum, a reverse): "error" says which op and how to
+    # rechunk; "auto" rechunks that axis to one chunk and goes on (docs/dask.md)
+    "dask_rechunk": ("JITLIB_DASK_RECHUNK", ("error", "auto"), "error"),
 }
 
 
@@ -111,9 +115,10 @@ _values = {name: _from_environment(name) for name in _SETTINGS}
 def update(name: str, value: str) -> None:
     """Change a setting for the rest of the process, as `jax.config.update` does:
     `jitlib.config.update("results", "numpy")`. Known settings: "results" ("device", the
-    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default) and
+    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default),
     "matmul_precision" ("highest", the default, "high" or "default";
-    JITLIB_MATMUL_PRECISION)."""
+    JITLIB_MATMUL_PRECISION) and "dask_rechunk" ("error", the default, or "auto";
+    JITLIB_DASK_RECHUNK)."""
     if name not in _SETTINGS:
         raise ValueError(f"unknown jitlib setting {name!r}: known are "
                          f"{', '.join(sorted(_SETTINGS))}")
