@@ -430,13 +430,20 @@ class _Fuser:
                     # from reading it once: only arrays make siblings
                     if value.size > 1:
                         readers.setdefault(value, []).append(g)
+            reach = None   # kernel -> bitmask of the kernels it reaches, made on first use
             for value, gs in readers.items():
                 for a_idx in range(len(gs)):
                     for b_idx in range(a_idx + 1, len(gs)):
                         a, b = gs[a_idx], gs[b_idx]
                         if (a, b) in apart:
                             continue
-                        if self._siblings_fusible(a, b):
+                        if not self._same_kind_and_space(a, b):
+                            apart.add((a, b))
+                            continue
+                        if reach is None:
+                            reach = self._reach_masks(groups)
+                        if not (reach[a][1] >> reach[b][0] & 1
+                                or reach[b][1] >> reach[a][0] & 1):
                             self._merge(a, b)
                             changed = True
                             break
@@ -446,10 +453,40 @@ class _Fuser:
                 if changed:
                     break
 
-    def _siblings_fusible(self, a, b):
-        if a.kind != b.kind or a.kind not in ("loop", "reduction") or a.space != b.space:
-            return False
-        return not self._reaches(a, b) and not self._reaches(b, a)
+    @staticmethod
+    def _same_kind_and_space(a, b):
+        return a.kind == b.kind and a.kind in ("loop", "reduction") and a.space == b.space
+
+    def _reach_masks(self, groups):
+        """{kernel: (its bit, bitmask of every kernel depending on it)}: the transitive
+        closure of `_reaches` for all of `groups` at once, so that testing all pairs of a
+        value's many readers (an input read by every step of an unrolled loop) costs a
+        bit test each instead of a walk over the kernels downstream."""
+        index = {g: i for i, g in enumerate(groups)}
+        succ = [[] for _ in groups]
+        for g in groups:
+            targets = {index[ug] for out in self._group_outputs_of(g)
+                       for ug in self._reader_groups(out) if ug is not g and ug in index}
+            succ[index[g]] = list(targets)
+        mask = [None] * len(groups)
+        for root in range(len(groups)):   # iterative post-order: kernels form a DAG
+            if mask[root] is not None:
+                continue
+            stack, visiting = [root], set()
+            while stack:
+                node = stack[-1]
+                visiting.add(node)   # (a cycle, which build() reports, must not hang here)
+                pending = [s for s in succ[node] if mask[s] is None and s not in visiting]
+                if pending:
+                    stack.extend(pending)
+                    continue
+                stack.pop()
+                if mask[node] is None:
+                    bits = 0
+                    for s in succ[node]:
+                        bits |= mask[s] | (1 << s)
+                    mask[node] = bits
+        return {g: (index[g], mask[index[g]]) for g in groups}
 
     def _reaches(self, src, dst):
         """Whether kernel `dst` depends, through any chain of kernels, on kernel `src`."""
