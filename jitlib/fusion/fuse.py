@@ -418,6 +418,7 @@ class _Fuser:
         # a pair found not fusible stays so: merging only adds paths between kernels and
         # keeps each kernel's kind and space, so it is not tested again after each merge
         apart = set()
+        settled = set()   # (value, its readers) whose every pair was found apart
         changed = True
         while changed:
             changed = False
@@ -432,13 +433,22 @@ class _Fuser:
                         readers.setdefault(value, []).append(g)
             reach = None   # kernel -> bitmask of the kernels it reaches, made on first use
             for value, gs in readers.items():
-                for a_idx in range(len(gs)):
-                    for b_idx in range(a_idx + 1, len(gs)):
-                        a, b = gs[a_idx], gs[b_idx]
+                key = (value, tuple(g.id for g in gs))
+                if key in settled:   # unchanged since: no pair to test again
+                    continue
+                # only kernels of one kind and space can merge: pair within those, in the
+                # order of the readers (the first fusible pair is the same as over all)
+                alike, rank = {}, {}
+                for g in gs:
+                    if g.kind in ("loop", "reduction"):
+                        same = alike.setdefault((g.kind, g.space), [])
+                        rank[g] = len(same)
+                        same.append(g)
+                for a in gs:
+                    if a not in rank:
+                        continue
+                    for b in alike[(a.kind, a.space)][rank[a] + 1:]:
                         if (a, b) in apart:
-                            continue
-                        if not self._same_kind_and_space(a, b):
-                            apart.add((a, b))
                             continue
                         if reach is None:
                             reach = self._reach_masks(groups)
@@ -452,10 +462,7 @@ class _Fuser:
                         break
                 if changed:
                     break
-
-    @staticmethod
-    def _same_kind_and_space(a, b):
-        return a.kind == b.kind and a.kind in ("loop", "reduction") and a.space == b.space
+                settled.add(key)
 
     def _reach_masks(self, groups):
         """{kernel: (its bit, bitmask of every kernel depending on it)}: the transitive
