@@ -33,6 +33,9 @@ class Op(str, enum.Enum):
     NOT = "not"              # logical on bool, bitwise on integers
     IS_FINITE = "is_finite"
     CONVERT = "convert"
+    REAL = "real"            # complex -> its real part (float)
+    IMAG = "imag"            # complex -> its imaginary part (float)
+    CONJ = "conj"            # complex conjugate
     # -- elementwise binary
     ADD = "add"
     SUB = "sub"
@@ -46,7 +49,8 @@ class Op(str, enum.Enum):
     AND = "and"
     OR = "or"
     XOR = "xor"
-    COMPARE = "compare"      # attr direction: EQ NE LT LE GT GE
+    COMPARE = "compare"      # attr direction: EQ NE LT LE GT GE (complex: EQ NE only)
+    COMPLEX = "complex"      # complex(re, im): f32 -> c64, f64 -> c128
     # -- elementwise n-ary
     SELECT = "select"        # select(pred, on_true, on_false)
     CLAMP = "clamp"          # clamp(lo, x, hi)
@@ -81,6 +85,10 @@ class Op(str, enum.Enum):
     #                          equal to 0.0; gives the sorted key (one key) or i64 positions
     # -- contraction
     DOT_GENERAL = "dot_general"
+    # -- spectral
+    FFT = "fft"              # attrs fft_type FFT|IFFT|RFFT|IRFFT, fft_length: the transform
+    #                          of the trailing len(fft_length) dims, as XLA's (IFFT and
+    #                          IRFFT divide by the number of points, FFT and RFFT do not)
     # -- kernels: a fusion runs its `body` Module on its operands as one kernel
     FUSION = "fusion"            # attrs body, kind, name; multi-output: used by get_output only
     GET_OUTPUT = "get_output"    # get_output(fusion), index: one result of a multi-output fusion
@@ -98,10 +106,11 @@ LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA})
 UNARY = frozenset({
     O.NEG, O.ABS, O.SIGN, O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH,
     O.LOGISTIC, O.SIN, O.COS, O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.NOT, O.IS_FINITE, O.CONVERT,
+    O.REAL, O.IMAG, O.CONJ,
 })
 BINARY = frozenset({
     O.ADD, O.SUB, O.MUL, O.DIV, O.REM, O.POW, O.MAX, O.MIN, O.ATAN2, O.AND, O.OR, O.XOR,
-    O.COMPARE,
+    O.COMPARE, O.COMPLEX,
 })
 ELEMENTWISE = UNARY | BINARY | {O.SELECT, O.CLAMP}
 # Unary ops defined only on floating-point operands.
@@ -109,6 +118,14 @@ FLOAT_ONLY = frozenset({
     O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.LOGISTIC, O.SIN, O.COS,
     O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.IS_FINITE, O.ATAN2,
 })
+# The ones of those NumPy also defines on complex operands (with complex results).
+COMPLEX_TOO = frozenset({
+    O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.SIN, O.COS, O.TAN,
+})
+# Ops on float or integer operands that have no complex meaning (no order on complex).
+REAL_ONLY = frozenset({O.REM, O.MAX, O.MIN, O.CLAMP, O.ATAN2})
+# The complex parts: real, imag, conj take a complex operand; complex builds one.
+COMPLEX_PARTS = frozenset({O.REAL, O.IMAG, O.CONJ, O.COMPLEX})
 # Ops defined only on bool and integer operands.
 BITWISE = frozenset({O.NOT, O.AND, O.OR, O.XOR})
 COMMUTATIVE = frozenset({O.ADD, O.MUL, O.MAX, O.MIN, O.AND, O.OR, O.XOR})
@@ -127,6 +144,7 @@ KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
 CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
