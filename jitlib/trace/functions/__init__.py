@@ -4,5 +4,5 @@ Each implementation is registered with `registry.implements` for NumPy's
 `__array_function__` protocol and by name (Tracer methods, `jitlib.numpy`).
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
-    creation, elementwise, gradient, joining, linalg, mapping, numeric, placement, quantiles,
+    creation, elementwise, fft, gradient, joining, linalg, mapping, numeric, placement, quantiles,
     reductions, selection, shapes, signal, sorting, statistics, unsupported)

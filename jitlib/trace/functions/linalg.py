@@ -106,8 +106,10 @@ def outer(a, b, out=None):
 
 @implements(np.vdot)
 def vdot(a, b, /):
-    """dot_general of both flattened (conjugation is the identity on real arrays)."""
+    """dot_general of both flattened, the first conjugated (the identity on real arrays)."""
     x, y, av, bv = _promoted(a, b)
+    if dtypes.is_complex(av.dtype):
+        av = B.unary(Op.CONJ, av)
     if x.size != y.size:
         raise errors.ShapeError(f"vdot: inputs have different sizes ({x.size} and {y.size})",
                                 hint="both arrays must have the same number of elements")
