@@ -57,7 +57,7 @@ _LOCS = (None, None, SourceLocation("/src/model.py", 12, "layernorm"),
 
 def accepts(op, dtype) -> bool:
     """Whether `op` takes data operands of `dtype`."""
-    if op in O.COMPLEX_PARTS or op is Op.FFT:
+    if op in O.COMPLEX_PARTS or op in O.COMPLEX_ONLY or op is Op.FFT:
         return False   # random modules are real: complex values have tests of their own
     if op in O.FLOAT_ONLY:
         return D.is_float(dtype)

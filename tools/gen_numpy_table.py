@@ -212,14 +212,16 @@ same results:
   which.
 - **Complex numbers are NumPy's.** `complex64` and `complex128` arrays, and Python
   complex scalars as weak values (`x * 1j` keeps float32 math complex64), promote as NumPy
-  2. Arithmetic, `abs`, `sign`, `exp`, `expm1`, `log`, `log1p`, `sqrt`, `sin`, `cos`, `tan`,
-  `tanh`, `power`, `square`, `reciprocal`, `conj`, `isnan`/`isinf`/`isfinite` run NumPy's
-  complex loops (branch cuts and the sign of zero parts included); comparisons, `maximum`,
-  `minimum`, `max`, `min`, `argmax` and `argmin` use NumPy's lexicographic order (NaN
-  first); `x.real`/`x.imag` are writable views (`y.imag *= 2` writes through, as NumPy);
-  `sum`, `prod`, `mean`, `cumsum`, `@`, `dot`, `vdot` (conjugating) and `einsum` take
-  complex operands, and `np.fft` traces to one `fft` op per transform. The other complex
-  ufuncs (`arcsin`, `sinh`, `log2`, ...) are refused by name. The cpu backend does not
+  2. Arithmetic, `abs`, `sign`, `exp`, `exp2`, `expm1`, `log`, `log2`, `log10`, `log1p`,
+  `sqrt`, the trigonometric and hyperbolic functions and their inverses, `power`, `square`,
+  `reciprocal`, `conj`, `isnan`/`isinf`/`isfinite` run NumPy's complex loops (branch cuts
+  and the sign of zero parts included); comparisons, `maximum`, `minimum`, `max`, `min`,
+  `argmax`, `argmin` and `sort` use NumPy's lexicographic order (NaNs as NumPy places
+  them); `x.real`/`x.imag` are writable views (`y.imag *= 2` writes through, as NumPy);
+  `sum`, `prod`, `mean`, `var`, `std`, `linalg.norm`, `cumsum`, `@`, `dot`, `vdot`
+  (conjugating) and `einsum` take complex operands, and `np.fft` traces to one `fft` op
+  per transform. The few other complex ufuncs (`rint`, `float_power`) are refused by
+  name. The cpu backend does not
   compile complex kernels yet: they run on the reference interpreter (NumPy, so the
   results are NumPy's), as does every fft; the gpu backend refuses complex values at the
   line that makes the first one. `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention

@@ -314,7 +314,9 @@ def _convert_rule(instr, x):
     return _convert(x, instr.dtype)
 
 
-_PARTS = {Op.REAL: lax.real, Op.IMAG: lax.imag, Op.CONJ: lax.conj}
+_PARTS = {Op.REAL: lax.real, Op.IMAG: lax.imag, Op.CONJ: lax.conj, Op.SINH: lax.sinh,
+          Op.COSH: lax.cosh, Op.ASIN: lax.asin, Op.ACOS: lax.acos, Op.ATAN: lax.atan,
+          Op.ASINH: lax.asinh, Op.ACOSH: lax.acosh, Op.ATANH: lax.atanh}
 
 
 @_lowers(*_PARTS)

@@ -196,6 +196,10 @@ def int_cast_bounds(dtype):
 
 
 eval_rules[Op.CONVERT] = _convert
+for _op, _fn in ((Op.SINH, np.sinh), (Op.COSH, np.cosh), (Op.ASIN, np.arcsin),
+                 (Op.ACOS, np.arccos), (Op.ATAN, np.arctan), (Op.ASINH, np.arcsinh),
+                 (Op.ACOSH, np.arccosh), (Op.ATANH, np.arctanh)):
+    eval_rules[_op] = _layout_free(_fn)
 eval_rules[Op.REAL] = _ufunc(np.real)
 eval_rules[Op.IMAG] = _ufunc(np.imag)
 eval_rules[Op.CONJ] = _ufunc(np.conjugate)

@@ -33,6 +33,14 @@ class Op(str, enum.Enum):
     NOT = "not"              # logical on bool, bitwise on integers
     IS_FINITE = "is_finite"
     CONVERT = "convert"
+    SINH = "sinh"            # complex only (real ones are composed by the tracer), as are
+    COSH = "cosh"            # the five below: NumPy's complex loops, branch cuts included
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
     REAL = "real"            # complex -> its real part (float)
     IMAG = "imag"            # complex -> its imaginary part (float)
     CONJ = "conj"            # complex conjugate
@@ -106,7 +114,7 @@ LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA})
 UNARY = frozenset({
     O.NEG, O.ABS, O.SIGN, O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH,
     O.LOGISTIC, O.SIN, O.COS, O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.NOT, O.IS_FINITE, O.CONVERT,
-    O.REAL, O.IMAG, O.CONJ,
+    O.REAL, O.IMAG, O.CONJ, O.SINH, O.COSH, O.ASIN, O.ACOS, O.ATAN, O.ASINH, O.ACOSH, O.ATANH,
 })
 BINARY = frozenset({
     O.ADD, O.SUB, O.MUL, O.DIV, O.REM, O.POW, O.MAX, O.MIN, O.ATAN2, O.AND, O.OR, O.XOR,
@@ -121,6 +129,11 @@ FLOAT_ONLY = frozenset({
 # The ones of those NumPy also defines on complex operands (with complex results).
 COMPLEX_TOO = frozenset({
     O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.SIN, O.COS, O.TAN,
+})
+# Unary ops defined only on complex operands (NumPy's complex loops; the tracer composes
+# the real functions from other ops).
+COMPLEX_ONLY = frozenset({
+    O.SINH, O.COSH, O.ASIN, O.ACOS, O.ATAN, O.ASINH, O.ACOSH, O.ATANH,
 })
 # Ops on float or integer operands that have no complex meaning (no order on complex).
 REAL_ONLY = frozenset({O.REM, O.MAX, O.MIN, O.CLAMP, O.ATAN2})

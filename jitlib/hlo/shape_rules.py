@@ -49,6 +49,8 @@ def _unary(op, operands, attrs):
     (x,) = operands
     if op is Op.CONVERT:
         return x.shape, dtypes.canonicalize(attrs["dtype"])
+    if op in O.COMPLEX_ONLY and not dtypes.is_complex(x.dtype):
+        _fail(op, operands, "needs a complex operand (real ones are composed of other ops)")
     if op in (Op.REAL, Op.IMAG, Op.CONJ):
         if not dtypes.is_complex(x.dtype):
             _fail(op, operands, "needs a complex operand")

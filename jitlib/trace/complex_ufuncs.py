@@ -35,8 +35,29 @@ for _uf, _op in ((np.add, Op.ADD), (np.subtract, Op.SUB), (np.multiply, Op.MUL),
                  (np.absolute, Op.ABS), (np.sign, Op.SIGN), (np.exp, Op.EXP),
                  (np.expm1, Op.EXPM1), (np.log, Op.LOG), (np.log1p, Op.LOG1P),
                  (np.sqrt, Op.SQRT), (np.tanh, Op.TANH), (np.sin, Op.SIN), (np.cos, Op.COS),
-                 (np.tan, Op.TAN), (np.conjugate, Op.CONJ)):
+                 (np.tan, Op.TAN), (np.conjugate, Op.CONJ), (np.sinh, Op.SINH),
+                 (np.cosh, Op.COSH), (np.arcsin, Op.ASIN), (np.arccos, Op.ACOS),
+                 (np.arctan, Op.ATAN), (np.arcsinh, Op.ASINH), (np.arccosh, Op.ACOSH),
+                 (np.arctanh, Op.ATANH)):
     _complex_builder(_uf)(_same_op(_op))
+
+
+def _scaled(fn, factor):
+    """NumPy's exp2/log2/log10 of complex values: exp(z * ln 2), log(z) * log2(e), ...,
+    the real factor applied to each part (not a complex product, which would turn an
+    infinite part's 0 * inf into NaN)."""
+    def scale(z):
+        re, im = B.unary(Op.REAL, z), B.unary(Op.IMAG, z)
+        c = B.full(factor, re.shape, re.dtype)
+        return B.binary(Op.COMPLEX, B.binary(Op.MUL, re, c), B.binary(Op.MUL, im, c))
+    return scale if fn is None else lambda z: fn(scale(z))
+
+
+# NumPy's NPY_LOGE2, NPY_LOG2E and NPY_LOG10E, rounded to double
+_LN2, _LOG2E, _LOG10E = 0.6931471805599453, 1.4426950408889634, 0.4342944819032518
+_complex_builder(np.exp2)(_scaled(lambda z: B.unary(Op.EXP, z), _LN2))
+_complex_builder(np.log2)(lambda z: _scaled(None, _LOG2E)(B.unary(Op.LOG, z)))
+_complex_builder(np.log10)(lambda z: _scaled(None, _LOG10E)(B.unary(Op.LOG, z)))
 
 
 @_complex_builder(np.positive)

@@ -607,7 +607,7 @@ def test_sort_orders_zeros_and_nans_as_numpy(name, axis):
     assert_exact(got, want)
 
 
-covers(Op.REAL, Op.IMAG, Op.CONJ, Op.COMPLEX, Op.FFT)
+covers(Op.REAL, Op.IMAG, Op.CONJ, Op.COMPLEX, Op.FFT, *ops.COMPLEX_ONLY)
 
 
 def _complex_values(dt, shape, seed=0):
@@ -628,7 +628,8 @@ def test_complex_parts_are_exact_and_math_close(dt):
     got, want = one(lambda a, b: B.binary(Op.COMPLEX, a, b), re, im)
     assert_exact(got, want)
     rtol = 1e-5 if dt == np.complex64 else 1e-12
-    for make in (lambda p: B.unary(Op.EXP, p), lambda p: B.unary(Op.SQRT, p),
+    for make in (*(lambda p, op=op: B.unary(op, p) for op in ops.COMPLEX_ONLY),
+                 lambda p: B.unary(Op.EXP, p), lambda p: B.unary(Op.SQRT, p),
                  lambda p: B.unary(Op.ABS, p), lambda p: B.binary(Op.DIV, p, p),
                  lambda p: B.reduce(Op.REDUCE_SUM, p, (1,)),
                  lambda p: B.dot_general(p, p, (1,), (1,))):

@@ -1002,7 +1002,9 @@ def complex_sample(dt, n=64, seed=0):
     (Op.NEG, np.negative), (Op.ABS, np.abs), (Op.SIGN, np.sign), (Op.EXP, np.exp),
     (Op.EXPM1, np.expm1), (Op.LOG, np.log), (Op.LOG1P, np.log1p), (Op.SQRT, np.sqrt),
     (Op.TANH, np.tanh), (Op.SIN, np.sin), (Op.COS, np.cos), (Op.TAN, np.tan),
-    (Op.REAL, np.real), (Op.IMAG, np.imag), (Op.CONJ, np.conjugate)], ids=_case_id)
+    (Op.REAL, np.real), (Op.IMAG, np.imag), (Op.CONJ, np.conjugate), (Op.SINH, np.sinh),
+    (Op.COSH, np.cosh), (Op.ASIN, np.arcsin), (Op.ACOS, np.arccos), (Op.ATAN, np.arctan),
+    (Op.ASINH, np.arcsinh), (Op.ACOSH, np.arccosh), (Op.ATANH, np.arctanh)], ids=_case_id)
 def test_complex_unary_is_numpys(op, fn, dt):
     covers(op)
     x = complex_sample(dt)
@@ -1095,6 +1097,7 @@ def test_complex_converts_drop_the_imaginary_part_as_astype():
     (lambda z, f: B.unary(Op.REAL, f), "needs a complex operand"),
     (lambda z, f: B.binary(Op.COMPLEX, z, z), "needs f32 or f64 parts"),
     (lambda z, f: B.unary(Op.FLOOR, z), "not defined on complex"),
+    (lambda z, f: B.unary(Op.ASIN, f), "needs a complex operand"),
     (lambda z, f: B.reduce(Op.REDUCE_MAX, z, (0,)), "not defined on complex"),
 ])
 def test_complex_ops_without_meaning_do_not_typecheck(make, needle):

@@ -40,8 +40,8 @@ def _unary_case(op):
         return text("%x: f32[3]", "%0 = bf16[3] convert(%x)")
     if op in (Op.REAL, Op.IMAG):
         return text("%x: c128[3]", f"%0 = f64[3] {op}(%x)")
-    if op is Op.CONJ:
-        return text("%x: c64[3]", "%0 = c64[3] conj(%x)")
+    if op is Op.CONJ or op in O.COMPLEX_ONLY:
+        return text("%x: c64[3]", f"%0 = c64[3] {op}(%x)")
     dt = "bool" if op is Op.NOT else "i32"
     return text(f"%x: {dt}[3]", f"%0 = {dt}[3] {op}(%x)")
 

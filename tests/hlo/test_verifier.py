@@ -191,7 +191,8 @@ def test_random_modules_verify(module):
 
 
 # random modules are real-valued (ir_strategies.accepts): the complex ops are tested by hand
-@pytest.mark.parametrize("op", [op for op in Op if op not in O.COMPLEX_PARTS | {Op.FFT}],
+@pytest.mark.parametrize("op", [op for op in Op
+                                if op not in O.COMPLEX_PARTS | O.COMPLEX_ONLY | {Op.FFT}],
                          ids=str)
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

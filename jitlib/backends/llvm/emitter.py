@@ -780,7 +780,7 @@ def _complex_part(*args):
     raise Unsupported("complex values are not compiled by this backend")
 
 
-scalar_rules.update({op: _complex_part for op in O.COMPLEX_PARTS})
+scalar_rules.update({op: _complex_part for op in O.COMPLEX_PARTS | O.COMPLEX_ONLY})
 assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
 
 

@@ -178,7 +178,11 @@ def _var_instr(a, axis, dtype, ddof, keepdims, where, mean, correction):
         total = keep_dims(_sum_instr(x, axes, dt, where), axes, x.ndim)
         arrmean = T.Tracer(_divide(total, _count(x, axes, True, where)))
     dev = apply(np.subtract, x, arrmean)
-    sq = apply(np.multiply, dev, dev)
+    if dtypes.is_complex(dev.dtype):   # NumPy: re*re + im*im, a real variance
+        re, im = dev.real, dev.imag
+        sq = apply(np.add, apply(np.multiply, re, re), apply(np.multiply, im, im))
+    else:
+        sq = apply(np.multiply, dev, dev)
     ret = _shaped(_sum_instr(sq, axes, dt, where), axes, x.ndim, keepdims)
     count = _count(x, axes, keepdims, where)
     if isinstance(count, T.Tracer):
