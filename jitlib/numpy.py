@@ -126,12 +126,16 @@ def _public_names(module):
         yield name, obj
 
 
-def _populate_linalg():
-    """jnp.linalg: the supported np.linalg functions (norm, ...)."""
-    module = _types.ModuleType("jitlib.numpy.linalg", "np.linalg functions jitlib traces.")
-    for name, obj in _public_names(_np.linalg):
+def _populate_linalg(submodule="linalg"):
+    """jnp.linalg (jnp.fft): the supported np.linalg (np.fft) functions."""
+    source = getattr(_np, submodule)
+    module = _types.ModuleType(f"jitlib.numpy.{submodule}",
+                               f"np.{submodule} functions jitlib traces.")
+    for name, obj in _public_names(source):
         if obj in _registry.FUNCTIONS:
             setattr(module, name, _function(name, _registry.FUNCTIONS[obj], obj))
+        elif submodule == "fft" and name in ("fftfreq", "rfftfreq"):
+            setattr(module, name, obj)   # NumPy's own code traces (a traced d is an array)
     return module
 
 
@@ -173,6 +177,8 @@ unique = _function("unique", _sorting.unique, _sorting.unique_eager)
 top_k = _function("top_k", _sorting.top_k, _sorting.top_k_eager)
 __all__ += ["top_k"]
 linalg = _populate_linalg()
+fft = _populate_linalg("fft")
+__all__ += ["fft"]
 
 
 def __getattr__(name):

@@ -220,8 +220,8 @@ same results:
   them); `x.real`/`x.imag` are writable views (`y.imag *= 2` writes through, as NumPy);
   `sum`, `prod`, `mean`, `var`, `std`, `linalg.norm`, `cumsum`, `@`, `dot`, `vdot`
   (conjugating) and `einsum` take complex operands, and `np.fft` traces to one `fft` op
-  per transform. The few other complex ufuncs (`rint`, `float_power`) are refused by
-  name. The cpu backend does not
+  per transform (`jnp.fft` too). `np.float_power` of complex values is refused by name.
+  The cpu backend does not
   compile complex kernels yet: they run on the reference interpreter (NumPy, so the
   results are NumPy's), as does every fft; the gpu backend refuses complex values at the
   line that makes the first one. `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention

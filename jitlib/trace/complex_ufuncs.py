@@ -60,6 +60,13 @@ _complex_builder(np.log2)(lambda z: _scaled(None, _LOG2E)(B.unary(Op.LOG, z)))
 _complex_builder(np.log10)(lambda z: _scaled(None, _LOG10E)(B.unary(Op.LOG, z)))
 
 
+@_complex_builder(np.rint)
+def _rint(z):
+    # NumPy's nc_rint: each part to the nearest integer, ties to even
+    re, im = _parts(z)
+    return B.binary(Op.COMPLEX, B.unary(Op.ROUND, re), B.unary(Op.ROUND, im))
+
+
 @_complex_builder(np.positive)
 def _positive(x):
     return x

@@ -148,12 +148,19 @@ def test_extremes_put_nan_first_like_numpy():
 def test_products(dt):
     a, b = values(dt, 12).reshape(3, 4), values(dt, 20, seed=1).reshape(4, 5)
     check(lambda a, b: (a @ b, np.dot(a[0], b[:, 1]), np.einsum("ij,jk->ik", a, b),
-                        np.vdot(a[0], b[:, 0]), a @ b.real), a, b)
+                        np.vdot(a[0], b[:, 0]), a @ b.real, np.vecdot(a, b.T[:3]),
+                        np.linalg.vecdot(a[0], b[:, 2])), a, b)
 
 
 def test_unsupported_complex_ufunc_is_refused_by_name():
-    with pytest.raises(UnsupportedError, match="np.rint of complex values"):
-        jitlib.jit(np.rint, backend="interpreter")(values(C64, 3))
+    with pytest.raises(UnsupportedError, match="np.float_power of complex values"):
+        jitlib.jit(np.float_power, backend="interpreter")(values(C128, 3), 2.0)
+
+
+def test_round_and_rint_take_each_part():
+    z = values(C64, 12) * 10
+    z[:3] = [2.5 + 3.5j, -0.5 - 1.5j, complex(np.inf, np.nan)]
+    check(lambda z: (np.rint(z), np.round(z), np.round(z, 1), np.round(z, -1)), z)
 
 
 def test_gpu_backend_refuses_at_the_users_line():

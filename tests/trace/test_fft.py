@@ -123,3 +123,10 @@ def test_jvp_and_vmap_of_fft():
 def test_cpu_runs_the_fft_kernel_on_numpy_and_says_so():
     lowered = jitlib.jit(np.fft.fft, backend="cpu").lower(signal(8))
     assert "fft(" in lowered.as_text()
+
+
+def test_jnp_fft_namespace_traces_and_runs_eagerly():
+    import jitlib.numpy as jnp
+    x = signal((2, 8))
+    check(lambda x: jnp.fft.irfft(jnp.fft.rfft(x) * jnp.fft.rfftfreq(8), n=8), x)
+    np.testing.assert_allclose(jnp.fft.fft(x), np.fft.fft(x))

@@ -173,6 +173,9 @@ def round(a, decimals=0, out=None):
     """rint; decimals != 0 is NumPy's rint(x * 10**d) / 10**d (ints in float64)."""
     x = tracer(a)
     d = int_arg(decimals, "decimals")
+    if dtypes.is_complex(x.dtype):   # NumPy rounds the two parts separately
+        re, im = round(x.real, d), round(x.imag, d)
+        return finish(T.Tracer(B.binary(Op.COMPLEX, re.instr, im.instr)), out, "round")
     is_int = dtypes.is_integer(x.dtype)
     if is_int and d >= 0:
         return finish(T.Tracer(x.instr), out, "round")

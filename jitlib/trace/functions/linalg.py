@@ -136,6 +136,8 @@ def vecdot(x1, x2, /, *, axis=-1, dtype=None, out=None):
             hint="both arrays must have the same size along axis")
     a = B.transpose(a, [d for d in range(x.ndim) if d != ax] + [ax])
     b = B.transpose(b, [d for d in range(y.ndim) if d != ay] + [ay])
+    if dtypes.is_complex(a.dtype):
+        a = B.unary(Op.CONJ, a)   # the vector dot product conjugates its first operand
     batch = T.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     a, b = T.broadcast(a, batch + (n,)), T.broadcast(b, batch + (n,))
     dims = range(len(batch))
