@@ -223,3 +223,24 @@ def test_var_std_and_norms_are_real_as_numpy():
                            np.linalg.norm(z, axis=0), np.linalg.norm(z, "fro"),
                            np.linalg.norm(z[0], 1)), z)
     assert all(o.dtype == np.float64 for o in out)
+
+
+def test_complex_carry_through_loops_and_branches_and_its_grad():
+    import jitlib.numpy as jnp
+
+    def rotate(z):
+        out = jnp.fori_loop(0, 5, lambda i, s: s * np.exp(0.1j) + 0.01 * i, z)
+        return jnp.cond(out.real.sum() > 0, lambda v: v.conj(), lambda v: -v, out), \
+            np.abs(out).max()
+
+    z = np.linspace(0, 1, 6) + 0.5j
+    check(rotate, z)
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+
+    def make(m, loop):
+        return lambda z: m.sum(m.abs(loop(0, 3, lambda i, s: s * s * 0.5 + z, z)))
+
+    got = jitlib.grad(make(np, jnp.fori_loop))(z)
+    want = jax.grad(make(jax.numpy, jax.lax.fori_loop))(z)
+    np.testing.assert_allclose(got, np.asarray(want), rtol=1e-10)
