@@ -167,7 +167,7 @@ def from_dlpack(x: Any) -> Array:
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
 _DL_DEVICE_NAMES = {_DL_CPU: "CPU", _DL_CUDA: "CUDA", _DL_CUDA_HOST: "CUDA host",
                     _DL_CUDA_MANAGED: "CUDA managed"}
-_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_BOOL = 0, 1, 2, 4, 6
+_DL_INT, _DL_UINT, _DL_FLOAT, _DL_BFLOAT, _DL_COMPLEX, _DL_BOOL = 0, 1, 2, 4, 5, 6
 _FLAG_READ_ONLY = 1 << 0
 
 
@@ -230,7 +230,7 @@ def dl_dtype(dtype):
         return _DL_BOOL, 8
     if dtype == dtypes.bfloat16:
         return _DL_BFLOAT, 16
-    code = {"i": _DL_INT, "u": _DL_UINT, "f": _DL_FLOAT}.get(dtype.kind)
+    code = {"i": _DL_INT, "u": _DL_UINT, "f": _DL_FLOAT, "c": _DL_COMPLEX}.get(dtype.kind)
     if code is None or not dtypes.is_supported(dtype):
         raise JitlibTypeError(f"dtype {dtype} has no DLPack equivalent jitlib exports")
     return code, dtype.itemsize * 8

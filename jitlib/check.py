@@ -176,6 +176,8 @@ def measure(path, actual, expected):
     type_ = _type(a)
     if a.dtype != e.dtype or a.shape != e.shape:
         return OutputError(path, f"{type_} (reference {_type(e)})", np.inf, np.inf, 0, False)
+    if dtypes.is_complex(e.dtype):
+        return _measure_complex(path, type_, a, e)
     if not dtypes.is_float(e.dtype):
         wrong = int(np.sum(a != e))
         return OutputError(path, type_, np.inf if wrong else 0.0, np.inf if wrong else 0.0,
@@ -192,6 +194,21 @@ def measure(path, actual, expected):
         close = (err <= atol + rtol * np.abs(e64[both])) | (a64[both] == e64[both])
     return OutputError(path, type_, float(ulps.max(initial=0.0)), float(rel.max(initial=0.0)),
                        int(nan_mismatch.sum()), bool(close.all() and not nan_mismatch.any()))
+
+
+def _measure_complex(path, type_, a, e):
+    """Each part measured as a float; close where |a - e| is within the tolerance of |e|
+    (a part may cancel far below the value's magnitude)."""
+    parts = [measure(path, x, y) for x, y in ((a.real, e.real), (a.imag, e.imag))]
+    rtol, atol = tolerance(e.dtype)
+    finite = np.isfinite(a) & np.isfinite(e)
+    with np.errstate(all="ignore"):
+        close = np.abs(a[finite] - e[finite]) <= atol + rtol * np.abs(e[finite])
+    ok = bool(close.all()) and all(p.nan_mismatches == 0 for p in parts) and bool(
+        np.array_equal(a[~finite], e[~finite], equal_nan=True))
+    return OutputError(path, type_, max(p.max_ulps for p in parts),
+                       max(p.max_rel for p in parts),
+                       sum(p.nan_mismatches for p in parts), ok)
 
 
 def ulp_distance(a, b):

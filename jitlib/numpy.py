@@ -133,12 +133,16 @@ def _public_names(module):
         yield name, obj
 
 
-def _populate_linalg():
-    """jnp.linalg: the supported np.linalg functions (norm, ...)."""
-    module = _types.ModuleType("jitlib.numpy.linalg", "np.linalg functions jitlib traces.")
-    for name, obj in _public_names(_np.linalg):
+def _populate_linalg(submodule="linalg"):
+    """jnp.linalg (jnp.fft): the supported np.linalg (np.fft) functions."""
+    source = getattr(_np, submodule)
+    module = _types.ModuleType(f"jitlib.numpy.{submodule}",
+                               f"np.{submodule} functions jitlib traces.")
+    for name, obj in _public_names(source):
         if obj in _registry.FUNCTIONS:
             setattr(module, name, _function(name, _registry.FUNCTIONS[obj], obj))
+        elif submodule == "fft" and name in ("fftfreq", "rfftfreq"):
+            setattr(module, name, obj)   # NumPy's own code traces (a traced d is an array)
     return module
 
 
@@ -194,6 +198,8 @@ from jitlib.trace.functions import counting as _counting  # noqa: E402
 
 bincount = _function("bincount", _counting.bincount, _counting.bincount_eager)
 linalg = _populate_linalg()
+fft = _populate_linalg("fft")
+__all__ += ["fft"]
 
 
 def __getattr__(name):

@@ -34,8 +34,12 @@ _SHOW = 5
 
 
 def tolerance(dtype) -> tuple[float, float]:
-    """The default ``(rtol, atol)`` for ``dtype``: TOLERANCES for floats, ``(0, 0)`` otherwise."""
-    return TOLERANCES.get(np.dtype(dtype), (0.0, 0.0))
+    """The default ``(rtol, atol)`` for ``dtype``: TOLERANCES for floats (complex: its
+    parts' float type), ``(0, 0)`` otherwise."""
+    dt = np.dtype(dtype)
+    if dt.kind == "c":
+        dt = dtypes.part_type(dt)
+    return TOLERANCES.get(dt, (0.0, 0.0))
 
 
 def _loosest(*dts: Any) -> tuple[float, float]:
@@ -61,7 +65,7 @@ def working_dtypes(module: Any) -> list[np.dtype | None]:
             if id(instr) in seen:
                 continue
             seen.add(id(instr))
-            if instr.op not in skip and dtypes.is_float(instr.dtype):
+            if instr.op not in skip and dtypes.is_inexact(instr.dtype):
                 floats.add(np.dtype(instr.dtype))
             todo.extend(instr.operands)
         found.append(max(floats, key=lambda d: tolerance(d)) if floats else None)
@@ -110,6 +114,8 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
         return f"dtype {a.dtype} != expected {e.dtype}"
     if a.shape != e.shape:
         return f"shape {a.shape} != expected {e.shape}"
+    if e.dtype.kind == "c":
+        return _compare_complex(a, e, rtol, atol, precision)
     if not (np.issubdtype(e.dtype, np.floating) or e.dtype == dtypes.bfloat16):
         bad = a != e
         detail = ""
@@ -142,6 +148,32 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
         for ix in idx
     )
     return f"{int(bad.sum())}/{bad.size} elements differ{detail}; {shown}"
+
+
+def _compare_complex(a: np.ndarray, e: np.ndarray, rtol: float | None, atol: float | None,
+                     precision: Any) -> str | None:
+    """Complex leaves: finite values within the tolerance of |expected| (a part may cancel
+    to far below the magnitude, so parts are not compared alone); non-finite parts equal,
+    NaNs in the same places."""
+    default_rtol, default_atol = _loosest(e.dtype, precision)
+    rtol = default_rtol if rtol is None else rtol
+    atol = default_atol if atol is None else atol
+    a128, e128 = a.astype(np.complex128), e.astype(np.complex128)
+    finite = np.isfinite(a128) & np.isfinite(e128)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = np.abs(a128 - e128) <= atol + rtol * np.abs(e128)
+        same = [(x != y) & ~(np.isnan(x) & np.isnan(y))
+                for x, y in ((a128.real, e128.real), (a128.imag, e128.imag))]
+    bad = np.where(finite, ~close, same[0] | same[1])
+    if not bad.any():
+        return None
+    idx = np.argwhere(np.atleast_1d(bad))[:_SHOW]
+    flat_a, flat_e = np.atleast_1d(a), np.atleast_1d(e)
+    shown = ", ".join(f"at {tuple(int(i) for i in ix) if a.ndim else ()}: "
+                      f"{flat_a[tuple(ix)].item()!r} vs {flat_e[tuple(ix)].item()!r}"
+                      for ix in idx)
+    return (f"{int(bad.sum())}/{bad.size} elements differ (rtol={rtol:g}, atol={atol:g}); "
+            f"{shown}")
 
 
 def assert_allclose_tree(actual: Any, expected: Any, *, rtol: float | None = None,

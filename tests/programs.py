@@ -1187,3 +1187,73 @@ def weighted_summary_with_gaps(x, w, label):
     peak = np.nanargmax(x, axis=1)
     running = np.nancumsum(x, axis=1)[:, -1]
     return mean, total, spread, peak, running
+
+
+# --- complex values and spectra ----------------------------------------------------------------
+# A catalogue of their own: the gpu backend refuses complex values and the cpu backend runs
+# them on the interpreter, so the suites asserting every kernel native leave them out.
+
+COMPLEX: list[Program] = []
+
+
+def complex_program(make_args, *, rtol=None, atol=None):
+    """Register the decorated function in COMPLEX under its own name."""
+
+    def register(fn):
+        COMPLEX.append(Program(fn.__name__, fn, make_args, (), rtol, atol))
+        return fn
+
+    return register
+
+
+def _periodic_samples(rng):
+    x = np.linspace(0.0, 2 * np.pi, 64, endpoint=False)
+    return (np.sin(3 * x) + 0.5 * np.cos(5 * x) + normal(rng, 64, dtype=np.float64, scale=0.01),)
+
+
+@complex_program(_periodic_samples)
+def spectral_derivative(u):
+    # d/dx of a periodic signal: multiply its spectrum by i*k and transform back
+    n = u.shape[0]
+    k = np.fft.rfftfreq(n, d=2 * np.pi / n) * 2 * np.pi
+    du = np.fft.irfft(1j * k * np.fft.rfft(u), n=n)
+    smooth = np.fft.irfft(np.fft.rfft(u) * np.exp(-(k / 8.0) ** 2), n=n)
+    return du, smooth
+
+
+@complex_program(lambda rng: (normal(rng, 16, 16), normal(rng, 3, 3)))
+def convolve_2d_via_fft2(image, kernel):
+    # circular convolution: the product of the zero-padded kernel's spectrum and the image's
+    padded = np.zeros_like(image)
+    padded[:3, :3] = kernel
+    padded = np.roll(padded, (-1, -1), axis=(0, 1))
+    blurred = np.fft.ifft2(np.fft.fft2(image) * np.fft.fft2(padded)).real
+    return blurred.astype(image.dtype), np.abs(np.fft.fftshift(np.fft.fft2(image)))[8, 8]
+
+
+@complex_program(lambda rng: (np.linspace(0.0, 10.0, 200), uniform(rng, 3, low=0.05, high=0.3,
+                                                           dtype=np.float64)))
+def damped_oscillators(t, damping):
+    # x(t) = Re(A e^{(-zeta w + i w sqrt(1 - zeta^2)) t}) for three oscillators at once
+    omega = np.array([1.0, 2.5, 4.0])
+    rate = -damping * omega + 1j * omega * np.sqrt(1 - damping ** 2)
+    amplitude = np.array([1.0, 0.5 - 0.5j, 2j])
+    z = amplitude[:, None] * np.exp(rate[:, None] * t[None, :])
+    x = z.real
+    energy = 0.5 * (np.abs(rate[:, None] * z) ** 2 + (omega[:, None] * np.abs(z)) ** 2)
+    return x, energy[:, -1], np.angle(z[:, 100])
+
+
+@complex_program(lambda rng: (normal(rng, 2, dtype=np.float64, scale=0.2), 0.9 + uniform(
+    rng, 1, high=0.2, dtype=np.float64)))
+def contour_integral_residue(center, radius):
+    # (1/2 pi i) * contour integral of 1/(z - p) over a circle around the pole p: the
+    # residue 1 (and 0 for the pole outside), by the trapezoidal rule on the circle
+    theta = np.linspace(0.0, 2 * np.pi, 256, endpoint=False)
+    c = center[0] + 1j * center[1]
+    z = c + radius[0] * np.exp(1j * theta)
+    dz = 1j * (z - c) * (2 * np.pi / theta.size)
+    inside = np.sum(dz / (z - c)) / (2j * np.pi)
+    outside = np.sum(dz / (z - (c + 3.0))) / (2j * np.pi)
+    moment = np.sum(z ** 2 * dz / (z - c)) / (2j * np.pi)
+    return inside, outside, moment, np.abs(moment - c ** 2)

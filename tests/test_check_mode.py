@@ -45,6 +45,18 @@ def test_a_correct_program_is_within_tolerance_in_ulps(reference):
     np.testing.assert_allclose(got, gelu(X), rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("reference", ["numpy", "jax"])
+def test_complex_outputs_are_measured_part_by_part(reference):
+    z = (X + 1j * X[::-1]).astype(np.complex64)
+    f = jitlib.jit(lambda z: (np.exp(z) * z.conj(), np.abs(z)), backend="cpu", check=reference)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", C.CheckWarning)
+        f(z)
+    report = f.last_check
+    assert report.ok, report
+    assert report.outputs[0].type == "c64[8,16]" and report.outputs[0].max_ulps < 64
+
+
 def test_check_rate_checks_an_even_fraction_of_calls_from_the_first(monkeypatch):
     checked = []
     real = C.CheckedJitted._check

@@ -49,6 +49,22 @@ def test_jit_matches_numpy(prog):
                    static_argnums=prog.static_argnums, rtol=prog.rtol, atol=prog.atol)
 
 
+# --- complex values and spectra (issue 23): interpreter, cpu (NumPy's kernels) and jax ------
+
+COMPLEX_IDS = [p.name for p in programs.COMPLEX]
+
+
+@pytest.mark.parametrize("prog", programs.COMPLEX, ids=COMPLEX_IDS)
+def test_complex_program_matches_numpy(prog):
+    check_backends(prog.fn, *program_args(prog), backends=("interpreter", "cpu", "jax"),
+                   rtol=prog.rtol, atol=prog.atol)
+
+
+@pytest.mark.parametrize("prog", programs.COMPLEX, ids=COMPLEX_IDS)
+def test_complex_program_runs_eagerly_with_finite_results(prog):
+    test_program_runs_eagerly_with_finite_results(prog)
+
+
 # --- control flow programs (issue 22): eager jitlib.numpy control flow is the reference -------
 
 CF_IDS = [p.name for p in programs.CONTROL_FLOW]

@@ -50,6 +50,12 @@ NOTES = {
     "power": "integer ** negative integer raises ValueError (see Edge cases)",
     "reciprocal": "integer 0 gives NumPy's 1.0/0 cast back: INT_MIN for int32/int64, else 0",
     "hypot": "no overflow or underflow in the squares",
+    "angle": "complex arrays: arctan2(imag, real), as NumPy",
+    "fft.fft": "pocketfft (NumPy's own) on the cpu and interpreter; float32/complex64 stay "
+               "single precision; norm= scales after the transform",
+    "fft.rfft": "as fft.fft",
+    "fft.irfft": "as fft.fft; n defaults to 2*(m-1)",
+    "fft.fftn": "at most 3 axes inside jit",
     "log2": "exact at powers of 2",
     "log10": "exact at powers of 10 (float32: see Compositions)",
     "array_split": "the pieces are writable views",
@@ -104,7 +110,7 @@ def numpy_series():
 def _numpy_names():
     """Public numpy names for each hashable object, sorted (aliases included)."""
     names = {}
-    for prefix, module in (("", np), ("linalg.", np.linalg)):
+    for prefix, module in (("", np), ("linalg.", np.linalg), ("fft.", np.fft)):
         for name in sorted(dir(module)):
             if name.startswith("_"):
                 continue
@@ -228,6 +234,22 @@ same results:
   `jitlib.random` (key-based, like jax.random) generates numbers inside the kernels
   instead, with the same bits on every backend: [random.md](random.md) says when to use
   which.
+- **Complex numbers are NumPy's.** `complex64` and `complex128` arrays, and Python
+  complex scalars as weak values (`x * 1j` keeps float32 math complex64), promote as NumPy
+  2. Arithmetic, `abs`, `sign`, `exp`, `exp2`, `expm1`, `log`, `log2`, `log10`, `log1p`,
+  `sqrt`, the trigonometric and hyperbolic functions and their inverses, `power`, `square`,
+  `reciprocal`, `conj`, `isnan`/`isinf`/`isfinite` run NumPy's complex loops (branch cuts
+  and the sign of zero parts included); comparisons, `maximum`, `minimum`, `max`, `min`,
+  `argmax`, `argmin` and `sort` use NumPy's lexicographic order (NaNs as NumPy places
+  them); `x.real`/`x.imag` are writable views (`y.imag *= 2` writes through, as NumPy);
+  `sum`, `prod`, `mean`, `var`, `std`, `linalg.norm`, `cumsum`, `@`, `dot`, `vdot`
+  (conjugating) and `einsum` take complex operands, and `np.fft` traces to one `fft` op
+  per transform (`jnp.fft` too). `np.float_power` of complex values is refused by name.
+  The cpu backend does not
+  compile complex kernels yet: they run on the reference interpreter (NumPy, so the
+  results are NumPy's), as does every fft; the gpu backend refuses complex values at the
+  line that makes the first one. `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention
+  for complex values.
 
 """
 

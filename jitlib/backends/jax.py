@@ -8,7 +8,10 @@ simplifier cannot fuse two ops into one that rounds differently. A fusion lowers
 inline, by the same rules and with the same barriers.
 
 One difference no rule can undo: XLA on the CPU flushes subnormal f32, f64 and bf16 values to
-zero, arguments and results alike. Cross-checks keep subnormals out.
+zero, arguments and results alike. Cross-checks keep subnormals out. Another no rule undoes
+yet: XLA's complex functions (exp, sin, tanh, division, pow, ...) answer unlike NumPy's
+where a part is infinite or NaN; cross-checks of complex values keep to finite ones. Branch
+cuts follow NumPy, the sign of a zero imaginary part included (sqrt needs a rule for it).
 
 Importing this module turns on jax's 64-bit mode for the whole process, so f64 and i64 values
 stay 64-bit.
@@ -93,7 +96,7 @@ def _safe_divisor(a, b):
 
 
 def _div(a, b):
-    if dtypes.is_float(a.dtype):
+    if dtypes.is_inexact(a.dtype):
         return lax.div(a, b)
     safe, by_zero, by_minus_one = _safe_divisor(a, b)
     q = lax.div(a, safe)   # truncates toward zero, as C
@@ -137,12 +140,15 @@ def _int_pow(x, y):
 
 
 def _pow(x, y):
-    if not dtypes.is_float(x.dtype):
+    if not dtypes.is_inexact(x.dtype):
         return _int_pow(x, y)
-    # the IR's exact exponents (ops.py): 2, 1, 0.5, -1 are x*x, x, sqrt(x), 1/x
+    # the IR's exact exponents (ops.py): 2, 1, 0.5, -1 are x*x, x, sqrt(x), 1/x (complex
+    # x: not 1, as NumPy's fast paths)
     out = lax.pow(x, y)
-    for exponent, value in ((2, lax.mul(x, x)), (1, x), (0.5, lax.sqrt(x)),
-                            (-1, lax.div(lax.full_like(x, 1), x))):
+    paths = [(2, lax.mul(x, x)), (0.5, lax.sqrt(x)), (-1, lax.div(lax.full_like(x, 1), x))]
+    if not dtypes.is_complex(x.dtype):
+        paths.append((1, x))
+    for exponent, value in paths:
         out = lax.select(lax.eq(y, lax.full_like(y, exponent)), value, out)
     return out
 
@@ -198,9 +204,24 @@ def _round(x):
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+def _sqrt(x):
+    if not dtypes.is_complex(x.dtype):
+        return lax.sqrt(x)
+    # csqrt's imaginary part has the sign of x's, -0.0 included (XLA gives +0.0's side)
+    r = lax.sqrt(x)
+    im = lax.imag(r)
+    flip = lax.ne(lax.lt(im, _full(im, 0)), lax.lt(_copysign_one(lax.imag(x)), _full(im, 0)))
+    return lax.complex(lax.real(r), lax.select(flip, lax.neg(im), im))
+
+
+def _copysign_one(v):
+    """+-1 with the sign of `v`, -0.0 counting as negative."""
+    return lax.div(_full(v, 1), lax.select(lax.eq(v, _full(v, 0)), v, lax.sign(v)))
+
+
 _UNARY = {
     Op.NEG: lax.neg, Op.ABS: _abs, Op.SIGN: _sign, Op.EXP: lax.exp, Op.EXPM1: lax.expm1,
-    Op.LOG: lax.log, Op.LOG1P: lax.log1p, Op.SQRT: lax.sqrt, Op.RSQRT: lax.rsqrt,
+    Op.LOG: lax.log, Op.LOG1P: lax.log1p, Op.SQRT: _sqrt, Op.RSQRT: lax.rsqrt,
     Op.TANH: lax.tanh, Op.LOGISTIC: lax.logistic, Op.SIN: lax.sin, Op.COS: lax.cos,
     Op.TAN: lax.tan, Op.FLOOR: lax.floor, Op.CEIL: lax.ceil, Op.ROUND: _round,
     Op.NOT: lax.bitwise_not, Op.IS_FINITE: lax.is_finite,
@@ -279,6 +300,8 @@ def _convert(x, dtype):
         return x
     if dtype == dtypes.BOOL:
         return lax.ne(x, _full(x, 0))
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(dtype):
+        x = lax.real(x)   # as NumPy's astype: the imaginary part goes
     if dtypes.is_float(x.dtype) and dtypes.is_integer(dtype):
         return _float_to_int(x, np.dtype(dtype))
     if dtype in (dtypes.from_name("f16"), dtypes.bfloat16) and x.dtype in _WIDER_THAN_F32:
@@ -289,6 +312,21 @@ def _convert(x, dtype):
 @_lowers(Op.CONVERT)
 def _convert_rule(instr, x):
     return _convert(x, instr.dtype)
+
+
+_PARTS = {Op.REAL: lax.real, Op.IMAG: lax.imag, Op.CONJ: lax.conj, Op.SINH: lax.sinh,
+          Op.COSH: lax.cosh, Op.ASIN: lax.asin, Op.ACOS: lax.acos, Op.ATAN: lax.atan,
+          Op.ASINH: lax.asinh, Op.ACOSH: lax.acosh, Op.ATANH: lax.atanh}
+
+
+@_lowers(*_PARTS)
+def _part(instr, x):
+    return _PARTS[instr.op](x)
+
+
+@_lowers(Op.COMPLEX)
+def _complex(instr, re, im):
+    return lax.complex(re, im)
 
 
 # -- elementwise n-ary
@@ -431,6 +469,8 @@ def _identity(op, dtype):
     combiner = O.REDUCE_COMBINER[op]
     if combiner is Op.ADD and dtypes.is_float(dtype):
         return np.array(-0.0, dtype)
+    if combiner is Op.ADD and dtypes.is_complex(dtype):
+        return np.array(complex(-0.0, -0.0), dtype)
     return _empty_result(op, dtype)
 
 
@@ -534,6 +574,14 @@ def _dot_general(instr, lhs, rhs):
 # jit's matmul_precision names are JAX's own
 _PRECISIONS = {"highest": lax.Precision.HIGHEST, "high": lax.Precision.HIGH,
                "default": lax.Precision.DEFAULT}
+
+
+# -- spectral
+
+@_lowers(Op.FFT)
+def _fft(instr, x):
+    kind = getattr(lax.FftType, instr.attrs["fft_type"])
+    return lax.fft(x, kind, tuple(instr.attrs["fft_length"]))
 
 
 # -- kernels

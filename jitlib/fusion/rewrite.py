@@ -97,7 +97,7 @@ def splat(x):
     flat = x.attrs["value"].array.reshape(-1)
     if flat.size == 0:
         return None
-    raw = flat.view(f"u{flat.dtype.itemsize}")
+    raw = flat.view(np.uint8).reshape(flat.size, -1)   # any width, complex included
     return flat[0][()] if (raw == raw[0]).all() else None
 
 

@@ -17,15 +17,21 @@ _NAMES = {
     np.dtype(np.uint32): "u32", np.dtype(np.uint64): "u64",
     np.dtype(np.float16): "f16", bfloat16: "bf16",
     np.dtype(np.float32): "f32", np.dtype(np.float64): "f64",
+    np.dtype(np.complex64): "c64", np.dtype(np.complex128): "c128",
 }
 _BY_NAME = {name: dt for dt, name in _NAMES.items()}
 _DTYPE_CLASSES = frozenset(type(dt) for dt in _NAMES)
 
 SUPPORTED = tuple(_NAMES)
+REAL = tuple(dt for dt in SUPPORTED if dt.kind != "c")   # bool, integers and floats
 FLOATS = (np.dtype(np.float16), bfloat16, np.dtype(np.float32), np.dtype(np.float64))
 SIGNED = tuple(np.dtype(t) for t in (np.int8, np.int16, np.int32, np.int64))
 UNSIGNED = tuple(np.dtype(t) for t in (np.uint8, np.uint16, np.uint32, np.uint64))
 INTEGERS = SIGNED + UNSIGNED
+COMPLEX = (np.dtype(np.complex64), np.dtype(np.complex128))
+# each complex type and the float type of its real and imaginary parts
+_PARTS = {COMPLEX[0]: np.dtype(np.float32), COMPLEX[1]: np.dtype(np.float64)}
+_WHOLE = {part: whole for whole, part in _PARTS.items()}
 BOOL = np.dtype(np.bool_)
 INDEX = np.dtype(np.int64)   # NumPy's intp on 64-bit: argmax, sizes, indices
 
@@ -69,6 +75,29 @@ def is_float(dtype) -> bool:
     return canonicalize(dtype) in FLOATS
 
 
+def is_complex(dtype) -> bool:
+    return canonicalize(dtype) in COMPLEX
+
+
+def is_inexact(dtype) -> bool:
+    """Float or complex: the dtypes of NumPy's transcendental loops."""
+    dt = canonicalize(dtype)
+    return dt in FLOATS or dt in COMPLEX
+
+
+def part_type(dtype) -> np.dtype:
+    """The float dtype of a complex dtype's real and imaginary parts (c64 -> f32)."""
+    return _PARTS[canonicalize(dtype)]
+
+
+def complex_type(dtype) -> np.dtype:
+    """The complex dtype whose parts are `dtype` (f32 -> c64, f64 -> c128)."""
+    dt = canonicalize(dtype)
+    if dt not in _WHOLE:
+        raise TypeError(f"no complex dtype has {dt} parts; complex values are c64 or c128")
+    return _WHOLE[dt]
+
+
 def is_integer(dtype) -> bool:
     return canonicalize(dtype) in INTEGERS
 
@@ -105,9 +134,9 @@ def accumulation_type(dtype) -> np.dtype:
 
 
 def mean_type(dtype) -> np.dtype:
-    """The dtype of np.mean/np.var: integers and bool give float64."""
+    """The dtype of np.mean: integers and bool give float64, complex stays complex."""
     dt = np.dtype(dtype)
-    return dt if dt in FLOATS else np.dtype(np.float64)
+    return dt if dt in FLOATS or dt in COMPLEX else np.dtype(np.float64)
 
 
 def finfo(dtype):
@@ -119,9 +148,10 @@ def iinfo(dtype):
 
 
 def lowest(dtype):
-    """The identity of max: -inf for floats, the minimum for integers, False for bool."""
+    """The identity of max: -inf for floats, the minimum for integers, False for bool
+    (complex values have no order in the IR: -inf, as the real part's)."""
     dt = np.dtype(dtype)
-    if dt in FLOATS:
+    if dt in FLOATS or dt in COMPLEX:
         return -np.inf
     if dt == BOOL:
         return False
@@ -130,7 +160,7 @@ def lowest(dtype):
 
 def highest(dtype):
     dt = np.dtype(dtype)
-    if dt in FLOATS:
+    if dt in FLOATS or dt in COMPLEX:
         return np.inf
     if dt == BOOL:
         return True

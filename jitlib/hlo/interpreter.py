@@ -136,6 +136,8 @@ eval_rules[Op.IS_FINITE] = _ufunc(np.isfinite)
 def _convert(instr, x):
     if instr.dtype == dtypes.BOOL:
         return x != 0          # NaN converts to True
+    if dtypes.is_complex(x.dtype) and not dtypes.is_complex(instr.dtype):
+        x = x.real             # as NumPy's astype (which warns), the imaginary part goes
     if dtypes.is_float(x.dtype) and dtypes.is_integer(instr.dtype):
         return float_to_int(x, instr.dtype)
     return x.astype(instr.dtype)
@@ -194,6 +196,22 @@ def int_cast_bounds(dtype):
 
 
 eval_rules[Op.CONVERT] = _convert
+for _op, _fn in ((Op.SINH, np.sinh), (Op.COSH, np.cosh), (Op.ASIN, np.arcsin),
+                 (Op.ACOS, np.arccos), (Op.ATAN, np.arctan), (Op.ASINH, np.arcsinh),
+                 (Op.ACOSH, np.arccosh), (Op.ATANH, np.arctanh)):
+    eval_rules[_op] = _layout_free(_fn)
+eval_rules[Op.REAL] = _ufunc(np.real)
+eval_rules[Op.IMAG] = _ufunc(np.imag)
+eval_rules[Op.CONJ] = _ufunc(np.conjugate)
+
+
+def _complex(instr, re, im):
+    out = np.empty(re.shape, instr.dtype)
+    out.real, out.imag = re, im     # not re + 1j*im: that turns (inf, 0) into (inf, nan)
+    return out
+
+
+eval_rules[Op.COMPLEX] = _complex
 
 
 # -- elementwise binary
@@ -204,7 +222,7 @@ eval_rules[Op.MUL] = _ufunc(np.multiply)       # bool: logical and
 
 
 def _div(instr, x, y):
-    if dtypes.is_float(x.dtype):
+    if dtypes.is_inexact(x.dtype):
         return np.divide(x, y)
     # Integers: C division, truncating toward zero; x/0 == 0; INT_MIN/-1 wraps.
     # Divisors 0 and -1 are answered directly so NumPy never sees them.
@@ -234,7 +252,7 @@ eval_rules[Op.REM] = _rem
 
 
 def _pow(instr, x, y):
-    if dtypes.is_float(x.dtype):
+    if dtypes.is_inexact(x.dtype):
         return _float_pow(x, y)
     if not dtypes.is_signed(x.dtype):
         return np.power(x, y)          # unsigned: wraps on overflow
@@ -256,12 +274,18 @@ eval_rules[Op.POW] = _pow
 def _float_pow(x, y):
     """pow as eager NumPy computes `x ** c` for a scalar c: exponents 2, 1, 0.5, -1
     are x*x, x, sqrt(x), 1/x exactly (NumPy's fast paths), any other is np.power on
-    contiguous operands. Defined per element, so no layout can change a bit."""
+    contiguous operands. Complex x has the fast paths of `z ** 2`, `z ** 0.5` and
+    `z ** -1` (np.reciprocal). Defined per element, so no layout can change a bit."""
     x, y = _contiguous(x), _contiguous(y)
     out = np.power(x, y)
     one = _one(x.dtype)
-    for exponent, value in ((2, lambda: np.multiply(x, x)), (1, lambda: x),
-                            (0.5, lambda: np.sqrt(x)), (-1, lambda: np.divide(one, x))):
+    if dtypes.is_complex(x.dtype):
+        paths = ((2, lambda: np.multiply(x, x)), (0.5, lambda: np.sqrt(x)),
+                 (-1, lambda: np.reciprocal(x)))
+    else:
+        paths = ((2, lambda: np.multiply(x, x)), (1, lambda: x),
+                 (0.5, lambda: np.sqrt(x)), (-1, lambda: np.divide(one, x)))
+    for exponent, value in paths:
         hit = y == exponent
         if hit.any():
             out = np.where(hit, value(), out)
@@ -577,6 +601,23 @@ def _dot_general(instr, lhs, rhs):
 
 
 eval_rules[Op.DOT_GENERAL] = _dot_general
+
+
+# -- spectral: NumPy's pocketfft, over the trailing dims, the last transformed first
+# for FFT/IFFT/RFFT and last for IRFFT (np.fft.*fftn's order), float32 kept float32
+
+_FFTN = {"FFT": np.fft.fftn, "IFFT": np.fft.ifftn, "RFFT": np.fft.rfftn,
+         "IRFFT": np.fft.irfftn}
+
+
+def _fft(instr, x):
+    lengths = instr.attrs["fft_length"]
+    axes = tuple(range(x.ndim - len(lengths), x.ndim))
+    out = _FFTN[instr.attrs["fft_type"]](x, s=lengths, axes=axes)
+    return out.astype(instr.dtype, copy=False)
+
+
+eval_rules[Op.FFT] = _fft
 
 
 # -- kernels

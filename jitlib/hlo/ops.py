@@ -33,6 +33,17 @@ class Op(str, enum.Enum):
     NOT = "not"              # logical on bool, bitwise on integers
     IS_FINITE = "is_finite"
     CONVERT = "convert"
+    SINH = "sinh"            # complex only (real ones are composed by the tracer), as are
+    COSH = "cosh"            # the five below: NumPy's complex loops, branch cuts included
+    ASIN = "asin"
+    ACOS = "acos"
+    ATAN = "atan"
+    ASINH = "asinh"
+    ACOSH = "acosh"
+    ATANH = "atanh"
+    REAL = "real"            # complex -> its real part (float)
+    IMAG = "imag"            # complex -> its imaginary part (float)
+    CONJ = "conj"            # complex conjugate
     # -- elementwise binary
     ADD = "add"
     SUB = "sub"
@@ -46,7 +57,8 @@ class Op(str, enum.Enum):
     AND = "and"
     OR = "or"
     XOR = "xor"
-    COMPARE = "compare"      # attr direction: EQ NE LT LE GT GE
+    COMPARE = "compare"      # attr direction: EQ NE LT LE GT GE (complex: EQ NE only)
+    COMPLEX = "complex"      # complex(re, im): f32 -> c64, f64 -> c128
     # -- elementwise n-ary
     SELECT = "select"        # select(pred, on_true, on_false)
     CLAMP = "clamp"          # clamp(lo, x, hi)
@@ -81,6 +93,10 @@ class Op(str, enum.Enum):
     #                          equal to 0.0; gives the sorted key (one key) or i64 positions
     # -- contraction
     DOT_GENERAL = "dot_general"
+    # -- spectral
+    FFT = "fft"              # attrs fft_type FFT|IFFT|RFFT|IRFFT, fft_length: the transform
+    #                          of the trailing len(fft_length) dims, as XLA's (IFFT and
+    #                          IRFFT divide by the number of points, FFT and RFFT do not)
     # -- kernels: a fusion runs its `body` Module on its operands as one kernel
     FUSION = "fusion"            # attrs body, kind, name; multi-output: used by get_output only
     GET_OUTPUT = "get_output"    # get_output(fusion), index: one result of a multi-output fusion
@@ -98,10 +114,11 @@ LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA})
 UNARY = frozenset({
     O.NEG, O.ABS, O.SIGN, O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH,
     O.LOGISTIC, O.SIN, O.COS, O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.NOT, O.IS_FINITE, O.CONVERT,
+    O.REAL, O.IMAG, O.CONJ, O.SINH, O.COSH, O.ASIN, O.ACOS, O.ATAN, O.ASINH, O.ACOSH, O.ATANH,
 })
 BINARY = frozenset({
     O.ADD, O.SUB, O.MUL, O.DIV, O.REM, O.POW, O.MAX, O.MIN, O.ATAN2, O.AND, O.OR, O.XOR,
-    O.COMPARE,
+    O.COMPARE, O.COMPLEX,
 })
 ELEMENTWISE = UNARY | BINARY | {O.SELECT, O.CLAMP}
 # Unary ops defined only on floating-point operands.
@@ -109,6 +126,19 @@ FLOAT_ONLY = frozenset({
     O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.LOGISTIC, O.SIN, O.COS,
     O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.IS_FINITE, O.ATAN2,
 })
+# The ones of those NumPy also defines on complex operands (with complex results).
+COMPLEX_TOO = frozenset({
+    O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH, O.SIN, O.COS, O.TAN,
+})
+# Unary ops defined only on complex operands (NumPy's complex loops; the tracer composes
+# the real functions from other ops).
+COMPLEX_ONLY = frozenset({
+    O.SINH, O.COSH, O.ASIN, O.ACOS, O.ATAN, O.ASINH, O.ACOSH, O.ATANH,
+})
+# Ops on float or integer operands that have no complex meaning (no order on complex).
+REAL_ONLY = frozenset({O.REM, O.MAX, O.MIN, O.CLAMP, O.ATAN2})
+# The complex parts: real, imag, conj take a complex operand; complex builds one.
+COMPLEX_PARTS = frozenset({O.REAL, O.IMAG, O.CONJ, O.COMPLEX})
 # Ops defined only on bool and integer operands.
 BITWISE = frozenset({O.NOT, O.AND, O.OR, O.XOR})
 COMMUTATIVE = frozenset({O.ADD, O.MUL, O.MAX, O.MIN, O.AND, O.OR, O.XOR})
@@ -127,6 +157,7 @@ KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
 CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
+FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
 # How coarsely a dot_general may round its products, as JAX names it (jit's matmul_precision):
 # "highest" is NumPy's (and no attribute), "high" tf32x3 and "default" TF32 on the GPU.

@@ -16,6 +16,7 @@ Grammar, one construct a line (blank lines and lines starting with `#` or `//` a
     value    := INT | 'true' | 'false' | NAME | STRING | '[' [value {',' value}] ']'
     literal  := scalar | '{' [scalar {',' scalar}] '}' | 'hex' STRING
     scalar   := INT | FLOAT | 'nan' | 'inf' | '-inf' | 'true' | 'false'
+              | '(' scalar ',' scalar ')'                         (complex: re, im)
     loc      := 'loc(' STRING ':' INT ' ' FUNCTION ')'        (to the end of the line or `{`)
     ref      := '%' NAME-or-INT
 
@@ -502,6 +503,16 @@ def _parse_literal(line, shape, dtype):
 
 
 def _parse_scalar(line, dtype):
+    if dtypes.is_complex(dtype):
+        part = dtypes.part_type(dtype)
+        line.expect("(")
+        re = _parse_scalar(line, part)
+        line.expect(",")
+        im = _parse_scalar(line, part)
+        line.expect(")")
+        out = np.zeros((), dtype)
+        out.real, out.imag = re, im
+        return out
     kind, text = line.next()
     if dtype == dtypes.BOOL:
         if text not in ("true", "false"):
@@ -524,11 +535,14 @@ def _from_hex(line, digits, shape, dtype):
         raw = bytes.fromhex(digits)
     except ValueError:
         raise line.error("bad hex constant") from None
-    width = dtype.itemsize
+    stored = dtypes.part_type(dtype) if dtypes.is_complex(dtype) else dtype
+    width = stored.itemsize
     size = int(np.prod(shape, dtype=np.int64))
-    if len(raw) != size * width:
-        raise line.error(f"hex constant has {len(raw)} bytes; its type needs {size * width}")
-    array = np.frombuffer(raw, dtype=f"<u{width}").astype(f"u{width}").view(dtype)
+    if len(raw) != size * dtype.itemsize:
+        raise line.error(f"hex constant has {len(raw)} bytes; its type needs "
+                         f"{size * dtype.itemsize}")
+    array = np.frombuffer(raw, dtype=f"<u{width}").astype(f"u{width}").view(stored)
+    array = array.view(dtype)
     if dtype == dtypes.BOOL and raw.translate(None, b"\0\1"):
         raise line.error("bool constant bytes must be 00 or 01")
     return array.reshape(shape)

@@ -209,7 +209,10 @@ def format_literal(array) -> str:
 
 
 def literal_bytes(array) -> bytes:
-    """The array's elements in row-major order as little-endian bytes."""
+    """The array's elements in row-major order as little-endian bytes (complex: each
+    element's real part, then its imaginary part)."""
+    if dtypes.is_complex(array.dtype):
+        array = np.ascontiguousarray(array).view(dtypes.part_type(array.dtype))
     width = array.dtype.itemsize
     return np.ascontiguousarray(array).view(f"u{width}").astype(f"<u{width}").tobytes()
 
@@ -222,6 +225,10 @@ def format_scalar(value, dtype) -> str:
     dt = np.dtype(dtype)
     if dt == dtypes.BOOL:
         return "true" if value else "false"
+    if dtypes.is_complex(dt):
+        part = dtypes.part_type(dt)
+        z = complex(value)
+        return f"({format_scalar(z.real, part)}, {format_scalar(z.imag, part)})"
     if not dtypes.is_float(dt):
         return str(int(value))
     x = float(value)

@@ -49,9 +49,20 @@ def _unary(op, operands, attrs):
     (x,) = operands
     if op is Op.CONVERT:
         return x.shape, dtypes.canonicalize(attrs["dtype"])
-    if op in O.FLOAT_ONLY and not dtypes.is_float(x.dtype):
+    if op in O.COMPLEX_ONLY and not dtypes.is_complex(x.dtype):
+        _fail(op, operands, "needs a complex operand (real ones are composed of other ops)")
+    if op in (Op.REAL, Op.IMAG, Op.CONJ):
+        if not dtypes.is_complex(x.dtype):
+            _fail(op, operands, "needs a complex operand")
+        return x.shape, x.dtype if op is Op.CONJ else dtypes.part_type(x.dtype)
+    if dtypes.is_complex(x.dtype):
+        if op in O.FLOAT_ONLY and op not in O.COMPLEX_TOO:
+            _fail(op, operands, "is not defined on complex operands")
+        if op is Op.ABS:
+            return x.shape, dtypes.part_type(x.dtype)
+    elif op in O.FLOAT_ONLY and not dtypes.is_float(x.dtype):
         _fail(op, operands, "needs a floating-point operand")
-    if op in O.BITWISE and dtypes.is_float(x.dtype):
+    if op in O.BITWISE and dtypes.is_inexact(x.dtype):
         _fail(op, operands, "needs a bool or integer operand")
     if op in (Op.NEG, Op.ABS, Op.SIGN) and dtypes.is_bool(x.dtype):
         _fail(op, operands, "is not defined on bool")
@@ -68,8 +79,16 @@ def _binary(op, operands, attrs):
     if op is Op.COMPARE:
         if attrs.get("direction") not in O.COMPARE_DIRECTIONS:
             _fail(op, operands, f"direction must be one of {O.COMPARE_DIRECTIONS}")
+        if dtypes.is_complex(x.dtype) and attrs["direction"] not in ("EQ", "NE"):
+            _fail(op, operands, "complex values compare only for EQ and NE")
         return x.shape, dtypes.BOOL
-    if op in O.BITWISE and dtypes.is_float(x.dtype):
+    if op is Op.COMPLEX:
+        if x.dtype not in (np.float32, np.float64):
+            _fail(op, operands, "needs f32 or f64 parts")
+        return x.shape, dtypes.complex_type(x.dtype)
+    if dtypes.is_complex(x.dtype) and op in O.REAL_ONLY:
+        _fail(op, operands, "is not defined on complex operands")
+    if op in O.BITWISE and dtypes.is_inexact(x.dtype):
         _fail(op, operands, "needs bool or integer operands")
     if op is Op.ATAN2 and not dtypes.is_float(x.dtype):
         _fail(op, operands, "needs floating-point operands")
@@ -90,6 +109,8 @@ def _select(op, operands, attrs):
 
 def _clamp(op, operands, attrs):
     lo, x, hi = operands
+    if dtypes.is_complex(x.dtype):
+        _fail(op, operands, "is not defined on complex operands")
     for bound in (lo, hi):
         if bound.dtype != x.dtype or bound.shape not in ((), x.shape):
             _fail(op, operands, "bounds must be scalars or match the operand's shape and dtype")
@@ -228,12 +249,23 @@ def _scatter(op, operands, attrs):
     return x.shape, x.dtype
 
 
+def _refuse_complex_order(op, operands, x):
+    # complex numbers have no order in the IR; the tracer spells NumPy's lexicographic one
+    if dtypes.is_complex(x.dtype) and op in _ORDERED:
+        _fail(op, operands, "is not defined on complex operands")
+
+
+_ORDERED = frozenset({Op.REDUCE_MAX, Op.REDUCE_MIN, Op.ARGMAX, Op.ARGMIN, Op.CUMMAX,
+                      Op.CUMMIN, Op.SORT})
+
+
 def _reduce(op, operands, attrs):
     (x,) = operands
     dims = tuple(attrs["dims"])
     _check_axes(op, operands, dims, x.ndim)
-    if op in (Op.REDUCE_AND, Op.REDUCE_OR) and dtypes.is_float(x.dtype):
+    if op in (Op.REDUCE_AND, Op.REDUCE_OR) and dtypes.is_inexact(x.dtype):
         _fail(op, operands, "needs a bool or integer operand")
+    _refuse_complex_order(op, operands, x)
     return tuple(d for i, d in enumerate(x.shape) if i not in dims), x.dtype
 
 
@@ -241,6 +273,7 @@ def _arg_reduce(op, operands, attrs):
     (x,) = operands
     axis = attrs["axis"]
     _check_axes(op, operands, (axis,), x.ndim, "axis")
+    _refuse_complex_order(op, operands, x)
     if x.shape[axis] == 0:
         _fail(op, operands, "attempt to get argmax/argmin of an empty sequence")
     index_dtype = dtypes.canonicalize(attrs["dtype"])
@@ -252,6 +285,7 @@ def _arg_reduce(op, operands, attrs):
 def _cumulative(op, operands, attrs):
     (x,) = operands
     _check_axes(op, operands, (attrs["axis"],), x.ndim, "axis")
+    _refuse_complex_order(op, operands, x)
     return x.shape, x.dtype
 
 
@@ -262,6 +296,8 @@ def _sort(op, operands, attrs):
     if any(k.shape != first.shape for k in operands):
         _fail(op, operands, "every key must have the same shape")
     _check_axes(op, operands, (attrs["dimension"],), first.ndim, "dimension")
+    for k in operands:
+        _refuse_complex_order(op, operands, k)
     if attrs["indices"]:
         return first.shape, dtypes.INDEX
     if len(operands) != 1:
@@ -286,6 +322,32 @@ def _dot_general(op, operands, attrs):
     lfree = [d for i, d in enumerate(lhs.shape) if i not in lc + lb]
     rfree = [d for i, d in enumerate(rhs.shape) if i not in rc + rb]
     return tuple([lhs.shape[i] for i in lb] + lfree + rfree), lhs.dtype
+
+
+def _fft(op, operands, attrs):
+    (x,) = operands
+    kind, lengths = attrs.get("fft_type"), tuple(attrs["fft_length"])
+    if kind not in O.FFT_TYPES:
+        _fail(op, operands, f"fft_type must be one of {O.FFT_TYPES}")
+    if not 1 <= len(lengths) <= min(3, x.ndim) or any(n < 1 for n in lengths):
+        _fail(op, operands, f"fft_length={list(lengths)} must give 1 to 3 positive lengths "
+                            "of trailing dims")
+    k = len(lengths)
+    lead, trail = x.shape[:-k], x.shape[-k:]
+    real_in = kind == "RFFT"
+    if real_in and x.dtype not in (np.float32, np.float64):
+        _fail(op, operands, "RFFT needs an f32 or f64 operand")
+    if not real_in and not dtypes.is_complex(x.dtype):
+        _fail(op, operands, f"{kind} needs a complex operand")
+    want = lengths if kind != "IRFFT" else lengths[:-1] + (lengths[-1] // 2 + 1,)
+    if trail != want:
+        _fail(op, operands, f"the trailing dims must be {list(want)} for {kind} of "
+                            f"fft_length={list(lengths)}")
+    if kind == "RFFT":
+        return lead + lengths[:-1] + (lengths[-1] // 2 + 1,), dtypes.complex_type(x.dtype)
+    if kind == "IRFFT":
+        return lead + lengths, dtypes.part_type(x.dtype)
+    return x.shape, x.dtype
 
 
 def _fusion(op, operands, attrs):
@@ -402,7 +464,7 @@ RULES.update({
     Op.CONCATENATE: _concatenate, Op.REVERSE: _reverse, Op.DYNAMIC_SLICE: _dynamic_slice,
     Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
     Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion, Op.GET_OUTPUT: _get_output,
-    Op.WHILE: _while, Op.CONDITIONAL: _conditional, Op.SORT: _sort,
+    Op.WHILE: _while, Op.CONDITIONAL: _conditional, Op.SORT: _sort, Op.FFT: _fft,
 })
 assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
 

@@ -38,6 +38,7 @@ LITERAL = ("a Literal of a supported dtype",
            lambda v: isinstance(v, Literal) and dtypes.is_supported(v.dtype))
 DIRECTION = ("one of " + ", ".join(O.COMPARE_DIRECTIONS), lambda v: v in O.COMPARE_DIRECTIONS)
 MODE = ("one of " + ", ".join(O.SCATTER_MODES), lambda v: v in O.SCATTER_MODES)
+FFT_TYPE = ("one of " + ", ".join(O.FFT_TYPES), lambda v: v in O.FFT_TYPES)
 KIND = ("one of " + ", ".join(O.FUSION_KINDS), lambda v: v in O.FUSION_KINDS)
 MODULE = ("a Module", lambda v: isinstance(v, Module))
 MODULES = ("a non-empty tuple of Modules", lambda v: isinstance(v, tuple) and len(v) > 0
@@ -68,6 +69,7 @@ ATTRS = {
     Op.WHILE: dict(cond=MODULE, body=MODULE),
     Op.CONDITIONAL: dict(branches=MODULES),
     Op.SORT: dict(dimension=INT, indices=BOOL),
+    Op.FFT: dict(fft_type=FFT_TYPE, fft_length=INTS),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})

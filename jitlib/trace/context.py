@@ -126,7 +126,7 @@ def abstract_leaf(x, what):
     int's `weak` is its `int_range` (a tuple, so still true); a NumPy scalar's is None
     (false: it promotes as its dtype, but `+=` rebinds it, as NumPy does).
     """
-    weak = isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    weak = isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic)
     if weak and isinstance(x, int) and not isinstance(x, bool):
         weak = int_range(x)
     elif isinstance(x, np.generic):

@@ -75,7 +75,7 @@ def _leaf_type(x, what):
     """(shape, dtype, weak) of a carry leaf: a tracer, an array or a Python scalar."""
     if isinstance(x, Tracer):
         return x.shape, x.dtype, x._weak
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
         arr = np.asarray(x)
         weak = True
         if isinstance(x, int) and not isinstance(x, bool):

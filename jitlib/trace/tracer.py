@@ -18,6 +18,7 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Instr
+from jitlib.hlo.ops import Op
 from jitlib.trace import int_ranges
 from jitlib.trace.context import current_liveness
 
@@ -45,6 +46,22 @@ _CONTROL_FLOW_HINT = (
     "jnp.cond(pred, lambda v: v * 2, lambda v: -v, x); loop until a condition holds with "
     "jnp.while_loop(lambda s: s[1] > 1e-8, step, (x, err)) (import jitlib.numpy as jnp); "
     "or mark the argument static with static_argnums")
+
+
+def _real_part(z):
+    return build.unary(Op.REAL, z)
+
+
+def _imag_part(z):
+    return build.unary(Op.IMAG, z)
+
+
+def _with_real_part(z, re):
+    return build.binary(Op.COMPLEX, re, build.unary(Op.IMAG, z))
+
+
+def _with_imag_part(z, im):
+    return build.binary(Op.COMPLEX, build.unary(Op.REAL, z), im)
 
 
 class Tracer:
@@ -157,11 +174,28 @@ class Tracer:
 
     @property
     def real(self):
+        if dtypes.is_complex(self.dtype):
+            return self._make_view(_real_part, _with_real_part, "the real part")
         return _method("real")(self)
+
+    @real.setter
+    def real(self, value):
+        # NumPy: a complex array's real part is a writable view; a real array's is itself
+        (self.real if dtypes.is_complex(self.dtype) else self)._assign(value)
 
     @property
     def imag(self):
+        if dtypes.is_complex(self.dtype):
+            return self._make_view(_imag_part, _with_imag_part, "the imaginary part")
         return _method("imag")(self)
+
+    @imag.setter
+    def imag(self, value):
+        if not dtypes.is_complex(self.dtype):
+            raise errors.JitlibTypeError("array does not have imaginary part to set",
+                                         hint="make the array complex first (x.astype("
+                                              "np.complex128)), as NumPy needs too")
+        self.imag._assign(value)
 
     @property
     def at(self):
@@ -222,7 +256,8 @@ class Tracer:
                                            "static"))
 
     def __complex__(self):
-        return complex(self._concrete("complex()", "jitlib does not support complex numbers"))
+        return complex(self._concrete("complex()", "keep the value an array (x[()] or "
+                                                   "x.reshape(()))"))
 
     def __index__(self):
         return operator.index(self._concrete(
@@ -344,7 +379,8 @@ def _ufunc_operator(ufunc, reflected=False, inplace=False):
 
 def _is_operand(x):
     # Let Python try the other operand's reflected method for things we do not know.
-    return isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, list, tuple))
+    return isinstance(x, (Tracer, np.ndarray, np.generic, bool, int, float, complex, list,
+                          tuple))
 
 
 _BINARY_OPERATORS = {
@@ -411,27 +447,31 @@ def is_tracer(x):
     return isinstance(x, Tracer)
 
 
+# Python's scalar types: weak in promotion (NEP 50); NumPy scalars subclass some of them
+PY_SCALARS = (bool, int, float, complex)
+
+
 def is_weak(x):
     """Python scalars, and tracers standing for Python scalar arguments, are weak (NEP 50)."""
     if isinstance(x, Tracer):
         return x._weak
-    return isinstance(x, (bool, int, float)) and not isinstance(x, np.generic)
+    return isinstance(x, PY_SCALARS) and not isinstance(x, np.generic)
 
 
 def promotion_key(x):
     """What np.result_type / ufunc.resolve_dtypes should see for `x`."""
     if isinstance(x, Tracer):
         return _weak_type(x.dtype) if x._weak else x.dtype
-    if isinstance(x, (bool, int, float)) and not isinstance(x, np.generic):
+    if isinstance(x, PY_SCALARS) and not isinstance(x, np.generic):
         return type(x)
-    if isinstance(x, complex):
-        raise errors.JitlibTypeError("jitlib does not support complex numbers")
     return concrete(x).dtype
 
 
 def _weak_type(dtype):
     if dtypes.is_bool(dtype):
         return bool
+    if dtypes.is_complex(dtype):
+        return complex
     return int if dtypes.is_integer(dtype) else float
 
 

@@ -694,7 +694,8 @@ _LOOPS = {}   # (ufunc, input type char) -> output dtypes of its one-type loop
 # NumPy's promoters send these to their bool loop when a Python scalar takes part
 _WEAK_TO_BOOL = {np.logical_and, np.logical_or, np.logical_xor}
 _OBJECT = np.dtype(object)
-_DEFAULT_TYPES = {int: np.dtype(np.int64), float: np.dtype(np.float64)}
+_DEFAULT_TYPES = {int: np.dtype(np.int64), float: np.dtype(np.float64),
+                  complex: np.dtype(np.complex128)}
 
 
 def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
@@ -716,6 +717,8 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
             f"np.{ufunc.__name__} takes {ufunc.nin} inputs, got {len(inputs)}")
     inputs = tuple(_coerce_sequence(x) for x in inputs)
     loop = _loop(ufunc, inputs, dtype)
+    if any(dtypes.is_complex(dt) for dt in loop[:ufunc.nin]):
+        build_fn = _complex_builder_of(ufunc)
     shape = T.broadcast_shapes(*[T.shape_of(x) for x in inputs])
     known = _compare_past_range(ufunc, inputs, loop)
     if known is not None:
@@ -738,6 +741,16 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     if out is not None or where is not True:
         wrapped = _write_out(ufunc, wrapped, out, where)
     return wrapped[0] if len(wrapped) == 1 else tuple(wrapped)
+
+
+def _complex_builder_of(ufunc):
+    from jitlib.trace.complex_ufuncs import COMPLEX_BUILDERS
+    build_fn = COMPLEX_BUILDERS.get(ufunc)
+    if build_fn is None:
+        raise errors.UnsupportedError(
+            f"np.{ufunc.__name__} of complex values is not supported inside jit yet",
+            hint="see docs/numpy_support.md for the ufuncs jitlib traces on complex arrays")
+    return build_fn
 
 
 _FLIPPED = {np.less: np.greater, np.less_equal: np.greater_equal, np.greater: np.less,

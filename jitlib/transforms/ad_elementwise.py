@@ -71,6 +71,28 @@ partials[Op.COS] = _unary(lambda x, y: neg(build.unary(Op.SIN, x)))
 partials[Op.TAN] = _unary(lambda x, y: _one_plus(x, mul(y, y)))
 
 
+# the complex-only functions, with JAX's formulas
+def _rsqrt(v):
+    return build.unary(Op.RSQRT, v)
+
+
+def _inverse(v):
+    return div(full_like(v, 1), v)
+
+
+partials[Op.SINH] = _unary(lambda x, y: build.unary(Op.COSH, x))
+partials[Op.COSH] = _unary(lambda x, y: build.unary(Op.SINH, x))
+partials[Op.ASIN] = _unary(lambda x, y: _rsqrt(_one_minus(x, mul(x, x))))
+partials[Op.ACOS] = _unary(lambda x, y: neg(_rsqrt(_one_minus(x, mul(x, x)))))
+partials[Op.ATAN] = _unary(lambda x, y: _inverse(_one_plus(x, mul(x, x))))
+partials[Op.ASINH] = _unary(lambda x, y: _rsqrt(_one_plus(x, mul(x, x))))
+# 1/(sqrt(x - 1) sqrt(x + 1)), not rsqrt(x*x - 1): that one flips sign across Re x = 0
+partials[Op.ACOSH] = _unary(lambda x, y: _inverse(mul(
+    build.unary(Op.SQRT, build.binary(Op.SUB, x, full_like(x, 1))),
+    build.unary(Op.SQRT, _one_plus(x, x)))))
+partials[Op.ATANH] = _unary(lambda x, y: _inverse(mul(_one_plus(x, x), _one_minus(x, x))))
+
+
 def _add_partials(instr):
     return [full_like(instr, 1), full_like(instr, 1)]
 

@@ -20,8 +20,9 @@ from jitlib.hlo.printer import print_instr
 
 
 def is_differentiable(x):
-    """Whether values like `x` (an Instr) carry tangents and cotangents."""
-    return dtypes.is_float(x.dtype)
+    """Whether values like `x` (an Instr) carry tangents and cotangents: floats and
+    complex values (ad_complex.py)."""
+    return dtypes.is_inexact(x.dtype)
 
 
 def missing_rule(transform, instr):

@@ -84,9 +84,9 @@ def _float_leaves(module, ranges, nums, what):
     for n in nums:
         for i in ranges[n][0]:
             p = module.params[i]
-            if not dtypes.is_float(p.dtype):
+            if not dtypes.is_inexact(p.dtype):
                 raise errors.JitlibTypeError(
-                    f"{what} requires floating-point inputs, but argument {n} has dtype "
+                    f"{what} requires floating-point or complex inputs, but argument {n} has dtype "
                     f"{p.dtype}",
                     hint="convert it with .astype(np.float32), or leave it out of argnums; "
                          "jitlib.vjp and jitlib.jvp accept integer inputs")
@@ -141,7 +141,7 @@ def jvp(fun: _Fun, primals: Sequence[Any], tangents: Sequence[Any],
             hint="pass one tangent per primal, in the same containers")
     module = traced.module
     _check_like(flat_tangents, module.params, "a tangent")
-    wrt = [i for i, p in enumerate(module.params) if dtypes.is_float(p.dtype)]
+    wrt = [i for i, p in enumerate(module.params) if dtypes.is_inexact(p.dtype)]
     results = core.call(jvp_module(module, wrt),
                         list(flat_primals) + [flat_tangents[i] for i in wrt])
     n_out, n_res = shapes.out_tree.num_leaves, len(module.results)
@@ -177,8 +177,8 @@ def vjp(fun: _Fun, *primals: Any, has_aux: bool = False) -> tuple[Any, ...]:
     results = core.call(module, flat_primals)
     n_out = shapes.out_tree.num_leaves
     out_tree = shapes.out_tree
-    wrt = [i for i, p in enumerate(module.params) if dtypes.is_float(p.dtype)]
-    seeded = [i for i in range(n_out) if dtypes.is_float(module.results[i].dtype)]
+    wrt = [i for i, p in enumerate(module.params) if dtypes.is_inexact(p.dtype)]
+    seeded = [i for i in range(n_out) if dtypes.is_inexact(module.results[i].dtype)]
     backward = vjp_module(module, wrt, seeded)
 
     def vjp_fn(cotangent: Any) -> tuple[Any, ...]:
@@ -282,7 +282,9 @@ def _scalar_output(module, shapes, fun):
     if not dtypes.is_float(out.dtype):
         raise errors.JitlibTypeError(
             f"grad requires a floating-point output, but {_name(fun)} returned "
-            f"{out.dtype}")
+            f"{out.dtype}",
+            hint="for a complex output, differentiate its real part (np.real(f(z))), or "
+                 "use jitlib.vjp with a complex cotangent, as JAX does")
     return out
 
 

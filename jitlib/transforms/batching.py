@@ -260,6 +260,14 @@ def _sort(instr, args, flags, size):
 batch_rules[Op.SORT] = _sort
 
 
+def _fft(instr, args, flags, size):
+    # the transform acts on the trailing dims: the example axis leads, untouched
+    return _with(instr, [ensure_batched(args[0], flags[0], size)])
+
+
+batch_rules[Op.FFT] = _fft
+
+
 # -- contraction
 
 def _dot_general(instr, args, flags, size):

@@ -15,6 +15,7 @@ import itertools
 from jitlib.hlo import build
 from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
+from jitlib.transforms import ad_complex as C
 from jitlib.transforms import ad_elementwise as E
 from jitlib.transforms import ad_expand as X
 from jitlib.transforms import ad_indexing as I
@@ -76,6 +77,16 @@ for _op in E.partials:
     jvp_rules[_op] = _by_partials
 
 
+def _abs(instr, tangents):
+    # |z| is not holomorphic: no complex partial, a real part of one (ad_complex.py)
+    if C.is_complex_abs(instr):
+        return C.abs_jvp(instr, tangents[0])
+    return _by_partials(instr, tangents)
+
+
+jvp_rules[Op.ABS] = _abs
+
+
 def _select(instr, tangents):
     pred, on_true, on_false = instr.operands
     _, t_true, t_false = tangents
@@ -95,7 +106,7 @@ def _linear(instr, tangents):
 
 for _op in (Op.CONVERT, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.PAD,
             Op.CONCATENATE, Op.REVERSE, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE,
-            Op.GATHER, Op.REDUCE_SUM, Op.CUMSUM):
+            Op.GATHER, Op.REDUCE_SUM, Op.CUMSUM, Op.REAL, Op.IMAG, Op.CONJ, Op.COMPLEX, Op.FFT):
     jvp_rules[_op] = _linear
 
 

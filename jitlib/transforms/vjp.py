@@ -18,7 +18,9 @@ import itertools
 from jitlib.hlo import build
 from jitlib.hlo.ir import Module, is_multi_output, result_module
 from jitlib.hlo.ops import Op
+from jitlib.transforms import ad_complex as C
 from jitlib.transforms import ad_elementwise as E
+from jitlib.transforms import ad_fft as F
 from jitlib.transforms import ad_expand as X
 from jitlib.transforms import ad_indexing as I
 from jitlib.transforms import ad_reductions as R
@@ -104,6 +106,18 @@ def _by_partials(instr, ct):
 
 for _op in E.partials:
     vjp_rules[_op] = _by_partials
+
+
+def _abs(instr, ct):
+    # |z| is not holomorphic: the transpose of its JVP (ad_complex.py)
+    if C.is_complex_abs(instr):
+        return [C.abs_vjp(instr, ct)]
+    return _by_partials(instr, ct)
+
+
+vjp_rules[Op.ABS] = _abs
+vjp_rules.update(C.VJPS)   # real, imag, conj, complex: transposes of linear maps
+vjp_rules[Op.FFT] = F.fft_vjp
 
 
 def _select(instr, ct):

@@ -607,6 +607,48 @@ def test_sort_orders_zeros_and_nans_as_numpy(name, axis):
     assert_exact(got, want)
 
 
+covers(Op.REAL, Op.IMAG, Op.CONJ, Op.COMPLEX, Op.FFT, *ops.COMPLEX_ONLY)
+
+
+def _complex_values(dt, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.normal(0, 2, shape) + 1j * rng.normal(0, 2, shape)).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["c64", "c128"])
+def test_complex_parts_are_exact_and_math_close(dt):
+    # finite values: XLA's complex functions differ from NumPy's on inf/nan parts (jax.py)
+    z = _complex_values(dt, (4, 5))
+    for op in (Op.REAL, Op.IMAG, Op.CONJ, Op.NEG):
+        got, want = one(lambda p: B.unary(op, p), z)
+        assert_exact(got, want)
+    re, im = z.real.copy(), z.imag.copy()
+    re[0, :3] = [np.inf, -0.0, np.nan]
+    im[0, :3] = [0.0, -0.0, np.inf]
+    got, want = one(lambda a, b: B.binary(Op.COMPLEX, a, b), re, im)
+    assert_exact(got, want)
+    rtol = 1e-5 if dt == np.complex64 else 1e-12
+    for make in (*(lambda p, op=op: B.unary(op, p) for op in ops.COMPLEX_ONLY),
+                 lambda p: B.unary(Op.EXP, p), lambda p: B.unary(Op.SQRT, p),
+                 lambda p: B.unary(Op.ABS, p), lambda p: B.binary(Op.DIV, p, p),
+                 lambda p: B.reduce(Op.REDUCE_SUM, p, (1,)),
+                 lambda p: B.dot_general(p, p, (1,), (1,))):
+        got, want = one(make, z)
+        np.testing.assert_allclose(got, want, rtol=rtol)
+
+
+@pytest.mark.parametrize("kind, lengths, shape, dt", [
+    ("FFT", (8,), (3, 8), np.complex64), ("IFFT", (4, 6), (2, 4, 6), np.complex128),
+    ("RFFT", (9,), (2, 9), np.float64), ("IRFFT", (3, 8), (3, 5), np.complex128)])
+def test_fft_matches_pocketfft(kind, lengths, shape, dt):
+    x = _complex_values(dt, shape) if np.dtype(dt).kind == "c" else \
+        np.random.default_rng(1).normal(size=shape).astype(dt)
+    got, want = one(lambda p: B.make(Op.FFT, [p], dict(fft_type=kind, fft_length=lengths)), x)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=1e-4 if want.dtype.itemsize <= 8 else 1e-12,
+                               atol=1e-5 if want.dtype.itemsize <= 8 else 1e-12)
+
+
 covers(Op.FUSION, Op.GET_OUTPUT)
 
 

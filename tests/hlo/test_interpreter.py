@@ -850,8 +850,8 @@ def test_evaluate_checks_arguments():
         evaluate(m, [good[0].astype(np.float64), good[1]])
     with pytest.raises(InterpretError, match=r"argument 1 \(y\).*i32\[\], got i32\[1\]"):
         evaluate(m, [good[0], np.array([3], np.int32)])
-    with pytest.raises(InterpretError, match="complex128"):
-        evaluate(m, [good[0], np.array(1j)])
+    with pytest.raises(InterpretError, match="float128"):
+        evaluate(m, [good[0], np.array(1, np.longdouble)])
 
 
 def test_results_are_fresh_writable_arrays():
@@ -979,6 +979,133 @@ def test_pad_property(dims, data):
     value = np.array(-1, np.int16)
     got = run(lambda a, v: B.pad(a, v, low, high, interior), x, value)
     assert_bitwise(got, _pad_reference(x, value, low, high, interior))
+
+
+# -- complex values: every rule is NumPy's complex loop, bit for bit
+
+# Edge values around the branch cuts (the negative real axis with +-0 imaginary parts,
+# the imaginary axis beyond +-1) and non-finite parts.
+_COMPLEX_EDGES = [complex(-2.0, 0.0), complex(-2.0, -0.0), complex(0.0, 0.0),
+                  complex(-0.0, -0.0), complex(0.0, 2.0), complex(-0.0, -2.0),
+                  complex(np.inf, 0.0), complex(-np.inf, 1.0), complex(1.0, np.inf),
+                  complex(np.nan, 0.0), complex(0.0, np.nan), complex(1.5, -0.5)]
+
+
+def complex_sample(dt, n=64, seed=0):
+    rng = np.random.default_rng(seed)
+    parts = rng.normal(0, 2, (2, n))
+    return np.concatenate([np.array(_COMPLEX_EDGES), parts[0] + 1j * parts[1]]).astype(dt)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["c64", "c128"])
+@pytest.mark.parametrize("op, fn", [
+    (Op.NEG, np.negative), (Op.ABS, np.abs), (Op.SIGN, np.sign), (Op.EXP, np.exp),
+    (Op.EXPM1, np.expm1), (Op.LOG, np.log), (Op.LOG1P, np.log1p), (Op.SQRT, np.sqrt),
+    (Op.TANH, np.tanh), (Op.SIN, np.sin), (Op.COS, np.cos), (Op.TAN, np.tan),
+    (Op.REAL, np.real), (Op.IMAG, np.imag), (Op.CONJ, np.conjugate), (Op.SINH, np.sinh),
+    (Op.COSH, np.cosh), (Op.ASIN, np.arcsin), (Op.ACOS, np.arccos), (Op.ATAN, np.arctan),
+    (Op.ASINH, np.arcsinh), (Op.ACOSH, np.arccosh), (Op.ATANH, np.arctanh)], ids=_case_id)
+def test_complex_unary_is_numpys(op, fn, dt):
+    covers(op)
+    x = complex_sample(dt)
+    with np.errstate(all="ignore"):
+        assert_bitwise(run(lambda a: B.unary(op, a), x), fn(x))
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["c64", "c128"])
+@pytest.mark.parametrize("op, fn", [
+    (Op.ADD, np.add), (Op.SUB, np.subtract), (Op.MUL, np.multiply), (Op.DIV, np.divide),
+    (Op.POW, np.power)], ids=_case_id)
+def test_complex_binary_is_numpys(op, fn, dt):
+    x, y = complex_sample(dt, seed=1), complex_sample(dt, seed=2)[::-1]
+    with np.errstate(all="ignore"):
+        assert_bitwise(run(lambda a, b: B.binary(op, a, b), x, y), fn(x, y))
+
+
+def test_complex_pow_fast_paths_are_numpys():
+    # eager `z ** c` takes NumPy's scalar fast paths: for complex z, those of the int
+    # exponents 2, 1, -1 (z*z, z, np.reciprocal) and of 0.5 (sqrt); `z ** 2.0` is np.power,
+    # a few ulps away, which the IR (its exponent is a complex value) cannot tell apart
+    z = complex_sample(np.complex128)
+    for c in (2, 1, 0.5, -1, 3.0):
+        with np.errstate(all="ignore"):
+            got = run(lambda a, b: B.binary(Op.POW, a, b), z, np.full_like(z, c))
+            assert_bitwise(got, z ** c)
+
+
+@pytest.mark.parametrize("dt", [np.float32, np.float64], ids=["f32", "f64"])
+def test_complex_keeps_its_parts_bitwise(dt):
+    covers(Op.COMPLEX)
+    re = np.array([np.inf, -0.0, np.nan, 1.0, 0.0], dt)
+    im = np.array([0.0, -0.0, 1.0, np.inf, np.nan], dt)
+    got = run(lambda a, b: B.binary(Op.COMPLEX, a, b), re, im)
+    assert got.dtype == dtypes.complex_type(dt)
+    assert_bitwise(got.real.copy(), re)
+    assert_bitwise(got.imag.copy(), im)
+
+
+def test_complex_compare_reduce_and_dot_are_numpys():
+    x, y = complex_sample(np.complex64, seed=3), complex_sample(np.complex64, seed=3)
+    y[::3] += 1
+    assert_bitwise(run(lambda a, b: B.compare(a, b, "EQ"), x, y), x == y)
+    assert_bitwise(run(lambda a, b: B.compare(a, b, "NE"), x, y), x != y)
+    m = complex_sample(np.complex128, 12 * 5 - len(_COMPLEX_EDGES), seed=4)[12:].reshape(4, 12)
+    assert_bitwise(run(lambda a: B.reduce(Op.REDUCE_SUM, a, (1,)), m),
+                   np.sum(m, axis=1, dtype=m.dtype))
+    assert_bitwise(run(lambda a: B.reduce(Op.REDUCE_PROD, a, (0,)), m),
+                   np.prod(m, axis=0, dtype=m.dtype))
+    assert_bitwise(run(lambda a, b: B.dot_general(a, b, (1,), (0,)), m, m.T.copy()), m @ m.T)
+
+
+@pytest.mark.parametrize("kind, fn, dt", [
+    ("FFT", np.fft.fftn, np.complex64), ("IFFT", np.fft.ifftn, np.complex128),
+    ("RFFT", np.fft.rfftn, np.float32), ("IRFFT", np.fft.irfftn, np.complex128)])
+def test_fft_is_pocketfft_over_the_trailing_dims(kind, fn, dt):
+    covers(Op.FFT)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(3, 4, 6))
+    x = (x + 1j * rng.normal(size=x.shape) if np.dtype(dt).kind == "c" else x).astype(dt)
+    lengths = (4, 10) if kind == "IRFFT" else (4, 6)
+    got = run(lambda p: B.make(Op.FFT, [p], dict(fft_type=kind, fft_length=lengths)), x)
+    assert_bitwise(got, fn(x, s=lengths, axes=(1, 2)))
+
+
+def test_fft_typing():
+    from jitlib.hlo.shape_rules import IRTypeError
+    x = B.parameter(0, (3, 8), np.float32)
+    z = B.parameter(1, (3, 5), np.complex64)
+    assert B.make(Op.FFT, [z], dict(fft_type="IRFFT", fft_length=(8,))).type_str == "f32[3,8]"
+    assert B.make(Op.FFT, [z], dict(fft_type="IRFFT", fft_length=(9,))).type_str == "f32[3,9]"
+    with pytest.raises(IRTypeError, match="needs a complex operand"):
+        B.make(Op.FFT, [x], dict(fft_type="FFT", fft_length=(8,)))
+    with pytest.raises(IRTypeError, match="trailing dims must be"):
+        B.make(Op.FFT, [x], dict(fft_type="RFFT", fft_length=(6,)))
+
+
+def test_complex_converts_drop_the_imaginary_part_as_astype():
+    z = np.array([1.5 - 2j, -0.0 + 1j, np.nan + 0j], np.complex128)
+    assert_bitwise(run(lambda a: B.convert(a, np.float32), z), z.real.astype(np.float32))
+    assert_bitwise(run(lambda a: B.convert(a, np.bool_), z), z != 0)
+    assert_bitwise(run(lambda a: B.convert(a, np.complex64), z), z.astype(np.complex64))
+    f = np.array([1.0, -0.0, np.inf], np.float32)
+    assert_bitwise(run(lambda a: B.convert(a, np.complex128), f), f.astype(np.complex128))
+
+
+@pytest.mark.parametrize("make, needle", [
+    (lambda z, f: B.binary(Op.MAX, z, z), "max.*not defined on complex"),
+    (lambda z, f: B.compare(z, z, "LT"), "only for EQ and NE"),
+    (lambda z, f: B.unary(Op.REAL, f), "needs a complex operand"),
+    (lambda z, f: B.binary(Op.COMPLEX, z, z), "needs f32 or f64 parts"),
+    (lambda z, f: B.unary(Op.FLOOR, z), "not defined on complex"),
+    (lambda z, f: B.unary(Op.ASIN, f), "needs a complex operand"),
+    (lambda z, f: B.reduce(Op.REDUCE_MAX, z, (0,)), "not defined on complex"),
+])
+def test_complex_ops_without_meaning_do_not_typecheck(make, needle):
+    from jitlib.hlo.shape_rules import IRTypeError
+    z = B.parameter(0, (3,), np.complex64)
+    f = B.parameter(1, (3,), np.float32)
+    with pytest.raises(IRTypeError, match=needle):
+        make(z, f)
 
 
 # -- completeness

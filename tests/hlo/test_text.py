@@ -38,6 +38,10 @@ def _unary_case(op):
         return text("%x: f32[3]", f"%0 = {out}[3] {op}(%x)")
     if op is Op.CONVERT:
         return text("%x: f32[3]", "%0 = bf16[3] convert(%x)")
+    if op in (Op.REAL, Op.IMAG):
+        return text("%x: c128[3]", f"%0 = f64[3] {op}(%x)")
+    if op is Op.CONJ or op in O.COMPLEX_ONLY:
+        return text("%x: c64[3]", f"%0 = c64[3] {op}(%x)")
     dt = "bool" if op is Op.NOT else "i32"
     return text(f"%x: {dt}[3]", f"%0 = {dt}[3] {op}(%x)")
 
@@ -45,6 +49,8 @@ def _unary_case(op):
 def _binary_case(op):
     if op is Op.COMPARE:
         return text("%x: f32[3], %y: f32[3]", "%0 = bool[3] compare(%x, %y), direction=GE")
+    if op is Op.COMPLEX:
+        return text("%x: f32[3], %y: f32[3]", "%0 = c64[3] complex(%x, %y)")
     dt = "u8" if op in O.BITWISE else "f32"
     return text(f"%x: {dt}[3], %y: {dt}[3]", f"%0 = {dt}[3] {op}(%x, %y)")
 
@@ -77,6 +83,7 @@ CASES = {
     Op.SORT: text("%x: f32[2,3], %y: i8[2,3]",
                   "%0 = i64[2,3] sort(%x, %y), dimension=1, indices=true"),
 }
+CASES[Op.FFT] = text("%x: f32[2,8]", "%0 = c64[2,5] fft(%x), fft_length=[8], fft_type=RFFT")
 CASES[Op.FUSION] = text("%x: f32[3]", "%0 = f32[3] fusion(%x), kind=loop, name=fused_neg_0 {",
                         "  module fused_neg_0(%p0: f32[3]) {", "    %0 = f32[3] neg(%p0)",
                         "    return (%0)", "  }", "}", ret="%0")
@@ -226,6 +233,20 @@ def test_big_constants_print_as_hex_and_roundtrip_exactly():
     s = str(Module("f", [], [c, flags]))
     assert 'f32[4,25] constant(hex"' in s and 'bool[70] constant(hex"' in s
     assert roundtrip(s).results == (c, flags)
+
+
+@pytest.mark.parametrize("dt", [np.complex64, np.complex128], ids=["c64", "c128"])
+def test_complex_constants_print_as_pairs_and_roundtrip_bit_exactly(dt):
+    small = np.array([1 + 2j, complex(-0.0, np.inf), complex(np.nan, -0.0), 0.1j], dt)
+    rng = np.random.default_rng(0)
+    parts = rng.standard_normal((2, 40, 40))
+    big = (parts[0] + 1j * parts[1]).astype(dt)
+    consts = [build.constant(small), build.constant(big), build.constant(dt(3 - 1j))]
+    s = str(Module("f", [], consts))
+    name = dtypes.name(dt)
+    assert f"{name}[4] constant({{(1.0, 2.0), (-0.0, inf), (nan, -0.0), (0.0, 0.1)}})" in s
+    assert f'{name}[40,40] constant(hex"' in s and f"{name}[] constant((3.0, -1.0))" in s
+    assert roundtrip(s).results == tuple(consts)
 
 
 FLOATS = [np.float16, dtypes.bfloat16, np.float32, np.float64]

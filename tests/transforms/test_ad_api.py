@@ -322,7 +322,7 @@ def test_grad_of_a_non_scalar_output_is_a_clear_error():
 
 
 def test_grad_with_respect_to_an_integer_input_is_a_type_error():
-    with pytest.raises(jitlib.JitlibTypeError, match="floating-point inputs.*int64"):
+    with pytest.raises(jitlib.JitlibTypeError, match="floating-point or complex inputs.*int64"):
         jitlib.grad(lambda x: (x * x).sum())(np.arange(3))
 
 

@@ -52,6 +52,18 @@ def normal(*shape, seed=0):
     return rng(seed).normal(size=shape)
 
 
+def like(x, seed=0):
+    """Random values of `x`'s shape and dtype (complex: both parts random)."""
+    values = normal(*x.shape, seed=seed)
+    if np.issubdtype(x.dtype, np.complexfloating):
+        values = values + 1j * normal(*x.shape, seed=seed + 100)
+    return values.astype(x.dtype)
+
+
+def cnormal(*shape, seed=0):
+    return normal(*shape, seed=seed) + 1j * normal(*shape, seed=seed + 50)
+
+
 def positive(*shape, seed=0):
     return rng(seed).uniform(0.5, 2.0, size=shape)
 
@@ -182,6 +194,37 @@ def _fusion_cases():
 
 CASES += _fusion_cases()
 
+# complex values, differentiated as JAX does (ad_complex.py): holomorphic ops by their
+# complex derivative, abs and the parts by the transposes of their R-linear JVPs
+CASES += [
+    *(Case(f"complex_{op.value}", lambda z, op=op: build.unary(op, z), cnormal(2, 3))
+      for op in (Op.NEG, Op.ABS, Op.EXP, Op.EXPM1, Op.LOG, Op.LOG1P, Op.SQRT, Op.RSQRT,
+                 Op.TANH, Op.SIN, Op.COS, Op.TAN, Op.REAL, Op.IMAG, Op.CONJ, Op.SINH,
+                 Op.COSH, Op.ASIN, Op.ACOS, Op.ATAN, Op.ASINH, Op.ATANH)),
+    # JAX's acosh JVP, rsqrt((x - 1)(x + 1)), has the wrong sign where Re x < 0 for complex
+    # x; ours, 1/(sqrt(x - 1) sqrt(x + 1)), is checked against finite differences only
+    Case("complex_acosh", lambda z: build.unary(Op.ACOSH, z), cnormal(2, 3),
+         jax_differentiates=False),
+    *(Case(f"complex_{op.value}", lambda a, b, op=op: build.binary(op, a, b),
+           cnormal(2, 3), cnormal(2, 3, seed=2)) for op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV)),
+    Case("complex_pow", lambda a, b: build.binary(Op.POW, a, b),
+         cnormal(2, 3) + 2, 0.3 * cnormal(2, 3, seed=2)),
+    Case("complex_of_parts", lambda x, y: build.binary(Op.COMPLEX, x, y),
+         normal(4), normal(4, seed=2)),
+    Case("complex_to_real_convert", lambda z: build.convert(z, F64), cnormal(4)),
+    Case("real_to_complex_convert", lambda x: build.convert(x, np.complex128), normal(4)),
+    Case("complex_sum_and_dot", lambda a, b: [
+        build.reduce(Op.REDUCE_SUM, a, (1,)), build.dot_general(a, b, (1,), (0,))],
+        cnormal(2, 3), cnormal(3, 2, seed=2)),
+    *(Case(f"fft_{kind.lower()}", lambda x, kind=kind, n=n: build.make(
+        Op.FFT, [x], dict(fft_type=kind, fft_length=n)), x)
+      for kind, n, x in (("FFT", (4,), cnormal(3, 4)), ("IFFT", (2, 4), cnormal(3, 2, 4)),
+                         ("RFFT", (6,), normal(3, 6)), ("RFFT", (5,), normal(2, 5)),
+                         ("IRFFT", (6,), cnormal(3, 4)), ("IRFFT", (3, 5), cnormal(3, 3)))),
+    Case("abs_squared_of_complex", lambda z: build.reduce(Op.REDUCE_SUM, build.binary(
+        Op.MUL, build.unary(Op.ABS, z), build.unary(Op.ABS, z)), (0, 1)), cnormal(2, 3)),
+]
+
 
 def _control_cases():
     from jitlib.transforms import regions as R
@@ -232,7 +275,7 @@ CASES += _control_cases()
 
 def _split(case):
     """The indices of the differentiated (floating-point) inputs."""
-    return [i for i, x in enumerate(case.inputs) if np.issubdtype(x.dtype, np.floating)]
+    return [i for i, x in enumerate(case.inputs) if np.issubdtype(x.dtype, np.inexact)]
 
 
 def _oracle(case):
@@ -244,12 +287,12 @@ def _oracle(case):
         args = list(case.inputs)
         for i, a in zip(floats, float_args):
             args[i] = a
-        return [r for r in run(*args) if np.issubdtype(r.dtype, np.floating)]
+        return [r for r in run(*args) if np.issubdtype(r.dtype, np.inexact)]
     return f, [case.inputs[i] for i in floats]
 
 
 def _float_results(module):
-    return [i for i, r in enumerate(module.results) if np.issubdtype(r.dtype, np.floating)]
+    return [i for i, r in enumerate(module.results) if np.issubdtype(r.dtype, np.inexact)]
 
 
 def _close(actual, expected, what, module):
@@ -265,7 +308,7 @@ FD_CASES = [c for c in CASES if c.exact_in_f64]
 @pytest.mark.parametrize("case", JAX_CASES, ids=repr)
 def test_jvp_matches_jax(case):
     f, primals = _oracle(case)
-    tangents = [normal(*x.shape, seed=7 + i) for i, x in enumerate(primals)]
+    tangents = [like(x, seed=7 + i) for i, x in enumerate(primals)]
     _, expected = jax.jit(lambda p, t: jax.jvp(f, p, t))(primals, tangents)
     module = jvp.jvp_module(case.module, _split(case))
     results = evaluate(module, list(case.inputs) + tangents)
@@ -278,7 +321,7 @@ def test_jvp_matches_jax(case):
 def test_vjp_matches_jax(case):
     f, primals = _oracle(case)
     outs = jax.eval_shape(f, *primals)
-    cts = [normal(*o.shape, seed=11 + i) for i, o in enumerate(outs)]
+    cts = [like(o, seed=11 + i) for i, o in enumerate(outs)]
     expected = jax.jit(lambda p, c: jax.vjp(f, *p)[1](c))(primals, cts)
     module = vjp.vjp_module(case.module, _split(case), _float_results(case.module))
     results = evaluate(module, list(case.inputs) + cts)
@@ -289,9 +332,9 @@ def test_vjp_matches_jax(case):
 def test_vjp_matches_finite_differences(case):
     floats, seeded = _split(case), _float_results(case.module)
     module = vjp.vjp_module(case.module, floats, seeded)
-    cts = [normal(*case.module.results[i].shape, seed=13 + i) for i in seeded]
+    cts = [like(case.module.results[i], seed=13 + i) for i in seeded]
     grads = evaluate(module, list(case.inputs) + cts)[len(case.module.results):]
-    direction = [normal(*case.inputs[i].shape, seed=17 + i) for i in floats]
+    direction = [like(case.inputs[i], seed=17 + i) for i in floats]
     h = 1e-6
 
     def pairing(step):
@@ -299,10 +342,11 @@ def test_vjp_matches_finite_differences(case):
         for i, d in zip(floats, direction):
             args[i] = args[i] + step * d
         outs = evaluate(case.module, args)
-        return sum(float(np.sum(c * outs[i])) for c, i in zip(cts, seeded))
+        # JAX's convention pairs complex values as Re(sum(a * b)), no conjugate
+        return sum(float(np.real(np.sum(c * outs[i]))) for c, i in zip(cts, seeded))
 
     numeric = (pairing(h) - pairing(-h)) / (2 * h)
-    analytic = sum(float(np.sum(g * d)) for g, d in zip(grads, direction))
+    analytic = sum(float(np.real(np.sum(g * d))) for g, d in zip(grads, direction))
     assert abs(numeric - analytic) <= 1e-6 * (1 + abs(numeric)), (numeric, analytic, str(module))
 
 

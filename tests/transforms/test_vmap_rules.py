@@ -71,7 +71,8 @@ def case(name, types, *ops_covered):
 # -- elementwise
 
 POSITIVE = {Op.LOG, Op.LOG1P, Op.SQRT, Op.RSQRT}
-for _op in sorted(ops.UNARY - {Op.NOT, Op.CONVERT, Op.IS_FINITE}, key=str):
+for _op in sorted(ops.UNARY - {Op.NOT, Op.CONVERT, Op.IS_FINITE, Op.REAL, Op.IMAG, Op.CONJ}
+                  - ops.COMPLEX_ONLY, key=str):
     CASES.append(Case(f"unary_{_op}", [f(2, 3, values=floats(0.1, 2) if _op in POSITIVE
                                         else floats())],
                       lambda x, op=_op: B.unary(op, x), [_op]))
@@ -81,6 +82,21 @@ for _op in sorted(ops.BINARY - ops.BITWISE - {Op.COMPARE}, key=str):
 for _op in sorted(ops.BITWISE - {Op.NOT}, key=str):
     CASES.append(Case(f"bitwise_{_op}", [((4,), I32, ints(-9, 9)), ((4,), I32, ints(-9, 9))],
                       lambda x, y, op=_op: B.binary(op, x, y), [_op]))
+C128 = np.dtype(np.complex128)
+
+
+def complexes(rng, shape):
+    return rng.uniform(-2, 2, shape) + 1j * rng.uniform(-2, 2, shape)
+
+
+CASES.append(Case("complex_parts", [((2, 3), C128, complexes)], lambda z: [
+    B.unary(Op.REAL, z), B.unary(Op.IMAG, z), B.unary(Op.CONJ, z), B.unary(Op.ABS, z),
+    B.unary(Op.EXP, z), *(B.unary(op, z) for op in sorted(ops.COMPLEX_ONLY, key=str))],
+    [Op.REAL, Op.IMAG, Op.CONJ, *ops.COMPLEX_ONLY]))
+CASES.append(Case("fft_rfft_irfft", [f(2, 8), ((3, 4), C128, complexes)], lambda x, z: [
+    B.make(Op.FFT, [x], dict(fft_type="RFFT", fft_length=(8,))),
+    B.make(Op.FFT, [z], dict(fft_type="FFT", fft_length=(3, 4))),
+    B.make(Op.FFT, [z], dict(fft_type="IRFFT", fft_length=(6,)))], [Op.FFT]))
 CASES.append(Case("compare_and_is_finite", [f(4), f(4)],
                   lambda x, y: [B.compare(x, y, "LT"), B.unary(Op.IS_FINITE, B.binary(
                       Op.DIV, x, y))], [Op.COMPARE, Op.IS_FINITE]))

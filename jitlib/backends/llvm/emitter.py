@@ -774,6 +774,13 @@ scalar_rules.update({
     Op.AND: _bitwise("and"), Op.OR: _bitwise("or"), Op.XOR: _bitwise("xor"),
     Op.COMPARE: _compare, Op.SELECT: _select, Op.CLAMP: _clamp,
 })
+
+
+def _complex_part(*args):
+    raise Unsupported("complex values are not compiled by this backend")
+
+
+scalar_rules.update({op: _complex_part for op in O.COMPLEX_PARTS | O.COMPLEX_ONLY})
 assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
 
 

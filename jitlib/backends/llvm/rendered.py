@@ -8,13 +8,17 @@ how calls may be split; for a dot kernel its epilogue, which body
 parameters that reads, and where the results come from. The kernel's inputs and outputs
 are the fusion body's own instructions, found again on load.
 """
+from jitlib.backends.complex_values import first_complex
 from jitlib.backends.llvm import kernels, opaque
+from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.ops import Op
 
 
 def render_fusion(fusion):
     """The kernel of one FUSION instruction, of any kind; raises `Unsupported` where the
     backend cannot emit it."""
+    if first_complex(fusion.attrs["body"]) is not None:
+        raise Unsupported("complex values are not compiled yet: NumPy computes them")
     if fusion.attrs["kind"] == "opaque":
         return opaque.render(fusion.attrs["name"], fusion.attrs["body"])
     return kernels.render(fusion)

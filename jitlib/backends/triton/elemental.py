@@ -384,6 +384,13 @@ scalar_rules.update({
     Op.ATAN2: _math("atan2"), Op.AND: _arith("&"), Op.OR: _arith("|"),
     Op.XOR: _arith("^"), Op.COMPARE: _compare, Op.SELECT: _select, Op.CLAMP: _clamp,
 })
+
+
+def _complex_part(*args):
+    raise Unsupported("complex values are not compiled by this backend")
+
+
+scalar_rules.update({op: _complex_part for op in O.COMPLEX_PARTS | O.COMPLEX_ONLY})
 assert set(scalar_rules) == O.ELEMENTWISE, sorted(O.ELEMENTWISE ^ set(scalar_rules))
 
 # the libdevice functions generated code calls (the interpreter path swaps in NumPy's)

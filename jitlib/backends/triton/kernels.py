@@ -511,7 +511,10 @@ def render_dot(name, body, summary=""):
 def render(fusion):
     """The Triton kernel of one FUSION instruction; raises Unsupported where it cannot."""
     from jitlib.fusion.fuse import kernel_summary
+    from jitlib.backends.complex_values import first_complex
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
+    if first_complex(body) is not None:
+        raise Unsupported("complex values are not generated (the backend refuses them)")
     summary = kernel_summary(fusion)
     if kind == "loop":
         return render_loop(name, body, summary)

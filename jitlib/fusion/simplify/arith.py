@@ -13,7 +13,7 @@ from jitlib.hlo.ops import Op
 
 
 def _float(instr):
-    return dtypes.is_float(instr.dtype)
+    return dtypes.is_inexact(instr.dtype)   # complex values round as floats do
 
 
 # ** canonicalisation **
@@ -109,6 +109,9 @@ def _exponent_is(instr, value):
 
 
 def pow_one(instr, options):
+    # complex z ** 1 is np.power's, which need not keep z's bits (-0.0 parts)
+    if dtypes.is_complex(instr.dtype):
+        return None
     return instr.operands[0] if _exponent_is(instr, 1) else None
 
 
@@ -204,8 +207,8 @@ def holds_exactly(wide, narrow) -> bool:
     """Whether dtype `wide` represents every value of dtype `narrow` exactly."""
     if wide == narrow or dtypes.is_bool(narrow):
         return True
-    if dtypes.is_bool(wide):
-        return False
+    if dtypes.is_bool(wide) or dtypes.is_complex(wide) or dtypes.is_complex(narrow):
+        return False    # (a complex round trip is exact, but drops the imaginary part)
     if dtypes.is_float(narrow):
         if not dtypes.is_float(wide):
             return False

@@ -88,7 +88,7 @@ def reduce_of_one(instr, options):
     if math.prod(x.shape[d] for d in instr.attrs["dims"]) != 1:
         return None
     # NumPy starts a float sum at +0.0, so a one-element sum of -0.0 is +0.0.
-    if instr.op is Op.REDUCE_SUM and dtypes.is_float(x.dtype):
+    if instr.op is Op.REDUCE_SUM and dtypes.is_inexact(x.dtype):
         return None
     return build.reshape(x, instr.shape, loc=instr.loc)
 
@@ -111,7 +111,7 @@ def _reduced_broadcast(instr):
 
 
 def sum_of_broadcast_int(instr, options):
-    if dtypes.is_float(instr.dtype):
+    if dtypes.is_inexact(instr.dtype):
         return None
     found = _reduced_broadcast(instr)
     if found is None:
@@ -124,7 +124,7 @@ def sum_of_broadcast_int(instr, options):
 
 @unsafe("sum_of_broadcast")
 def sum_of_broadcast(instr, options):
-    found = _reduced_broadcast(instr) if dtypes.is_float(instr.dtype) else None
+    found = _reduced_broadcast(instr) if dtypes.is_inexact(instr.dtype) else None
     if found is None:
         return None
     y, n = found
@@ -206,7 +206,7 @@ def dot_without_contraction(instr, options):
     rhs = build.broadcast_in_dim(rhs, instr.shape, tuple(range(nb)) + tuple(
         range(nb + n_lhs, nb + n_lhs + n_rhs)), loc=instr.loc)
     product = build.binary(Op.MUL, lhs, rhs, loc=instr.loc)
-    if not dtypes.is_float(instr.dtype):
+    if not dtypes.is_inexact(instr.dtype):
         return product
     # a dot's sum starts at +0.0: a lone -0.0 product comes out +0.0
     return build.binary(Op.ADD, product, full_like(instr, 0, instr.loc), loc=instr.loc)

@@ -170,6 +170,9 @@ def round(a, decimals=0, out=None):
     """rint; decimals != 0 is NumPy's rint(x * 10**d) / 10**d (ints in float64)."""
     x = tracer(a)
     d = int_arg(decimals, "decimals")
+    if dtypes.is_complex(x.dtype):   # NumPy rounds the two parts separately
+        re, im = round(x.real, d), round(x.imag, d)
+        return finish(T.Tracer(B.binary(Op.COMPLEX, re.instr, im.instr)), out, "round")
     is_int = dtypes.is_integer(x.dtype)
     if is_int and d >= 0:
         return finish(T.Tracer(x.instr), out, "round")
@@ -192,33 +195,60 @@ def round(a, decimals=0, out=None):
 
 @implements(np.real)
 def real(val):
-    """identity: jitlib arrays are real (the same array, as NumPy's .real view)."""
-    return tracer(val)
+    """The real part: a view of a complex array (writable, as NumPy's), a real array
+    itself."""
+    x = tracer(val)
+    return x.real if dtypes.is_complex(x.dtype) else x
 
 
 @implements(np.imag)
 def imag(val):
-    """zeros of the array's dtype (real arrays have no imaginary part)."""
+    """The imaginary part; zeros of a real array's dtype."""
     x = tracer(val)
+    if dtypes.is_complex(x.dtype):
+        return x.imag
     return T.Tracer(full(0, x.shape, x.dtype))
 
 
 @implements(name="conj")
 def conj(x):
-    """identity copy (ndarray.conj; np.conj is the conjugate ufunc)."""
+    """The complex conjugate (ndarray.conj; np.conj is the conjugate ufunc)."""
     return apply(np.conjugate, tracer(x))
+
+
+@implements(np.angle)
+def angle(z, deg=False):
+    """arctan2(imag, real), as NumPy computes it; degrees with deg=True."""
+    x = tracer(z)
+    if dtypes.is_complex(x.dtype):
+        out = apply(np.arctan2, imag(x), real(x))
+    else:
+        out = apply(np.arctan2, T.Tracer(full(0, x.shape, x.dtype)), x)
+    return apply(np.multiply, out, 180 / np.pi) if deg else out
 
 
 @implements(np.iscomplexobj)
 def iscomplexobj(x):
-    """Static False: jitlib has no complex dtypes."""
-    return False
+    """Static: whether the dtype is complex."""
+    return dtypes.is_complex(tracer(x).dtype)
 
 
 @implements(np.isrealobj)
 def isrealobj(x):
-    """Static True: jitlib has no complex dtypes."""
-    return True
+    """Static: whether the dtype is not complex."""
+    return not dtypes.is_complex(tracer(x).dtype)
+
+
+@implements(np.iscomplex)
+def iscomplex(x):
+    """Elementwise: a nonzero imaginary part."""
+    return apply(np.not_equal, imag(x), 0)
+
+
+@implements(np.isreal)
+def isreal(x):
+    """Elementwise: a zero imaginary part."""
+    return apply(np.equal, imag(x), 0)
 
 
 # -- comparisons of whole arrays

@@ -123,8 +123,10 @@ def outer(a, b, out=None):
 
 @implements(np.vdot)
 def vdot(a, b, /):
-    """dot_general of both flattened (conjugation is the identity on real arrays)."""
+    """dot_general of both flattened, the first conjugated (the identity on real arrays)."""
     x, y, av, bv = _promoted(a, b)
+    if dtypes.is_complex(av.dtype):
+        av = B.unary(Op.CONJ, av)
     if x.size != y.size:
         raise errors.ShapeError(f"vdot: inputs have different sizes ({x.size} and {y.size})",
                                 hint="both arrays must have the same number of elements")
@@ -151,6 +153,8 @@ def vecdot(x1, x2, /, *, axis=-1, dtype=None, out=None):
             hint="both arrays must have the same size along axis")
     a = B.transpose(a, [d for d in range(x.ndim) if d != ax] + [ax])
     b = B.transpose(b, [d for d in range(y.ndim) if d != ay] + [ay])
+    if dtypes.is_complex(a.dtype):
+        a = B.unary(Op.CONJ, a)   # the vector dot product conjugates its first operand
     batch = T.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     a, b = T.broadcast(a, batch + (n,)), T.broadcast(b, batch + (n,))
     dims = range(len(batch))
@@ -400,7 +404,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
             ord == 2 and t.ndim == 1)
         if two_norm:
             flat = B.reshape(t.instr, (t.size,))
-            ret = apply(np.sqrt, T.Tracer(_dot(flat, flat, (0,), (0,))))
+            if dtypes.is_complex(t.dtype):   # NumPy: re.dot(re) + im.dot(im)
+                re, im = B.unary(Op.REAL, flat), B.unary(Op.IMAG, flat)
+                sq = B.binary(Op.ADD, _dot(re, re, (0,), (0,)),
+                              _dot(im, im, (0,), (0,)))
+            else:
+                sq = _dot(flat, flat, (0,), (0,))
+            ret = apply(np.sqrt, T.Tracer(sq))
             return T.Tracer(B.reshape(ret.instr, (1,) * t.ndim)) if keepdims else ret
         axis = tuple(range(t.ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -410,6 +420,13 @@ def norm(x, ord=None, axis=None, keepdims=False):
         return _matrix_norm(t, ord, axes, keepdims)
     raise errors.ShapeError("Improper number of dimensions to norm.",
                             hint="pass axis as an int or a pair of ints")
+
+
+def _abs_squared(x):
+    """x*x, or (conj(x) * x).real for complex x (NumPy's norms)."""
+    if dtypes.is_complex(x.dtype):
+        return apply_operator(np.multiply, apply(np.conjugate, x), x).real
+    return apply_operator(np.multiply, x, x)
 
 
 def _vector_norm(x, ord, axes, keepdims):
@@ -423,8 +440,7 @@ def _vector_norm(x, ord, axes, keepdims):
     if ord == 1:
         return _sum_abs(x, axes, keepdims)
     if ord is None or ord == 2:
-        return apply(np.sqrt, reductions.sum(apply_operator(np.multiply, x, x), axes,
-                                             keepdims=keepdims))
+        return apply(np.sqrt, reductions.sum(_abs_squared(x), axes, keepdims=keepdims))
     if isinstance(ord, str):
         raise errors.ShapeError(f"Invalid norm order '{ord}' for vectors",
                                 hint="use ord=None, 1, 2, np.inf, -np.inf, 0 or another number")
@@ -448,7 +464,7 @@ def _matrix_norm(x, ord, axes, keepdims):
         reduce = reductions.max if ord == np.inf else reductions.min
         ret = reduce(_sum_abs(x, col), row - 1 if row > col else row)
     elif ord in (None, "fro", "f"):
-        ret = apply(np.sqrt, reductions.sum(apply_operator(np.multiply, x, x), (row, col)))
+        ret = apply(np.sqrt, reductions.sum(_abs_squared(x), (row, col)))
     else:
         raise errors.ShapeError("Invalid norm order for matrices.",
                                 hint="use ord='fro', 1, -1, np.inf or -np.inf")

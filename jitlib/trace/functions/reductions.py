@@ -13,6 +13,7 @@ from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
+from jitlib.trace.functions import complex_order
 from jitlib.trace.functions._common import (
     along_axis, apply, canonical_dtype, finish, flag, full, given, is_inexact, keep_dims, since,
     tracer)
@@ -91,6 +92,10 @@ def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where
 def _extreme(op, a, axis, out, keepdims, initial, where, fname):
     x = tracer(a)
     axes = _axes(x, axis)
+    if complex_order.is_complex(x):
+        complex_order.refuse_options(fname, initial, where)
+        r = complex_order.complex_extreme(op, x.instr, axes, fname)
+        return finish(T.Tracer(_shaped(r, axes, x.ndim, keepdims)), out, fname)
     name = _UFUNC_NAME[op]
     if not given(initial):
         if builtins.any(x.shape[ax] == 0 for ax in axes):
@@ -173,7 +178,11 @@ def _var_instr(a, axis, dtype, ddof, keepdims, where, mean, correction):
         total = keep_dims(_sum_instr(x, axes, dt, where), axes, x.ndim)
         arrmean = T.Tracer(_divide(total, _count(x, axes, True, where)))
     dev = apply(np.subtract, x, arrmean)
-    sq = apply(np.multiply, dev, dev)
+    if dtypes.is_complex(dev.dtype):   # NumPy: re*re + im*im, a real variance
+        re, im = dev.real, dev.imag
+        sq = apply(np.add, apply(np.multiply, re, re), apply(np.multiply, im, im))
+    else:
+        sq = apply(np.multiply, dev, dev)
     ret = _shaped(_sum_instr(sq, axes, dt, where), axes, x.ndim, keepdims)
     count = _count(x, axes, keepdims, where)
     if isinstance(count, T.Tracer):
@@ -212,7 +221,10 @@ def _arg(op, a, axis, out, keepdims, fname):
     if v.shape[ax] == 0:
         raise errors.ShapeError(f"attempt to get {fname} of an empty sequence",
                                 hint="the reduced axis is empty: check the shape")
-    r = B.arg_reduce(op, v, ax)
+    if complex_order.is_complex(v):
+        r = complex_order.complex_arg(op, v, ax)
+    else:
+        r = B.arg_reduce(op, v, ax)
     if flag(keepdims):
         flat = axis is None or x.ndim == 0
         r = B.reshape(r, (1,) * x.ndim) if flat else keep_dims(r, (ax,), x.ndim)

@@ -32,7 +32,20 @@ def sorted_along(x, axis, indices=False):
         v, ax = along_axis(x, None)
     else:
         v, ax = x.instr, T.normalize_axis(axis, x.ndim)
+    if dtypes.is_complex(v.dtype):
+        return _complex_sorted(v, ax, indices)
     return T.Tracer(B.sort([v], ax, indices))
+
+
+def _complex_sorted(v, ax, indices):
+    """NumPy's complex order: lexicographic on (real, imag), NaNs last as
+    [R + Rj, R + nanj, nan + Rj, nan + nanj]: three keys, the NaN class major."""
+    re, im = B.unary(Op.REAL, v), B.unary(Op.IMAG, v)
+    nan_re, nan_im = B.compare(re, re, "NE"), B.compare(im, im, "NE")
+    nan_class = B.binary(Op.ADD, B.convert(nan_im, dtypes.INDEX), B.binary(
+        Op.MUL, B.convert(nan_re, dtypes.INDEX), B.full(2, v.shape, dtypes.INDEX)))
+    order = B.sort([nan_class, re, im], ax, indices=True)
+    return T.Tracer(order if indices else B.take_along(v, order, ax))
 
 
 @implements(np.sort)

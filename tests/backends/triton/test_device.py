@@ -36,7 +36,7 @@ def test_the_device_describes_itself(dev):
     assert get_device() is dev
 
 
-@pytest.mark.parametrize("dtype", dtypes.SUPPORTED, ids=dtypes.name)
+@pytest.mark.parametrize("dtype", dtypes.REAL, ids=dtypes.name)
 @pytest.mark.parametrize("shape", [(), (1,), (1000,), (3, 5, 7), (0, 4)])
 def test_host_round_trip_is_exact(dev, dtype, shape):
     x = sample(dtype, shape)
