@@ -56,7 +56,32 @@ def swapped(a, b):
     return jnp.fori_loop(0, 5, lambda i, c: (c[1], c[0] + 1.0), (a, b))
 
 
+def jacobi(A, B):
+    # each sweep writes the other grid's interior from this one: both carries are
+    # updated in place, only their windows stored
+    def step(i, grids):
+        A, B = grids
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:] + A[2:, 1:-1]
+                               + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:] + B[2:, 1:-1]
+                               + B[:-2, 1:-1])
+        return A, B
+    return jnp.fori_loop(0, 7, step, (A, B))
+
+
+def smoothing_1d(x):
+    # the window is computed from the carry itself: its kernel reads the carry twice, so
+    # it must not write the carry's memory while reading it
+    def step(i, x):
+        x = x.copy()
+        x[1:-1] = 0.5 * (x[:-2] + x[2:])
+        return x
+    return jnp.fori_loop(0, 6, step, x)
+
+
 @pytest.mark.parametrize("fn, make, layout", [
+    (jacobi, lambda r: (r.random((9, 11)), r.random((9, 11))), "in place"),
+    (smoothing_1d, lambda r: (r.random(13),), "ping-pong"),
     (sweeps, lambda r: (r.random((10, 12)), r.random((10, 12))), "ping-pong"),
     (running_sums, lambda r: (r.random((7, 3)),), "in place"),
     (halvings, lambda r: (r.random(5) * 100,), "ping-pong"),

@@ -326,18 +326,19 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
                   scalar=True)
 
 
-def render_loop(name, inputs, outputs, stream=True):
+def render_loop(name, inputs, outputs, stream=True, in_place=False):
     """A loop kernel: each output computed per element, one loop per output shape (the
     fuser may add a scalar output to a kernel over a larger shape). `stream`: large
-    outputs may use streaming stores."""
+    outputs may use streaming stores. `in_place`: the caller passes a dynamic_update_slice
+    output the memory of its operand, so only the window is stored (native_loop.py)."""
     whole = runs_whole(inputs, outputs)
     streamed = stream and not whole and streaming.streams(_moved(inputs, outputs))
     fn = _function(name, len(inputs), len(outputs), whole)
     el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
     by_shape = {}
     for j, out in enumerate(outputs):
-        if _windowed_update(out, inputs, whole):
-            _dynamic_update(fn, el, j, out)
+        if windowed_update(out, inputs, whole):
+            _dynamic_update(fn, el, j, out, copy_operand=not in_place)
             continue
         by_shape.setdefault(out.shape, []).append((j, out))
     for shape, group in by_shape.items():
@@ -362,14 +363,14 @@ def render_loop(name, inputs, outputs, stream=True):
     return _native(fn, fn.render(), inputs, outputs, not whole)
 
 
-def _windowed_update(out, inputs, whole):
+def windowed_update(out, inputs, whole):
     """Whether output `out` is a dynamic_update_slice `_dynamic_update` emits: a
     non-empty update, over rows (2-D and up) or in a kernel that runs whole."""
     return out.op is Op.DYNAMIC_UPDATE_SLICE and out not in inputs \
         and out.operands[1].size > 0 and (out.ndim >= 2 or (out.ndim == 1 and whole))
 
 
-def _dynamic_update(fn, el, j, out):
+def _dynamic_update(fn, el, j, out, copy_operand=True):
     """out{j} = x with the update stored over its window (starts clamped as the op
     clamps them): x copied, then the update stored at the window's offset, each a plain
     loop that vectorizes. The elemental form picks per element between the two, reading
@@ -377,7 +378,8 @@ def _dynamic_update(fn, el, j, out):
 
     2-D and up, row by row along dim 0 (this call's share of the rows): a row is copied,
     then its part of the window stored, so the thread that owns an output row writes
-    all of it. 1-D, in a kernel that runs whole: the copy, then the window."""
+    all of it. 1-D, in a kernel that runs whole: the copy, then the window. Without
+    `copy_operand` the output is the operand's own memory: the window alone is stored."""
     x, update, *starts = out.operands
     ptr, dt = f"%out{j}", out.dtype
     begin = [el.as_index(el.value(s, Index.zero(())), s.dtype, n - u)
@@ -396,12 +398,14 @@ def _dynamic_update(fn, el, j, out):
         put(lambda: el.value(update, Index(update.shape, dims)), at)
 
     if out.ndim == 1:
-        loop(fn, out.shape[0], lambda i: copy([i]))
+        if copy_operand:
+            loop(fn, out.shape[0], lambda i: copy([i]))
         loop(fn, update.shape[0], lambda i: window([i]))
         return
 
     def row(r):
-        nest(fn, out.shape[1:], lambda rest: copy([r] + list(rest)))
+        if copy_operand:
+            nest(fn, out.shape[1:], lambda rest: copy([r] + list(rest)))
         rel = isub(fn, r, begin[0])
         inside = fn.op(f"icmp ult i64 {rel}, {update.shape[0]}", "c")   # also rel < 0
         then, done = fn.label("window"), fn.label("next")

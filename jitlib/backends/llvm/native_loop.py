@@ -19,9 +19,10 @@ in pointers that change each trip:
              no kernel writes memory that its inputs are still read from.
   moved      another position's parameter (`a, b = b, a`): copied at the trip's start
              into ping-pong buffers of its own, so no buffer is read two trips later.
-  in place   a scatter that updates its own carry (scan's stacked ys): the carry is
-             copied into an arena buffer once, then each trip's scatter writes only the
-             rows it sets, from a variant of its kernel without the operand copy.
+  in place   a scatter or a windowed dynamic_update_slice that updates its own carry
+             (scan's stacked ys, a stencil's interior): the carry is copied into an
+             arena buffer once, then each trip's kernel writes only the rows or the
+             window it sets, from a variant of its kernel without the operand copy.
 
 After the last trip each carry that is not invariant is copied into a fresh result. The
 GIL stays held, as for a program driver: the loop's kernels are small ones.
@@ -30,7 +31,7 @@ import ctypes
 
 import numpy as np
 
-from jitlib.backends.llvm import blas_threads, opaque, program
+from jitlib.backends.llvm import blas_threads, kernels, opaque, program
 from jitlib.backends.llvm.buffers import ALIGN, BufferPlan, Slot
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.hlo.ir import output_types
@@ -245,16 +246,27 @@ def _carry_layout(body):
 
 
 def _updates_in_place(kernel, param, later_steps):
-    """Whether `kernel` is a scatter into carry `param` that may write the carry's own
-    memory: it reads `param` only as the scatter's operand, and no later step reads it."""
+    """Whether `kernel` is a scatter or a windowed dynamic_update_slice into carry `param`
+    that may write the carry's own memory: it reads `param` only as that op's operand,
+    and no later step reads it."""
     body = kernel.attrs["body"]
     root = body.results[0] if len(body.results) == 1 else None
-    if kernel.attrs["kind"] != "opaque" or root is None or root.op is not Op.SCATTER:
+    if root is None:
+        return False
+    scatter = kernel.attrs["kind"] == "opaque" and root.op is Op.SCATTER
+    window = kernel.attrs["kind"] == "loop" and kernels.windowed_update(
+        root, list(body.params), kernels.runs_whole(list(body.params), [root]))
+    if not (scatter or window):
         return False
     operand = root.operands[0]
     if operand.op is not Op.PARAMETER or kernel.operands[operand.attrs["index"]] is not param:
         return False
     if sum(o is param for o in kernel.operands) != 1:
+        return False
+    # inside the kernel too, the carry is only the operand: the window's values read
+    # from it (x[1:-1] = x[:-2] + x[2:]) would see their own writes
+    readers = [i for i in body.instructions if operand in i.operands]
+    if readers != [root] or list(root.operands).count(operand) != 1:
         return False
     return not any(param in step.operands for step in later_steps)
 
@@ -272,13 +284,17 @@ class NativeLoop:
         self._carry = carry
         self._nbytes = [int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
                         for s, d in carry]
-        # in-place scatters run a variant of their kernel that does not copy the operand
+        # in-place scatters and window updates run a variant of their kernel that does
+        # not copy the operand
         self._variants = {}
         for entry in layout:
             if entry[0] == "in place":
                 kernel = body.plan.steps[entry[2]]
-                native = opaque.render(kernel.attrs["name"] + "_in_place",
-                                       kernel.attrs["body"], in_place=True)
+                name, region = kernel.attrs["name"] + "_in_place", kernel.attrs["body"]
+                native = (opaque.render(name, region, in_place=True)
+                          if kernel.attrs["kind"] == "opaque" else
+                          kernels.render_loop(name, list(region.params), list(region.results),
+                                              stream=False, in_place=True))
                 self._variants[entry[2]] = get_compiler().load(native.ir, native.name)
         # arena: the body's, the condition's, the condition's result, then the carries'
         at = _aligned(body.arena_bytes)
