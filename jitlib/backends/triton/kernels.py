@@ -548,7 +548,7 @@ def render_scatter(name, body, summary=""):
 def render_sort(name, body, summary=""):
     w, config, programs = sort.source(body)   # raises Unsupported for the sorts it leaves
     fn = identifier(name)
-    params = _pointer_params(1, 1) + ["BLOCK: tl.constexpr", "ROWS: tl.constexpr"]
+    params = _pointer_params(1, 1) + [f"{c}: tl.constexpr" for c in ("BLOCK", "ROWS", "LOG")]
     (result,) = body.results
     return TritonKernel(
         name, fn, "sort", _module_text(fn, "sort", summary, params, w.text(), w.helpers),
