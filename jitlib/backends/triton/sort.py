@@ -13,8 +13,9 @@ A 64-bit key leaves no room for the position in one word, so those rows run a bi
 network written out here that compares (key, position) pairs, two tensors swapped
 together; it is the same network tl.sort runs.
 
-A row is padded to a power of two with all-ones words, above every real one, and a
-program sorts ROWS such rows at once as one [ROWS, BLOCK] tile. Not generated (the
+A row is padded to a power of two with all-ones keys, which sort after every real key
+(after an all-ones one too, by position), and a program sorts ROWS such rows at once as
+one [ROWS, BLOCK] tile. Not generated (the
 interpreter runs them): several keys (lexsort), sorts along another axis, and rows
 longer than MAX_ROW.
 """
