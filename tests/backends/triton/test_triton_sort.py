@@ -113,7 +113,8 @@ def test_sorts_not_generated_fall_back_with_the_reason(name, shape, dimension, k
 def test_sort_kernels_compile_for_sm90(name, shape, indices):
     ((_, kernel),) = rendered(_sort_module(name, shape, indices))
     assert kernel.kind == "sort", kernel
-    compile_sm90(kernel)
+    ptx = compile_sm90(kernel)
+    assert "ld.local" not in ptx, "the tile spills out of registers"
 
 
 def test_np_sort_through_jit_runs_the_sort_kernel(monkeypatch):
