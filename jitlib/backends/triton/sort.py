@@ -22,13 +22,13 @@ longer than MAX_ROW.
 import numpy as np
 
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.source import BF16, F16, F32, F64, Unsupported, Writer, literal
+from jitlib.backends.triton.source import BF16, F16, F32, Unsupported, Writer, literal
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
 MAX_ROW = 1 << 12    # the longest row one program sorts: BLOCK u64 words held in registers
 MIN_TILE = 1024      # short rows share a program up to this many words
-_FLOATS = {F16: 16, BF16: 16, F32: 32, F64: 64}
+_FLOATS = {F16: 16, BF16: 16, F32: 32}   # bits of the float keys packed with a position
 
 
 def sort_of(body):
@@ -67,20 +67,23 @@ def _order_key(w, dt, x):
     return f"tl.where(({u} & {sign}) != 0, {flipped}, {u} | {sign}).to(tl.uint64)"
 
 
+def _u64(value):
+    return literal(value, np.uint64)   # through int64 bits past int64's range
+
+
 def _order_key64(w, dt, x):
     """The u64 ordered as the sort op orders 64-bit keys `x`."""
-    u64 = lambda v: literal(v, np.uint64)   # noqa: E731  (constants past int64's range)
     sign = 1 << 63
     if dtypes.is_unsigned(dt):
         return x
     u = w.let(f"{x}.to(tl.uint64, bitcast=True)", "bits")
     if dtypes.is_integer(dt):
-        return f"{u} ^ {u64(sign)}"
+        return f"{u} ^ {_u64(sign)}"
     inf = int(np.array(np.inf, dt).view(np.uint64))
-    mag = w.let(f"{u} & {u64(sign - 1)}", "mag")
-    u = w.let(f"tl.where({mag} == 0, {u64(0)}, tl.where({mag} > {u64(inf)}, {u64(inf + 1)}, "
+    mag = w.let(f"{u} & {_u64(sign - 1)}", "mag")
+    u = w.let(f"tl.where({mag} == 0, {_u64(0)}, tl.where({mag} > {_u64(inf)}, {_u64(inf + 1)}, "
               f"{u}))", "bits")
-    return f"tl.where(({u} & {u64(sign)}) != 0, ~{u}, {u} | {u64(sign)})"
+    return f"tl.where(({u} & {_u64(sign)}) != 0, ~{u}, {u} | {_u64(sign)})"
 
 
 def _pair_network(w):
