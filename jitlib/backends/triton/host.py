@@ -105,6 +105,12 @@ def _executor():
     return _executor_cls
 
 
+# what tl.sort calls in Triton's standard library: run interpreted too (its combine
+# functions, which tl.reduce unwraps itself, must stay JITFunctions)
+_SORT_HELPERS = ("sort_impl", "_bitonic_merge", "_bitonic_merge_hypercube",
+                 "_compare_and_swap", "_indicator", "xor_sum")
+
+
 def launch_interpreted(kernel, config, buffers):
     """Run `kernel` on host `buffers` under Triton's interpreter, with `config`."""
     import triton.language as tl
@@ -123,16 +129,22 @@ def launch_interpreted(kernel, config, buffers):
     fn = getattr(module, kernel.fn_name)
     fn = getattr(fn, "fn", fn)       # the plain function under @triton.jit
     grid = kernel.grid(config)
+    try:   # imported lazily by the launch, it asserts tl's helpers are JITFunctions
+        import triton.experimental.gluon  # noqa: F401
+    except ImportError:
+        pass
     with _lock, np.errstate(all="ignore"):
-        saved = {n: f for n, f in vars(tl).items() if isinstance(f, JITFunction)}
+        saved = [(tl, n, f) for n, f in vars(tl).items() if isinstance(f, JITFunction)]
+        saved += [(tl.standard, n, getattr(tl.standard, n)) for n in _SORT_HELPERS
+                  if isinstance(getattr(tl.standard, n, None), JITFunction)]
         scope = _patch_lang(tl.sum.fn)   # also patches tl.core, which they call
         try:
-            for n, f in saved.items():
-                setattr(tl, n, InterpretedFunction(f.fn).rewrite())
+            for ns, n, f in saved:
+                setattr(ns, n, InterpretedFunction(f.fn).rewrite())
             interpreted = InterpretedFunction(fn)
             _executor()(interpreted.rewrite(), interpreted.arg_names, grid)(
                 *buffers, **config.constexprs)
         finally:
-            for n, f in saved.items():
-                setattr(tl, n, f)
+            for ns, n, f in saved:
+                setattr(ns, n, f)
             scope.restore()

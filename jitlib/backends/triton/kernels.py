@@ -21,8 +21,11 @@ constexprs; shapes are static, so every extent and stride is a literal in the so
              product once, as the interpreter does. An f32 dot of operands widened
              from one 16-bit type reads the 16-bit sources and runs on the tensor
              cores too (exact products, f32 sums).
-  opaque     a scatter of integer add/max/min: one program of atomics (scatter.py); scans
-             and ordered (float) scatters are not generated: the interpreter runs them.
+  opaque     a scatter of integer add/max/min: one program of atomics (scatter.py); a
+             sort of one key of at most 32 bits along the last axis, rows up to
+             sort.MAX_ROW: a bitonic sort of packed (key, position) words (sort.py);
+             scans, ordered (float) scatters and other sorts are not generated: the
+             interpreter runs them.
 """
 import dataclasses
 import hashlib
@@ -31,7 +34,7 @@ import re
 import numpy as np
 
 from jitlib.backends.elemental import Index
-from jitlib.backends.triton import configs, f32_products, scatter
+from jitlib.backends.triton import configs, f32_products, scatter, sort
 from jitlib.backends.triton.elemental import Elemental, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
@@ -522,6 +525,8 @@ def render(fusion):
         return render_reduction(name, body, summary)
     if kind == "dot":
         return render_dot(name, body, summary)
+    if kind == "opaque" and any(i.op is Op.SORT for i in body.instructions):
+        return render_sort(name, body, summary)
     if kind == "opaque":
         return render_scatter(name, body, summary)
     raise Unsupported(f"{kind} kernels are not generated; they run on the interpreter")
@@ -539,3 +544,17 @@ def render_scatter(name, body, summary=""):
         config, lambda c: (1,),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(r.shape, r.dtype) for r in body.results]))
+
+
+# -- sort kernels (sort.py): one program per tile of rows, tl.sort of packed words
+
+def render_sort(name, body, summary=""):
+    w, config, programs = sort.source(body)   # raises Unsupported for the sorts it leaves
+    fn = identifier(name)
+    params = _pointer_params(1, 1) + [f"{c}: tl.constexpr" for c in ("BLOCK", "ROWS", "LOG")]
+    (result,) = body.results
+    return TritonKernel(
+        name, fn, "sort", _module_text(fn, "sort", summary, params, w.text(), w.helpers),
+        [0], [(result.shape, result.dtype)], config, lambda c: (programs,),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(result.shape, result.dtype)]))
