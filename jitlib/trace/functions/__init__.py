@@ -5,5 +5,5 @@ Each implementation is registered with `registry.implements` for NumPy's
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
     counting, creation, elementwise, gradient, histograms, joining, linalg, mapping, nonzero,
-    numeric, placement, quantiles, reductions, selection, shapes, signal, sorting, statistics,
-    unsupported)
+    numeric, numpy_code, placement, quantiles, queries, real_only, reductions, selection, shapes,
+    signal, sorting, statistics, unsupported)

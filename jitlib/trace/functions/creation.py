@@ -193,7 +193,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     return T.Tracer(B.constant(values))
 
 
-@implements(name="linspace")
+@implements(np.linspace)   # dispatched for traced ends, hooked for static ones
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """NumPy's formula: iota * step + start, the last sample set to stop."""

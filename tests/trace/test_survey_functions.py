@@ -1,0 +1,162 @@
+"""The NumPy functions real code calls most (tools/numpy_survey.json) equal eager NumPy
+under jit (issue 23: 85% of the surveyed functions).
+
+Each case runs through `check_backends` on the interpreter, cpu and jax backends.
+Functions NumPy answers from dtypes or shapes alone (np.issubdtype, np.isscalar) are
+checked by what the traced function computes with their answers.
+"""
+import warnings
+
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib import errors
+from jitlib.testing import check_backends
+
+BACKENDS = ("interpreter", "cpu", "jax")
+F32, F64, I8, I32, I64 = np.float32, np.float64, np.int8, np.int32, np.int64
+
+
+def check(fn, *args, **kwargs):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        return check_backends(fn, *args, backends=BACKENDS, **kwargs)
+
+
+def rand(*shape, dtype=F64, seed=0):
+    return (np.random.default_rng(seed).standard_normal(shape) * 3).astype(dtype)
+
+
+def edges(dtype=F64):
+    return np.array([0.0, -0.0, 1.5, -2.0, np.inf, -np.inf, np.nan, 3.0], dtype)
+
+
+def raises_in_jit(fn, *args, error=errors.UnsupportedError, match=None):
+    with pytest.raises(error, match=match) as traced:
+        jitlib.jit(fn, backend="interpreter")(*args)
+    assert "test_survey_functions.py" in str(traced.value)
+
+
+# -- dtype and layout queries
+
+@pytest.mark.parametrize("dtype", [F32, F64, I8, I64, np.bool_, np.uint16])
+def test_dtype_queries_answer_from_the_tracer_dtype(dtype):
+    x = np.ones((2, 3), dtype)
+
+    def f(x):
+        kinds = [np.issubdtype(x.dtype, k) for k in (np.floating, np.integer, np.number)]
+        return x.astype(np.promote_types(x.dtype, np.float16)) * sum(kinds)
+    check(f, x)
+
+
+def test_isscalar_iterable_isfortran_like_an_ndarray():
+    # a scalar argument is traced as a 0-d array: np.isscalar says False for it, as for
+    # np.asarray(2.0), where eagerly np.isscalar(np.float64(2.0)) is True
+    def f(x):
+        flags = (np.isscalar(x), np.isscalar(3.0), np.iterable(x), np.isfortran(x))
+        return x * sum(2 ** i * v for i, v in enumerate(flags))
+    check(f, rand(3))
+    check(f, rand(2, 3))
+    check(lambda x: x * np.iterable(x), np.float64(2.0))   # 0-d: not iterable
+
+
+@pytest.mark.parametrize("dtypes", [(F32,), (F32, F64), (I32,), (I8, F32)])
+def test_common_type_and_mintypecode(dtypes):
+    arrays = [np.ones(3, d) for d in dtypes]
+    check(lambda *xs: sum(x.astype(np.common_type(*xs)) for x in xs), *arrays)
+    check(lambda x: x.astype(np.mintypecode([x.dtype.char, "f"])), arrays[0])
+
+
+def test_min_scalar_type_of_arrays_and_refused_for_traced_scalars():
+    check(lambda x: x.astype(np.min_scalar_type(x)), rand(3, dtype=F32))
+    raises_in_jit(lambda x: x.astype(np.min_scalar_type(x)), np.float64(3.0))
+
+
+@pytest.mark.parametrize("name", ["ascontiguousarray", "asfortranarray"])
+@pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
+def test_layout_functions_keep_the_values(name, shape):
+    # looked up at the call: jit sees these as np.NAME(...) only (trace/numpy_hooks.py)
+    def fn(*args, **kwargs):
+        return getattr(np, name)(*args, **kwargs)
+    check(lambda x: fn(x) + 1, rand(*shape))
+    check(lambda x: fn(x.T, dtype=F32), rand(*shape))
+    check(lambda x: fn([x, x]), rand(*shape))
+
+
+@pytest.mark.parametrize("requirements", [None, "C", ["F", "A"], ["C_CONTIGUOUS", "W", "O"]])
+def test_require(requirements):
+    check(lambda x: np.require(x, F32, requirements), rand(2, 3))
+    check(lambda x: np.require(x.T, requirements=requirements), rand(2, 3, dtype=I32))
+
+
+def test_require_rejects_an_unknown_flag():
+    raises_in_jit(lambda x: np.require(x, requirements="Q"), rand(3),
+                  error=errors.JitlibValueError)
+
+
+# -- NumPy's own code on tracers
+
+@pytest.mark.parametrize("dtype", [F32, F64])
+def test_isposinf_isneginf_isreal_fix(dtype):
+    x = edges(dtype)
+    for fn in (np.isposinf, np.isneginf, np.isreal, np.fix):
+        check(fn, x)
+    check(np.fix, rand(4, 5, dtype=dtype))
+    check(np.isreal, np.arange(4))
+
+
+@pytest.mark.parametrize("new_shape", [(5, 3), 7, (2,), (0,), (4, 4, 2)])
+def test_resize_repeats_the_values(new_shape):
+    check(lambda x: np.resize(x, new_shape), rand(3, 4))
+    check(lambda x: np.resize(x, new_shape), np.arange(5))
+
+
+@pytest.mark.parametrize("axis,start", [(1, 0), (2, 0), (0, 2), (-1, 1), (2, 3)])
+def test_rollaxis(axis, start):
+    check(lambda x: np.rollaxis(x, axis, start), rand(2, 3, 4))
+
+
+def test_logspace_geomspace_with_traced_ends():
+    check(lambda a, b: np.logspace(a, b, 7), np.float64(0.5), np.float64(2.0))
+    check(lambda a, b: np.logspace(a, b, 4, base=2.0, endpoint=False), np.float64(0.0),
+          np.array([1.0, 3.0]))
+    check(lambda x: np.linspace(x[0], x[1], 5, retstep=True), rand(2))
+    check(lambda x: x * np.logspace(0, 2, 3) + np.geomspace(1, 8, 3), rand(3))
+
+
+@pytest.mark.parametrize("k", [0, 1, -1])
+def test_triangle_and_diagonal_indices(k):
+    check(lambda x: x[np.tril_indices_from(x, k)], rand(4, 4))
+    check(lambda x: x[np.triu_indices_from(x, k)], rand(4, 5))
+    check(lambda x: np.concatenate([x[np.tril_indices(4, k)], x[np.triu_indices(4, k, 4)]]),
+          rand(4, 4))
+    check(lambda x: x[np.diag_indices_from(x)], rand(3, 3, 3))
+    check(lambda x: x[np.diag_indices(3)], rand(3, 3))
+
+
+def test_windows_as_constants():
+    for fn in (np.hamming, np.hanning, np.blackman, np.bartlett):
+        check(lambda x: x * fn(5), rand(5))
+
+
+@pytest.mark.parametrize("n,m", [(3, 3), (4, 2), (1, 5)])
+def test_polyadd_polysub(n, m):
+    check(np.polyadd, rand(n), rand(m, seed=1))
+    check(np.polysub, rand(n, dtype=F32), rand(m, seed=1, dtype=F32))
+
+
+# -- complex-number functions on real arrays
+
+@pytest.mark.parametrize("dtype", [F32, F64, I8, I64])
+def test_complex_functions_on_real_values(dtype):
+    x = np.array([0, -0.0, 1.5, -2, 3, -7], F64).astype(dtype)
+    for fn in (np.iscomplex, np.real_if_close, np.angle, np.sinc):
+        check(fn, x)
+    check(lambda x: np.angle(x, deg=True), x)
+    check(np.iscomplex, np.float64(2.0))
+
+
+def test_sinc_edges():
+    check(np.sinc, edges(F32))
+    check(np.sinc, np.linspace(-3, 3, 13))
