@@ -160,3 +160,108 @@ def test_complex_functions_on_real_values(dtype):
 def test_sinc_edges():
     check(np.sinc, edges(F32))
     check(np.sinc, np.linspace(-3, 3, 13))
+
+
+# -- elements moved to static positions: delete, insert, block
+
+@pytest.mark.parametrize("obj,axis", [(1, 1), (-1, 0), ([0, 2], 1), (slice(1, None, 2), None),
+                                      (np.array([True, False, True]), 0), ([], 1), (0, None)])
+def test_delete(obj, axis):
+    check(lambda x: np.delete(x, obj, axis), rand(3, 4))
+    check(lambda x: np.delete(x, obj, axis), np.arange(12, dtype=I32).reshape(3, 4))
+
+
+@pytest.mark.parametrize("obj,values,axis", [
+    (1, 5.0, 1), (1, [[1], [2], [3]], 1), ([1, 3], [7, 8], None), (0, 2.5, None),
+    (-1, [1, 2, 3, 4], 0), (slice(0, 2), 9, 1), (4, [0.5, 1.5, 2.5], 1)])
+def test_insert(obj, values, axis):
+    check(lambda x: np.insert(x, obj, values, axis), rand(3, 4))
+    check(lambda x: np.insert(x, obj, values, axis), np.arange(12, dtype=I8).reshape(3, 4))
+
+
+def test_insert_traced_values():
+    check(lambda x, v: np.insert(x, 2, v, axis=0), rand(4, 2), rand(2, dtype=F32, seed=1))
+
+
+def test_delete_refuses_traced_positions():
+    raises_in_jit(lambda x, i: np.delete(x, i), rand(4), np.int64(1))
+
+
+def test_block():
+    a, b = rand(2, 2), rand(2, 3, dtype=F32, seed=1)
+    check(lambda a, b: np.block([[a, b], [b[:, :2], np.ones((2, 3))]]), a, b)
+    check(lambda a, b: np.block([a[0], 1.0, b[1]]), a, b)
+    check(lambda a: np.block(a), a)
+    check(lambda a, b: np.block([[[a]], [[a]]]), a, b)
+
+
+# -- index arithmetic
+
+def test_ix():
+    x = rand(4, 5)
+    check(lambda x: x[np.ix_([0, 2], [1, 3, 4])], x)
+    check(lambda x, i, j: x[np.ix_(i, j)], x, np.array([3, 0]), np.array([4, 4, 1]))
+    check(lambda x: x[np.ix_(np.array([True, False, True, True]), [0])], x)
+    raises_in_jit(lambda x: x[np.ix_(x[:, 0] > 0, [0])], x)
+
+
+@pytest.mark.parametrize("shape", [(3, 4), (2, 3, 4), (7,), ()])
+@pytest.mark.parametrize("order", ["C", "F"])
+def test_unravel_and_ravel_round_trip(shape, order):
+    size = int(np.prod(shape))
+    flat = np.arange(size)[::-1].copy() if shape else np.array(0)
+    check(lambda i: np.unravel_index(i, shape, order=order), flat)
+    check(lambda i: np.unravel_index(i, shape, order), flat.astype(I32))
+    if shape:
+        coords = np.unravel_index(flat, shape, order=order)
+        check(lambda *c: np.ravel_multi_index(c, shape, order=order), *coords)
+
+
+def test_unravel_index_of_argmax():
+    check(lambda x: np.unravel_index(np.argmax(x), x.shape), rand(3, 5))
+
+
+@pytest.mark.parametrize("mode", ["wrap", "clip", ("clip", "wrap")])
+def test_ravel_multi_index_modes(mode):
+    i, j = np.array([-1, 0, 5, 2]), np.array([7, -3, 1, 0])
+    check(lambda i, j: np.ravel_multi_index((i, j), (3, 4), mode=mode), i, j)
+
+
+def test_index_math_rejects_float_indices():
+    raises_in_jit(lambda x: np.unravel_index(x, (2, 3)), rand(3),
+                  error=errors.JitlibTypeError)
+
+
+# -- choose, putmask
+
+@pytest.mark.parametrize("mode", ["raise", "wrap", "clip"])
+def test_choose(mode):
+    idx = np.array([[0, 1, 2], [2, 1, 0]])
+    choices = [rand(2, 3), rand(3, seed=1), np.float64(7.0)]
+    check(lambda a, c0, c1, c2: np.choose(a, [c0, c1, c2], mode=mode), idx, *choices)
+    if mode != "raise":
+        check(lambda a, c: np.choose(a, c, mode=mode), idx * 3 - 2, rand(3, 2, 3))
+    check(lambda a, c: np.choose(a, (c, 0.5)), np.array([1, 0, 1]), rand(3, dtype=F32))
+
+
+@pytest.mark.parametrize("values", [0.0, [1.0, 2.0], np.arange(12), [-1], np.array([3, 4])])
+def test_putmask(values):
+    def f(x):
+        np.putmask(x, x > 0, values)
+        return x
+    check(f, rand(3, 4))
+    check(f, np.arange(-6, 6, dtype=I64).reshape(3, 4))
+
+
+def test_putmask_casts_arrays_only_safely_like_numpy():
+    def f(x):
+        np.putmask(x, x > 0, np.arange(12.0))
+    with pytest.raises(TypeError):
+        f(np.ones(12, I32))
+    raises_in_jit(f, np.ones(12, I32), error=errors.JitlibTypeError)
+
+
+def test_putmask_with_traced_values_writes_the_argument():
+    def f(x, v):
+        np.putmask(x, x < 0, v)
+    check(f, rand(2, 5), rand(3, seed=2))

@@ -4,6 +4,6 @@ Each implementation is registered with `registry.implements` for NumPy's
 `__array_function__` protocol and by name (Tracer methods, `jitlib.numpy`).
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
-    counting, creation, elementwise, gradient, histograms, joining, linalg, mapping, nonzero,
-    numeric, numpy_code, placement, quantiles, queries, real_only, reductions, selection, shapes,
-    signal, sorting, statistics, unsupported)
+    counting, creation, elementwise, gradient, histograms, index_math, joining, linalg, mapping,
+    nonzero, numeric, numpy_code, permuted, placement, quantiles, queries, real_only, reductions,
+    selection, shapes, signal, sorting, statistics, unsupported)
