@@ -265,3 +265,82 @@ def test_putmask_with_traced_values_writes_the_argument():
     def f(x, v):
         np.putmask(x, x < 0, v)
     check(f, rand(2, 5), rand(3, seed=2))
+
+
+# -- cov, corrcoef
+
+@pytest.mark.parametrize("shape", [(3, 10), (1, 5), (6,), (4, 2)])
+@pytest.mark.parametrize("rowvar", [True, False])
+def test_cov_and_corrcoef(shape, rowvar):
+    x = rand(*shape)
+    for ddof, bias in ((None, False), (None, True), (0, False), (2, False)):
+        check(lambda x: np.cov(x, rowvar=rowvar, bias=bias, ddof=ddof), x)
+    check(lambda x: np.corrcoef(x, rowvar=rowvar), x)
+    check(lambda x: np.cov(x, rowvar=rowvar), x.astype(F32))
+    check(lambda x: np.cov(x, dtype=F32), x)
+
+
+def test_cov_with_y_and_weights():
+    x, y = rand(2, 6), rand(6, seed=1)
+    check(lambda x, y: np.cov(x, y), x, y)
+    check(lambda x, y: np.corrcoef(x, y), x, y)
+    check(lambda x, y: np.cov(x.T, y[:, None], rowvar=False), x, y)
+    f, a = np.array([1, 2, 1, 3, 1, 1]), np.array([0.5, 1.0, 2.0, 1.0, 0.25, 1.0])
+    check(lambda x, f: np.cov(x, fweights=f), x, f)
+    check(lambda x, a: np.cov(x, aweights=a), x, a)
+    check(lambda x, f, a: np.cov(x, fweights=f, aweights=a, ddof=0), x, f, a)
+    check(lambda x, f, a: np.cov(x, fweights=f, aweights=a), x, f, a)
+
+
+def test_cov_of_integers_and_a_single_variable():
+    check(np.cov, np.arange(10).reshape(2, 5) ** 2)
+    check(np.corrcoef, rand(5))
+    check(np.corrcoef, np.ones(5))   # constant: NaN, as NumPy's 0/0
+
+
+# -- polynomials, differences
+
+@pytest.mark.parametrize("dtype", [F64, F32, I64])
+def test_poly_from_roots(dtype):
+    check(np.poly, np.array([1, -2, 3, 0.5], F64).astype(dtype))
+    check(np.poly, np.array([2.0], dtype))
+
+
+@pytest.mark.parametrize("N,increasing", [(None, False), (3, True), (1, False), (0, True),
+                                          (6, False)])
+def test_vander(N, increasing):
+    check(lambda x: np.vander(x, N, increasing), rand(4))
+    check(lambda x: np.vander(x, N, increasing), np.arange(-2, 3, dtype=I32))
+
+
+def test_ediff1d():
+    x = rand(3, 4)
+    check(np.ediff1d, x)
+    check(lambda x: np.ediff1d(x, to_begin=-99, to_end=[1, 2]), x)
+    check(lambda x: np.ediff1d(x, to_end=np.array([7], I8)), np.arange(5, dtype=I32))
+    raises_in_jit(lambda x: np.ediff1d(x, to_begin=0.5), np.arange(5),
+                  error=errors.JitlibTypeError)
+
+
+@pytest.mark.parametrize("axis", [-1, 0])
+def test_unwrap(axis):
+    phase = np.cumsum(rand(4, 9), axis=axis)
+    check(lambda p: np.unwrap(p, axis=axis), phase)
+    check(lambda p: np.unwrap(p, discont=4.0, axis=axis), phase)
+    check(lambda p: np.unwrap(p, period=360, axis=axis), phase * 50)
+    check(lambda p: np.unwrap(p, period=6), np.array([0, 4, 8, 3, 9, -1]))
+    check(lambda p: np.unwrap(p), np.array([0.0, np.pi, 2 * np.pi, -np.pi], F32))
+
+
+# -- refused on purpose: data-dependent lengths
+
+@pytest.mark.parametrize("fn", [
+    lambda x: np.polymul(x, x), lambda x: np.polydiv(x, x[:2]), np.roots, np.trim_zeros,
+    lambda x: np.setdiff1d(x, x[:1]), lambda x: np.intersect1d(x, x),
+    lambda x: np.union1d(x, x), lambda x: np.setxor1d(x, x)])
+def test_refused_with_a_reason(fn):
+    raises_in_jit(fn, rand(4), match="not supported inside jit")
+
+
+def test_asarray_chkfinite_is_refused_for_traced_values():
+    raises_in_jit(np.asarray_chkfinite, rand(3), error=errors.TracerConversionError)
