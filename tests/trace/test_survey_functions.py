@@ -344,3 +344,41 @@ def test_refused_with_a_reason(fn):
 
 def test_asarray_chkfinite_is_refused_for_traced_values():
     raises_in_jit(np.asarray_chkfinite, rand(3), error=errors.TracerConversionError)
+
+
+# -- geomspace, apply_over_axes, unpackbits
+
+@pytest.mark.parametrize("ends", [(1.0, 1000.0), (-1.0, -16.0), (8.0, 0.5), (2.0, 3.0)])
+@pytest.mark.parametrize("num,endpoint", [(5, True), (4, False), (1, True), (0, True)])
+def test_geomspace_with_traced_ends(ends, num, endpoint):
+    a, b = (np.float64(e) for e in ends)
+    check(lambda a, b: np.geomspace(a, b, num, endpoint), a, b)
+    check(lambda a, b: np.geomspace(a, b, num, endpoint, dtype=F32), a, b)
+
+
+def test_geomspace_of_arrays_along_an_axis():
+    check(lambda a, b: np.geomspace(a, b, 4, axis=1), np.array([1.0, 2.0]),
+          np.array([10.0, -0.5]))
+    check(lambda a: np.geomspace(a, 100, 3), np.float32(1.0))
+
+
+@pytest.mark.parametrize("axes", [0, [0, 2], (1, -1), []])
+def test_apply_over_axes(axes):
+    x = rand(2, 3, 4)
+    check(lambda x: np.apply_over_axes(np.sum, x, axes), x)
+    check(lambda x: np.apply_over_axes(lambda a, ax: np.max(a, ax, keepdims=True), x, axes), x)
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, -1])
+@pytest.mark.parametrize("count", [None, 3, 17, 30, -5, 0])
+@pytest.mark.parametrize("bitorder", ["big", "little"])
+def test_unpackbits(axis, count, bitorder):
+    x = np.array([[2, 7, 255], [128, 0, 93]], np.uint8)
+    n = x.size * 8 if axis is None else x.shape[axis] * 8
+    if count is not None and count < 0 and -count > n:
+        return
+    check(lambda x: np.unpackbits(x, axis=axis, count=count, bitorder=bitorder), x)
+
+
+def test_unpackbits_wants_bytes():
+    raises_in_jit(np.unpackbits, np.arange(3), error=errors.JitlibTypeError)

@@ -4,7 +4,7 @@ Each implementation is registered with `registry.implements` for NumPy's
 `__array_function__` protocol and by name (Tracer methods, `jitlib.numpy`).
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
-    counting, covariance, creation, differences, elementwise, gradient, histograms, index_math,
-    joining, linalg, mapping, nonzero, numeric, numpy_code, permuted, placement, polynomials,
-    quantiles, queries, real_only, reductions, selection, shapes, signal, sorting, statistics,
-    unsupported)
+    bits, counting, covariance, creation, differences, elementwise, gradient, histograms,
+    index_math, joining, linalg, mapping, nonzero, numeric, numpy_code, permuted, placement,
+    polynomials, quantiles, queries, real_only, reductions, selection, shapes, signal, sorting,
+    statistics, unsupported)

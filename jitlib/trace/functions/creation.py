@@ -236,6 +236,28 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
     return (y, step) if retstep else y
 
 
+@implements(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's recipe for traced ends: logspace between the logs of the ends divided by
+    sign(start), the ends set exactly, the sign put back. A zero end, which NumPy
+    refuses by reading the values, gives NaN or inf."""
+    start, stop = tracer(start), tracer(stop)
+    dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
+    start, stop = start.astype(dt), stop.astype(dt)
+    out_sign = np.sign(start)
+    start, stop = (start / out_sign).astype(dt), (stop / out_sign).astype(dt)
+    result = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint,
+                         base=10.0, dtype=dt)
+    if num > 0:
+        result[0] = start
+        if num > 1 and endpoint:
+            result[-1] = stop
+    result = (result * out_sign).astype(dt)
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return result.astype(dt if dtype is None else canonical_dtype(dtype))
+
+
 def _select(pred, a, b):
     return T.Tracer(B.select(pred.instr, a.instr, b.instr))
 
