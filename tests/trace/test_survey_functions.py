@@ -382,3 +382,39 @@ def test_unpackbits(axis, count, bitorder):
 
 def test_unpackbits_wants_bytes():
     raises_in_jit(np.unpackbits, np.arange(3), error=errors.JitlibTypeError)
+
+
+# -- nanmedian, nanpercentile, nanquantile
+
+def with_nans(*shape, dtype=F64, seed=0):
+    x = rand(*shape, dtype=dtype, seed=seed)
+    x.flat[::3] = np.nan
+    return x
+
+
+@pytest.mark.parametrize("axis", [None, 0, 1, (0, 1)])
+@pytest.mark.parametrize("dtype", [F64, F32])
+def test_nanmedian(axis, dtype):
+    x = with_nans(5, 4, dtype=dtype)
+    x[:, 2] = np.nan   # an all-NaN column
+    check(lambda x: np.nanmedian(x, axis=axis), x)
+    check(lambda x: np.nanmedian(x, axis=axis, keepdims=True), x)
+    check(lambda x: np.nanmedian(x, axis=axis), rand(5, 4, dtype=dtype))
+
+
+def test_nanmedian_of_integers_is_the_median():
+    check(np.nanmedian, np.arange(7) ** 2)
+
+
+@pytest.mark.parametrize("q", [50, 0, 100, 37.5, [10, 90], np.array([[5.0], [60.0]])])
+@pytest.mark.parametrize("axis", [None, 1])
+def test_nanpercentile_and_nanquantile(q, axis):
+    x = with_nans(4, 7)
+    x[1] = np.nan
+    check(lambda x: np.nanpercentile(x, q, axis=axis), x)
+    check(lambda x: np.nanquantile(x, np.asarray(q) / 100, axis=axis, keepdims=True), x)
+    check(lambda x: np.nanpercentile(x, q, axis=axis), with_nans(4, 7, dtype=F32))
+
+
+def test_nanpercentile_of_integers():
+    check(lambda x: np.nanpercentile(x, [25, 50]), np.arange(9, dtype=I32))

@@ -5,6 +5,6 @@ Each implementation is registered with `registry.implements` for NumPy's
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
     bits, counting, covariance, creation, differences, elementwise, gradient, histograms,
-    index_math, joining, linalg, mapping, nonzero, numeric, numpy_code, permuted, placement,
-    polynomials, quantiles, queries, real_only, reductions, selection, shapes, signal, sorting,
-    statistics, unsupported)
+    index_math, joining, linalg, mapping, nan_quantiles, nonzero, numeric, numpy_code,
+    permuted, placement, polynomials, quantiles, queries, real_only, reductions, selection,
+    shapes, signal, sorting, statistics, unsupported)
