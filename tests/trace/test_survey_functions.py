@@ -418,3 +418,18 @@ def test_nanpercentile_and_nanquantile(q, axis):
 
 def test_nanpercentile_of_integers():
     check(lambda x: np.nanpercentile(x, [25, 50]), np.arange(9, dtype=I32))
+
+
+def test_may_share_memory_for_views_of_one_array():
+    def f(x, y):
+        flags = (np.may_share_memory(x, x[1:]), np.may_share_memory(x, y),
+                 np.shares_memory(x.T, x), np.shares_memory(x, y), np.may_share_memory(x, x))
+        return x * sum(2 ** i * v for i, v in enumerate(flags))
+    check(f, rand(3, 3), rand(3, 3, seed=1))
+
+
+@pytest.mark.parametrize("fn", [np.array_repr, np.array_str, np.array2string,
+                                lambda x: np.savetxt("unused.txt", x),
+                                lambda x: np.save("unused.npy", x)])
+def test_printing_and_saving_traced_values_are_refused(fn):
+    raises_in_jit(fn, rand(3), match="not supported inside jit")

@@ -1,4 +1,4 @@
-"""Questions about dtypes and memory layout, asked of traced arrays.
+"""Questions about dtypes, memory layout and shared memory, asked of traced arrays.
 
 A traced array has a dtype and a shape but no memory: dtype questions get NumPy's
 own answer from the tracer's dtype, and layout requests (C or Fortran order,
@@ -110,3 +110,31 @@ def require(a, dtype=None, requirements=None, *, like=None):
         raise errors.JitlibValueError(f"unknown requirement {unknown[0]!r} for np.require",
                                       hint="use C, F, A, W, O or E")
     return _as_array(a, dtype)
+
+
+def _root(x):
+    while x._base is not None:
+        x = x._base
+    return x
+
+
+def _same_buffer(a, b):
+    """Whether a and b are views of one traced array: the buffers jit tracks. A traced
+    value and a NumPy array never share (the program copies its inputs)."""
+    if not (isinstance(a, T.Tracer) and isinstance(b, T.Tracer)):
+        return False
+    return _root(a) is _root(b)
+
+
+@implements(np.may_share_memory)
+def may_share_memory(a, b, /, max_work=None):
+    """True for views of one traced array; NumPy also compares the bounds, so two
+    disjoint slices of one array give True here and False eagerly (a safe answer:
+    code that copies when memory may be shared stays correct)."""
+    return _same_buffer(a, b)
+
+
+@implements(np.shares_memory)
+def shares_memory(a, b, /, max_work=None):
+    """As np.may_share_memory: views of one traced array are taken to overlap."""
+    return _same_buffer(a, b)

@@ -37,5 +37,14 @@ _refuse(np.asarray_chkfinite, "asarray_chkfinite", "checking finiteness reads th
         "and a compiled program cannot raise", "use np.asarray, and check "
         "np.isfinite(x).all() on the result outside jit")
 
+# Text and files hold values, which a trace does not have. (Readers such as np.loadtxt
+# never see a tracer: they run at trace time and their result becomes a constant.)
+_TEXT = "the text shows values, which are not known while jit traces the function"
+for _fn in (np.array_repr, np.array_str, np.array2string):
+    _refuse(_fn, _fn.__name__, _TEXT, "return the array and format it outside jit")
+for _fn in (np.save, np.savez, np.savez_compressed, np.savetxt):
+    _refuse(_fn, _fn.__name__, "writing a file would happen once, at trace time, not at "
+            "each call of the compiled program", "return the array and save it outside jit")
+
 # None at the moment: np.nonzero, np.argwhere, np.flatnonzero and np.extract, once refused
 # for their data-dependent shapes, now return masked selections (functions/nonzero.py).
