@@ -8,8 +8,9 @@ from jitlib.trace.registry import implements
 
 @implements(np.unpackbits)
 def unpackbits(a, /, axis=None, count=None, bitorder="big"):
-    """(a >> shift) & 1 for the eight shifts, along `axis` (flattened when None); count
-    keeps the first `count` bits, pads with zeros past the end, or drops -count."""
+    """The eight bits of each byte, (a >> shift) & 1, along axis (flat when None).
+
+    count keeps the first `count` bits, pads with zeros past the end, or drops -count."""
     x = tracer(a)
     if x.dtype != np.uint8:
         raise errors.JitlibTypeError("Expected an input array of unsigned byte data type",

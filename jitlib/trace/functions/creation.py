@@ -238,9 +238,10 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
 
 @implements(np.geomspace)
 def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
-    """NumPy's recipe for traced ends: logspace between the logs of the ends divided by
-    sign(start), the ends set exactly, the sign put back. A zero end, which NumPy
-    refuses by reading the values, gives NaN or inf."""
+    """NumPy's recipe, the ends traced: logspace between their logs, sign put back.
+
+    The ends are divided by sign(start) first and set exactly afterwards. A zero end,
+    which NumPy refuses by reading the values, gives NaN or inf."""
     start, stop = tracer(start), tracer(stop)
     dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
     start, stop = start.astype(dt), stop.astype(dt)

@@ -17,8 +17,9 @@ def _edge(values, dtype, what):
 
 @implements(np.ediff1d)
 def ediff1d(ary, to_end=None, to_begin=None):
-    """ary.ravel()[1:] - ary.ravel()[:-1], with to_begin and to_end around it in ary's
-    dtype (NumPy refuses values not castable under same_kind)."""
+    """Differences of the flattened array, with to_begin and to_end around them.
+
+    All in ary's dtype; NumPy refuses edge values not castable under same_kind."""
     flat = tracer(ary).reshape(-1)
     parts = [flat[1:] - flat[:-1]]
     if to_begin is not None:
@@ -30,8 +31,9 @@ def ediff1d(ary, to_end=None, to_begin=None):
 
 @implements(np.unwrap)
 def unwrap(p, discont=None, axis=-1, *, period=2 * np.pi):
-    """Jumps larger than discont folded back by multiples of period: NumPy's steps,
-    with np.where for its masked copyto."""
+    """Jumps over discont folded back by multiples of period, in NumPy's steps.
+
+    np.where stands for NumPy's masked copyto."""
     p = tracer(p)
     dd = np.diff(p, axis=axis)
     if discont is None:

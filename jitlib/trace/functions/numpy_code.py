@@ -19,16 +19,18 @@ _STATIC = ("tril_indices", "triu_indices", "diag_indices", "hamming", "hanning",
            "blackman", "bartlett")
 
 
-def _numpys_own(name):
+def _numpys_own(name, doc):
     fn = getattr(np, name)
     code = getattr(fn, "_implementation", fn)
 
     def traced(*args, **kwargs):
         return code(*args, **kwargs)
     traced.__name__ = name
-    traced.__doc__ = f"NumPy's own np.{name}, run on tracers."
+    traced.__doc__ = doc.format(name=name)
     implements(fn)(traced)
 
 
-for _name in _TRACED + _STATIC:
-    _numpys_own(_name)
+for _name in _TRACED:
+    _numpys_own(_name, "NumPy's own np.{name}, run on tracers.")
+for _name in _STATIC:
+    _numpys_own(_name, "NumPy's own np.{name}: static arguments give a constant array.")

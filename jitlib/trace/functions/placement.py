@@ -122,8 +122,7 @@ def place(arr, mask, vals):
 
 @implements(np.putmask)
 def putmask(a, mask, values):
-    """select(mask, values repeated over the flat positions, a): the i-th element takes
-    values[i % len(values)] where the mask is True."""
+    """Where the mask is True, the i-th flat element takes values[i % len(values)]."""
     a = _target(a, "putmask")
     m = tracer(mask)
     if m.size != a.size:

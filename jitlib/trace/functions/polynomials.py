@@ -31,8 +31,9 @@ def poly(seq_of_zeros):
 
 @implements(np.vander)
 def vander(x, N=None, increasing=False):
-    """Columns x**0, x**1, ... (reversed unless increasing) by a running product, as
-    NumPy's multiply.accumulate forms them."""
+    """Columns of powers of x, formed by a running product as NumPy's accumulate does.
+
+    Decreasing powers unless increasing=True."""
     x = tracer(x)
     if x.ndim != 1:
         raise errors.JitlibValueError("x must be a one-dimensional array or sequence.",

@@ -41,11 +41,13 @@ def iterable(y):
 
 @implements(np.promote_types)
 def promote_types(type1, type2):
+    """np.promote_types; a tracer stands for its dtype."""
     return np.promote_types(_dtype_of(type1), _dtype_of(type2))
 
 
 @implements(np.mintypecode)
 def mintypecode(typechars, typeset="GDFgdf", default="d"):
+    """np.mintypecode; a tracer stands for its dtype."""
     return np.mintypecode([_dtype_of(t) if isinstance(t, T.Tracer) else t
                            for t in typechars], typeset, default)
 
@@ -59,8 +61,9 @@ def common_type(*arrays):
 
 @implements(np.min_scalar_type)
 def min_scalar_type(a):
-    """The dtype of an array with dimensions; for a 0-d traced value NumPy's answer
-    depends on the value, which is not known while tracing."""
+    """The dtype of an array with dimensions; a traced 0-d value raises.
+
+    NumPy's answer for a 0-d value depends on the value, unknown while tracing."""
     if not isinstance(a, T.Tracer):
         return np.min_scalar_type(a)
     if a.ndim:
@@ -128,9 +131,10 @@ def _same_buffer(a, b):
 
 @implements(np.may_share_memory)
 def may_share_memory(a, b, /, max_work=None):
-    """True for views of one traced array; NumPy also compares the bounds, so two
-    disjoint slices of one array give True here and False eagerly (a safe answer:
-    code that copies when memory may be shared stays correct)."""
+    """True for views of one traced array, without NumPy's comparison of bounds.
+
+    Two disjoint slices of one array give True here and False eagerly: the safe
+    answer, since code that copies when memory may be shared stays correct."""
     return _same_buffer(a, b)
 
 

@@ -193,8 +193,9 @@ def diag(v, k=0):
 
 @implements(np.choose)
 def choose(a, choices, out=None, mode="raise"):
-    """Element i from choices[a[i]]: the choices broadcast, stacked, and gathered along
-    the new axis. Under mode='raise' traced indices clamp (NumPy raises)."""
+    """Element i from choices[a[i]]: the choices stacked and gathered along a new axis.
+
+    Under mode='raise' traced indices clamp (NumPy raises)."""
     if mode not in ("raise", "wrap", "clip"):
         raise errors.JitlibValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' "
                                       f"(got {mode!r})", hint="pass mode='raise', 'wrap' or 'clip'")
