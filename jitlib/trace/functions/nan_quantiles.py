@@ -9,7 +9,6 @@ quantiles.py's; an all-NaN slice gives NaN (NumPy also warns).
 import numpy as np
 
 from jitlib import errors
-from jitlib.trace import tracer as T
 from jitlib.trace.functions import quantiles
 from jitlib.trace.functions._common import NOVALUE, finish, flag, is_inexact, tracer
 from jitlib.trace.functions.sorting import sorted_along
