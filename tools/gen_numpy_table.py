@@ -119,6 +119,9 @@ NOTES = {
     "nanquantile": "as nanpercentile",
     "angle": "real arrays: 0 or pi",
     "apply_over_axes": "func is traced once per axis",
+    "fromiter": "also `np.fromiter` called inside the function: traced items are stacked",
+    "frombuffer": "the bytes are static: NumPy's array becomes a constant",
+    "fromstring": "as frombuffer",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}

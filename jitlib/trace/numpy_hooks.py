@@ -31,7 +31,7 @@ NAMES = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_lik
          "full_like", "arange", "linspace", "eye", "identity", "tri", "array", "asarray",
          "asanyarray", "copy", "indices",
          # NumPy converts their argument before any dispatch: a tracer must be seen here
-         "ascontiguousarray", "asfortranarray", "require", "isfortran")
+         "ascontiguousarray", "asfortranarray", "require", "isfortran", "fromiter")
 
 _lock = forksafe.lock()
 _host = threading.local()   # host.work: jitlib runs NumPy for itself (probing a draw)

@@ -433,3 +433,24 @@ def test_may_share_memory_for_views_of_one_array():
                                 lambda x: np.save("unused.npy", x)])
 def test_printing_and_saving_traced_values_are_refused(fn):
     raises_in_jit(fn, rand(3), match="not supported inside jit")
+
+
+# -- fromiter, frombuffer, fromstring
+
+def test_fromiter_stacks_traced_items():
+    check(lambda x: np.fromiter((x[i] * 2 for i in range(3)), F32), rand(4))
+    check(lambda x: np.fromiter(iter([x[0], 1.5, x[2]]), F64, count=2), rand(4))
+    check(lambda x: x + np.fromiter(range(4), I64), rand(4))
+    check(lambda x: np.fromiter([x.sum(), x.max()], I32), np.arange(5))
+
+
+def test_fromiter_errors():
+    raises_in_jit(lambda x: np.fromiter(iter([x[0]]), F64, count=3), rand(2),
+                  error=errors.JitlibValueError)
+    raises_in_jit(lambda x: np.fromiter([x, x], F64), rand(2), error=errors.JitlibValueError)
+
+
+def test_frombuffer_and_fromstring_are_constants():
+    data = np.arange(4, dtype=F32).tobytes()
+    check(lambda x: x * np.frombuffer(data, F32), rand(4, dtype=F32))
+    check(lambda x: x + np.fromstring("1 2 3", sep=" "), rand(3))

@@ -3,6 +3,8 @@
 np.zeros, np.arange, ... never see a tracer, so NumPy cannot hand them to us:
 those are registered by name only and reached through `jitlib.numpy`.
 """
+import itertools
+
 import numpy as np
 
 from jitlib import errors
@@ -53,6 +55,29 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, like=None):
         dt = canonical_dtype(dtype) if given(dtype) else dtypes.result_type(*leaves)
         return T.Tracer(_build_nested(a, dt))
     return T.Tracer(B.constant(T.concrete(a, canonical_dtype(dtype) if given(dtype) else None)))
+
+
+@implements(np.fromiter)
+def fromiter(iter, dtype, count=-1, *, like=None):
+    """The iterable's items as a 1-d array of dtype: traced items are stacked.
+
+    Without traced items it is NumPy's own array (a constant of the program)."""
+    items = list(itertools.islice(iter, None if count < 0 else count))
+    if 0 <= count != len(items):
+        raise errors.JitlibValueError(f"iterator too short: Expected {count} but iterator "
+                                      f"had only {len(items)} items.",
+                                      hint="pass count=-1, or a longer iterable")
+    if not contains_tracer(items):
+        return np.fromiter(items, dtype, len(items))
+    try:
+        dt = canonical_dtype(dtype)
+    except errors.JitlibTypeError as e:   # the iterable is consumed: NumPy cannot retry
+        raise errors.UnsupportedError(str(e), hint="use a numeric or bool dtype") from None
+    values = [tracer(item, dt) for item in items]
+    if any(v.ndim for v in values):
+        raise errors.JitlibValueError("setting an array element with a sequence.",
+                                      hint="np.fromiter takes scalars: use np.stack")
+    return np.stack(values)
 
 
 @implements(name="asanyarray")

@@ -16,7 +16,9 @@ _TRACED = ("isposinf", "isneginf", "isreal", "fix", "resize", "rollaxis", "logsp
            "polyadd", "polysub")
 # not dispatched (no array argument): called with static values, they return constants
 _STATIC = ("tril_indices", "triu_indices", "diag_indices", "hamming", "hanning",
-           "blackman", "bartlett")
+           "blackman", "bartlett",
+           # bytes and text are never traced: every call is one of static arguments
+           "frombuffer", "fromstring")
 
 
 def _numpys_own(name, doc):
