@@ -122,6 +122,8 @@ NOTES = {
     "fromiter": "also `np.fromiter` called inside the function: traced items are stacked",
     "frombuffer": "the bytes are static: NumPy's array becomes a constant",
     "fromstring": "as frombuffer",
+    "sliding_window_view": "window shape static; the windows are gathered (memory: "
+                           "elements x window size), read-only as NumPy's",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -145,6 +147,9 @@ def _numpy_names():
                 names.setdefault(obj, []).append(prefix + name)
             except TypeError:   # unhashable module attributes
                 continue
+    # sliding_window_view lives only there; its other names are np's own
+    swv = np.lib.stride_tricks.sliding_window_view
+    names.setdefault(swv, ["lib.stride_tricks.sliding_window_view"])
     return names
 
 

@@ -454,3 +454,27 @@ def test_frombuffer_and_fromstring_are_constants():
     data = np.arange(4, dtype=F32).tobytes()
     check(lambda x: x * np.frombuffer(data, F32), rand(4, dtype=F32))
     check(lambda x: x + np.fromstring("1 2 3", sep=" "), rand(3))
+
+
+# -- sliding_window_view
+
+@pytest.mark.parametrize("window,axis", [(3, None), ((2, 2), None), (2, 0), (3, -1),
+                                         ((2, 3), (1, 0)), (1, 1)])
+def test_sliding_window_view(window, axis):
+    swv = np.lib.stride_tricks.sliding_window_view
+    if np.ndim(window) == 0 and axis is None:
+        check(lambda x: swv(x, window).sum(-1), rand(7))
+    else:
+        check(lambda x: swv(x, window, axis) * 2, rand(4, 5))
+
+
+def test_sliding_window_view_is_read_only():
+    swv = np.lib.stride_tricks.sliding_window_view
+
+    def write(x):
+        w = swv(x, 2)
+        w[0, 0] = 1.0
+        return w
+    with pytest.raises(ValueError):
+        write(rand(4))
+    raises_in_jit(write, rand(4), match="read-only")

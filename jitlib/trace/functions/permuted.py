@@ -1,5 +1,5 @@
 """Functions that only move elements around, with static positions: np.delete,
-np.insert and np.block.
+np.insert, np.block and sliding_window_view.
 
 NumPy itself decides where each element goes: the same call runs eagerly on arrays of
 *positions* (0, 1, 2... for the first operand's elements, the next numbers for the
@@ -13,7 +13,8 @@ from jitlib import errors
 from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.trace import tracer as T
-from jitlib.trace.functions._common import contains_tracer, index_constant, tracer
+from jitlib.trace.functions._common import (
+    contains_tracer, index_constant, read_only, tracer, view)
 from jitlib.trace.registry import implements
 
 
@@ -80,3 +81,21 @@ def block(arrays):
     dt = dtypes.canonicalize(np.result_type(*(leaf.dtype for leaf in leaves)))
     where = np.block(_replace(arrays, iter(_positions([leaf.shape for leaf in leaves]))))
     return _gather(leaves, np.asarray(where), dt)
+
+
+@implements(np.lib.stride_tricks.sliding_window_view)
+def sliding_window_view(x, window_shape, axis=None, *, subok=False, writeable=False):
+    """Every window of a static shape: a read-only view, as NumPy's by default."""
+    if writeable:
+        raise errors.UnsupportedError(
+            "sliding_window_view(writeable=True): the windows overlap, so one write would "
+            "reach several windows", hint="take a .copy() of the windows and write into it")
+    x = x if isinstance(x, T.Tracer) else tracer(x)
+    where = np.lib.stride_tricks.sliding_window_view(_positions([x.shape])[0], window_shape,
+                                                     axis)
+    picks = index_constant(where.reshape(-1))
+
+    def derive(instr):
+        flat = B.reshape(instr, (x.size,))
+        return B.reshape(B.gather(flat, picks, 0), where.shape)
+    return view(x, derive, read_only("sliding_window_view's windows"))
