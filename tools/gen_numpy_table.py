@@ -96,6 +96,40 @@ NOTES = {
     "histogram_bin_edges": "as histogram",
     "histogram2d": "as histogramdd",
     "histogramdd": "bins ints or edges; weights sum in sample order",
+    "isscalar": "False for a traced value, as for an ndarray: a NumPy scalar passed to "
+                "jit is traced as a 0-d array",
+    "isfortran": "False: traced values are C-ordered (NumPy says True for a transposed "
+                 "view)",
+    "min_scalar_type": "the dtype for arrays; a traced 0-d value raises (its answer "
+                       "depends on the value)",
+    "ascontiguousarray": "the values; jit chooses memory layout itself",
+    "asfortranarray": "as ascontiguousarray",
+    "require": "dtype honoured; the flags name layouts, which traced values satisfy",
+    "may_share_memory": "True for views of one traced array, without NumPy's bounds "
+                        "check (disjoint slices say True)",
+    "shares_memory": "as may_share_memory",
+    "delete": "positions static (ints, slices, lists, NumPy masks)",
+    "insert": "positions static; values may be traced",
+    "ix_": "a traced boolean mask is refused (its True count is a shape)",
+    "unravel_index": "dims static; out-of-range indices are not detected (NumPy raises)",
+    "ravel_multi_index": "dims static; mode='raise' does not detect out-of-range indices",
+    "choose": "mode='raise' clamps traced indices (NumPy raises)",
+    "putmask": "arrays of values cast only safely, as NumPy",
+    "cov": "NumPy's checks on weights' values are not made; a non-positive divisor gives "
+           "inf/NaN without the warning",
+    "corrcoef": "as cov",
+    "poly": "1-d real roots only (a matrix needs complex eigenvalues)",
+    "geomspace": "ends may be traced; a zero end gives NaN or inf (NumPy raises)",
+    "nanmedian": "an all-NaN slice gives NaN (NumPy also warns)",
+    "nanpercentile": "method='linear' without weights; q static",
+    "nanquantile": "as nanpercentile",
+    "angle": "real arrays: 0 or pi",
+    "apply_over_axes": "func is traced once per axis",
+    "fromiter": "also `np.fromiter` called inside the function: traced items are stacked",
+    "frombuffer": "the bytes are static: NumPy's array becomes a constant",
+    "fromstring": "as frombuffer",
+    "sliding_window_view": "window shape static; the windows are gathered (memory: "
+                           "elements x window size), read-only as NumPy's",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -119,6 +153,9 @@ def _numpy_names():
                 names.setdefault(obj, []).append(prefix + name)
             except TypeError:   # unhashable module attributes
                 continue
+    # sliding_window_view lives only there; its other names are np's own
+    swv = np.lib.stride_tricks.sliding_window_view
+    names.setdefault(swv, ["lib.stride_tricks.sliding_window_view"])
     return names
 
 
