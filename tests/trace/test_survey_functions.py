@@ -478,3 +478,19 @@ def test_sliding_window_view_is_read_only():
     with pytest.raises(ValueError):
         write(rand(4))
     raises_in_jit(write, rand(4), match="read-only")
+
+
+def test_real_if_close_of_complex_is_refused_with_the_static_alternative():
+    f = jitlib.jit(lambda z: np.real_if_close(z), backend="interpreter")
+    with pytest.raises(jitlib.UnsupportedError, match="real_if_close") as info:
+        f(np.array([1 + 1e-20j, 2 + 0j]))
+    assert "np.real(a)" in str(info.value)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_angle_and_iscomplex_keep_their_complex_forms(backend):
+    z = np.array([1 + 1j, -2.0 + 0j, -0.0 - 0j, 3j])
+    got = jitlib.jit(lambda z: (np.angle(z), np.iscomplex(z), np.sinc(z)), backend=backend)(z)
+    want = (np.angle(z), np.iscomplex(z), np.sinc(z))
+    for g, w in zip(got, want):
+        np.testing.assert_allclose(g, w, rtol=1e-12)
