@@ -169,7 +169,13 @@ def _core_dims_error(fname, signature, operand, needed, have):
         hint="give the matrix operand two dimensions and the vector one at least one")
 
 
-@implements(np.matvec, name="matvec")
+def _since_numpy_2_2(name):
+    """[np.NAME] where this NumPy has it (matvec and vecmat came in 2.2), else []: the
+    jnp names work either way."""
+    return [getattr(np, name)] if hasattr(np, name) else []
+
+
+@implements(*_since_numpy_2_2("matvec"), name="matvec")
 def matvec(x1, x2, /, *, dtype=None, out=None):
     """matmul of each matrix (..., m, n) with each vector (..., n), the unit dim dropped."""
     x, v = tracer(x1), tracer(x2)
@@ -182,7 +188,7 @@ def matvec(x1, x2, /, *, dtype=None, out=None):
     return finish(T.Tracer(B.reshape(r.instr, r.shape[:-1])), out, "matvec")
 
 
-@implements(np.vecmat, name="vecmat")
+@implements(*_since_numpy_2_2("vecmat"), name="vecmat")
 def vecmat(x1, x2, /, *, dtype=None, out=None):
     """matmul of each vector (..., n) with each matrix (..., n, m): conj(v) @ A, and
     conjugation is the identity on real arrays."""
