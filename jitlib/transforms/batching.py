@@ -260,6 +260,16 @@ def _sort(instr, args, flags, size):
 batch_rules[Op.SORT] = _sort
 
 
+# -- linear algebra: the example axis is one more leading batch dim
+
+def _linalg(instr, args, flags, size):
+    return _with(instr, [ensure_batched(x, b, size) for x, b in zip(args, flags)])
+
+
+for _op in O.LINALG:
+    batch_rules[_op] = _linalg
+
+
 # -- contraction
 
 def _dot_general(instr, args, flags, size):

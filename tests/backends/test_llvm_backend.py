@@ -125,6 +125,8 @@ def typechecks(make):
 # -- coverage of the rule tables
 
 OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER, Op.SORT}        # opaque.py, sort_kernel.py
+# linear algebra runs on the interpreter: NumPy's and SciPy's LAPACK (linalg_reference.py)
+OPAQUE_OPS |= ops.LINALG
 KERNEL_OPS = ops.REDUCE | ops.ARG_REDUCE | {Op.DOT_GENERAL, Op.PARAMETER}   # kernels.py
 TOP_LEVEL = ops.KERNEL | ops.CONTROL              # the executable itself (control.py)
 
