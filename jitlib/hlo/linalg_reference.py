@@ -47,8 +47,11 @@ def _batched(fn, x, nan_shape):
 
 
 def _cholesky(instr, x):
-    # NumPy reads the lower triangle, as potrf('L') does
-    return _batched(np.linalg.cholesky, x, x.shape[-2:]).astype(x.dtype, copy=False)
+    # NumPy reads the lower triangle, as potrf('L') does; a failed factor is NaN on and
+    # below the diagonal and 0 above, as JAX's
+    lower = _batched(np.linalg.cholesky, x, x.shape[-2:]).astype(x.dtype, copy=False)
+    above = np.triu(np.ones(x.shape[-2:], bool), 1)
+    return np.where(above, np.zeros((), x.dtype), lower)
 
 
 def _trsm(a, b, attrs):

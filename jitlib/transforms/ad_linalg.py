@@ -10,64 +10,9 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build
 from jitlib.hlo.ops import Op
+from jitlib.hlo.matrix import (diag_embed, diag_part, eye_like, mm, mT, rows_at, tril,
+                               triu)
 from jitlib.transforms import ad_util as U
-
-
-# -- batched matrix helpers: batch dims lead, matrices are the last two dims
-
-def mT(x):
-    n = x.ndim
-    return build.transpose(x, tuple(range(n - 2)) + (n - 1, n - 2))
-
-
-def mm(a, b):
-    nb = a.ndim - 2
-    return build.dot_general(a, b, (nb + 1,), (nb,), range(nb), range(nb))
-
-
-def _band(x, k, lower):
-    """x's entries on and below (lower) or on and above diagonal k, zero elsewhere."""
-    rows = build.iota(x.shape, np.int64, x.ndim - 2)
-    cols = build.iota(x.shape, np.int64, x.ndim - 1)
-    shifted = build.binary(Op.ADD, rows, U.full_like(rows, k))
-    keep = build.compare(shifted, cols, "GE" if lower else "LE")
-    return build.select(keep, x, U.zeros_like(x))
-
-
-def tril(x, k=0):
-    return _band(x, k, lower=True)
-
-
-def triu(x, k=0):
-    return _band(x, k, lower=False)
-
-
-def eye(shape, dtype):
-    rows = build.iota(shape, np.int64, len(shape) - 2)
-    cols = build.iota(shape, np.int64, len(shape) - 1)
-    return build.convert(build.compare(rows, cols, "EQ"), dtype)
-
-
-def eye_like(x):
-    return eye(x.shape, x.dtype)
-
-
-def diag_part(x):
-    return build.reduce(Op.REDUCE_SUM, U.mul(x, eye_like(x)), (x.ndim - 1,))
-
-
-def diag_embed(v):
-    """The matrices batch + (n, n) with v (batch + (n,)) on their diagonals."""
-    shape = v.shape + v.shape[-1:]
-    rows = build.broadcast_in_dim(v, shape, tuple(range(v.ndim - 1)) + (v.ndim,))
-    return U.mul(rows, eye(shape, v.dtype))
-
-
-def rows_at(x, index):
-    """x[..., index[..., i], :]: x's rows in the order `index` (batch + (n,)) gives."""
-    nb = index.ndim - 1
-    full = build.broadcast_in_dim(index, x.shape, tuple(range(nb + 1)))
-    return build.take_along(x, full, nb)
 
 
 def _sub(a, b):

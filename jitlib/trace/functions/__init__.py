@@ -6,3 +6,4 @@ Each implementation is registered with `registry.implements` for NumPy's
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
     creation, elementwise, gradient, joining, linalg, mapping, numeric, placement, quantiles,
     reductions, selection, shapes, signal, sorting, statistics, unsupported)
+from jitlib.trace.functions import covariance, decompositions  # noqa: F401, E402
