@@ -5,13 +5,11 @@ the derivatives are differentiable again. The reverse rules are the transposes o
 forward ones (derivations in the comments). eigh's assumes distinct eigenvalues, as
 JAX's does; svd differentiates its singular values only.
 """
-import numpy as np
-
 from jitlib import errors
 from jitlib.hlo import build
-from jitlib.hlo.ops import Op
 from jitlib.hlo.matrix import (diag_embed, diag_part, eye_like, mm, mT, rows_at, tril,
                                triu)
+from jitlib.hlo.ops import Op
 from jitlib.transforms import ad_util as U
 
 
