@@ -516,5 +516,9 @@ def render(fusion):
         return render_reduction(name, body, summary)
     if kind == "dot":
         return render_dot(name, body, summary)
+    if any(i.op in O.LINALG for i in body.instructions):
+        # no cuSOLVER call or Triton factorization yet: NumPy's LAPACK on the host
+        raise Unsupported("linear algebra is not generated; it runs on the interpreter "
+                          "(LAPACK on the host)")
     raise Unsupported(f"{kind} kernels (scans, scatter) are not generated; they run on the "
                       "interpreter")

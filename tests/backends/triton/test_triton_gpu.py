@@ -92,3 +92,15 @@ def test_dot_with_epilogue(gpu, dt, shape):
     args = [rng.standard_normal((m, k)).astype(d), rng.standard_normal((k, n)).astype(d)]
     tol = {"f16": 1e-2, "bf16": 5e-2, "f32": 1e-4, "f64": 1e-10}[dt]
     check(gpu, Module("mm", [x, w], [out]), args, rtol=tol, atol=tol * k ** 0.5)
+
+
+@pytest.mark.parametrize("name", ["gaussian_process_posterior", "least_squares_polynomial_fit",
+                                  "logistic_regression_newton", "batched_gaussian_log_density"])
+def test_linear_algebra_runs_through_host_lapack(gpu, name):
+    # the factorizations fall back to the interpreter (device -> host -> device); the
+    # kernels around them are generated
+    prog = next(p for p in programs.PROGRAMS if p.name == name)
+    args = prog.make_args(np.random.default_rng(0))
+    exe = check(gpu, traced(prog.fn, args), args, rtol=1e-9, atol=1e-9)
+    linalg = [why for why in exe.fallbacks.values() if "linear algebra" in why]
+    assert linalg and exe.kernels, exe.fallbacks
