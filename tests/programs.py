@@ -1185,10 +1185,9 @@ def least_squares_polynomial_fit(t, y):
 def principal_components(samples):
     centered = samples - samples.mean(axis=0)
     cov = np.cov(centered, rowvar=False)
-    values, vectors = np.linalg.eigh(cov)
-    order = np.argsort(values)[::-1]
-    top = vectors[:, order[:2]]
-    explained = values[order] / values.sum()
+    values, vectors = np.linalg.eigh(cov)     # ascending: the last are the largest
+    top = vectors[:, -2:]
+    explained = values[::-1] / values.sum()
     # the projection back is the same whichever sign each eigenvector has
     reconstruction = centered @ top @ top.T
     corr = np.corrcoef(samples, rowvar=False)
