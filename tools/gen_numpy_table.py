@@ -275,7 +275,9 @@ def _linear_algebra():
         "the OpenBLAS bundled in NumPy's wheels, so cholesky, qr, eigh and svd equal eager "
         "NumPy's bit for bit) and SciPy (getrf and BLAS trsm, which NumPy does not expose); "
         "the jax backend lowers them to jax.lax.linalg (LAPACK on the CPU, cuSOLVER on the "
-        "GPU). `jnp.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)` is "
+        "GPU). The gpu backend runs them on the interpreter through host memory, or with "
+        "`JITLIB_GPU_LINALG=cusolver` through CuPy's cuSOLVER on the device "
+        "(docs/operations.md). `jnp.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)` is "
         "scipy.linalg's, as in jax.scipy.linalg.",
         "",
         "Inside jit a value cannot raise: where NumPy raises LinAlgError the result holds "
