@@ -306,3 +306,8 @@ def test_non_square_and_half_precision_inputs_raise_naming_the_line():
         jitlib.jit(np.linalg.det)(np.ones((2, 2), np.float16))
     with pytest.raises(errors.ShapeError, match="at least two-dimensional"):
         jitlib.jit(np.linalg.cholesky)(np.ones(3))
+
+
+def test_empty_matrices_have_numpys_determinants():
+    check(lambda x: tuple(np.linalg.slogdet(x)), np.zeros((2, 0, 0)))
+    check(np.linalg.det, np.zeros((3, 0, 0)))

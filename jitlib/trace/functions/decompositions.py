@@ -153,9 +153,10 @@ def inv(a):
 
 def _sign_and_log(x):
     """slogdet from the LU factors: signs and logs of U's diagonal, one sign per swap."""
+    if x.shape[-1] == 0:     # the empty product
+        return B.full(1, x.shape[:-2], x.dtype), B.full(0, x.shape[:-2], x.dtype)
     packed, pivots = B.lu(x, "lu"), B.lu(x, "pivots")
     diag = M.diag_part(packed)
-    n = x.shape[-1]
     moved = B.compare(pivots, B.iota(pivots.shape, dtypes.INDEX, pivots.ndim - 1), "NE")
     swaps = B.reduce(Op.REDUCE_SUM, B.convert(moved, dtypes.INDEX), (pivots.ndim - 1,))
     odd = B.compare(B.binary(Op.REM, swaps, B.full(2, swaps.shape, dtypes.INDEX)),
@@ -164,8 +165,6 @@ def _sign_and_log(x):
     last = (diag.ndim - 1,)
     sign = B.binary(Op.MUL, parity, B.reduce(Op.REDUCE_PROD, B.unary(Op.SIGN, diag), last))
     logdet = B.reduce(Op.REDUCE_SUM, B.unary(Op.LOG, B.unary(Op.ABS, diag)), last)
-    if n == 0:
-        return B.full(1, x.shape[:-2], x.dtype), B.full(0, x.shape[:-2], x.dtype)
     return sign, logdet
 
 
