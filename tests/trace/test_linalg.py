@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import jitlib
+import jitlib.backends.jax  # noqa: F401 - turns on JAX's float64, which the oracles need
 import jitlib.numpy as jnp
 from jitlib import errors
 from jitlib.testing import check_backends
@@ -273,6 +274,16 @@ def test_grad_through_singular_vectors_is_refused_at_the_users_line():
     with pytest.raises(errors.UnsupportedError, match="singular vectors") as info:
         jitlib.grad(lambda m: np.sum(np.linalg.svd(m)[0]))(rand(3, 3))
     assert info.value.location.file == __file__
+
+
+def test_second_derivatives_of_slogdet_and_cholesky_are_jaxs():
+    a = rand(3, 3) + 3 * np.eye(3)
+    got = jitlib.hessian(lambda x: np.linalg.slogdet(x)[1])(a)
+    want = jax.hessian(lambda x: jnp_jax.linalg.slogdet(x)[1])(a)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
+    got = jitlib.hessian(lambda x: np.sum(np.linalg.cholesky(x @ x.T + np.eye(3))))(a)
+    want = jax.hessian(lambda x: jnp_jax.sum(jnp_jax.linalg.cholesky(x @ x.T + jnp_jax.eye(3))))(a)
+    np.testing.assert_allclose(got, want, rtol=1e-7, atol=1e-9)
 
 
 def test_grad_of_solve_matches_finite_differences():
