@@ -8,6 +8,7 @@ tracing again.
 import functools
 import inspect
 import os
+import sys
 import time
 import warnings
 from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
@@ -15,6 +16,7 @@ from typing import Any, Callable, Literal, NamedTuple, Sequence, overload
 import numpy as np
 
 from jitlib import config, errors, forksafe, logs, tree, writeback
+from jitlib import dask as _dask
 from jitlib.cache import hooks as _cache_hooks
 from jitlib.cache.explain import format_call
 from jitlib.array import Array
@@ -45,6 +47,7 @@ class _Signature(NamedTuple):
     leaves: tuple      # ((shape, dtype, weak), ...) of the dynamic leaves
     static: tuple      # ((name, value), ...) of the static arguments
     backend: str
+    matmul_precision: str = "highest"   # how products round (config "matmul_precision")
 
 
 class _Entry(NamedTuple):
@@ -125,7 +128,8 @@ class Jitted:
                  static_argnames: str | Sequence[str] = (), backend: str | None = None,
                  buckets: Any = None, max_compiles: int | None = None,
                  on_exceed: str = "error", cache_size: int | None = None,
-                 device_results: bool | None = None) -> None:
+                 device_results: bool | None = None,
+                 matmul_precision: str | None = None) -> None:
         functools.update_wrapper(self, fn)
         if not hasattr(self, "__name__"):   # partials and callable objects have none
             self.__name__ = getattr(type(fn), "__name__", "fn")
@@ -133,6 +137,9 @@ class Jitted:
         self.backend = backend
         # None: the process-wide "results" setting decides at each call (config.py)
         self.device_results = device_results
+        # None: the process-wide "matmul_precision" setting at each call's compile
+        self.matmul_precision = (None if matmul_precision is None
+                                 else config.matmul_precision(matmul_precision))
         self._signature = _python_signature(fn)
         self._positional = _positional_names(self._signature)
         self._static = _static_names(fn, self._signature, static_argnums, static_argnames)
@@ -157,6 +164,10 @@ class Jitted:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_trace() is not None:
             return self.fn(*args, **kwargs)   # inside another trace: inline
+        if "dask.array" in sys.modules:   # Dask arrays in, Dask arrays out (jitlib/dask)
+            is_dask = _dask.dask_arrays_in(args, kwargs)
+            if is_dask is not None:
+                return _dask.call(self, args, kwargs, is_dask)
         out = self._call(args, kwargs)
         if self.device_results is False or (self.device_results is None
                                             and config.results_on_host()):
@@ -257,6 +268,7 @@ class Jitted:
         if kwargs or self._static or not all(type(a) in _ARRAY_TYPES for a in args):
             return None
         return (self.backend or config.default_backend(),
+                config.matmul_precision(self.matmul_precision),
                 tuple((a.shape, a.dtype) for a in args))
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
@@ -335,13 +347,14 @@ class Jitted:
             leaves = tuple((shape, dtype, ExactInt(int(x)) if type(weak) is tuple else weak)
                            for (shape, dtype, weak), x in zip(leaves, flat))
         backend = self.backend or config.default_backend()
-        key = _Signature(tuple(names), in_tree, leaves, tuple(static), backend)
+        key = _Signature(tuple(names), in_tree, leaves, tuple(static), backend,
+                         config.matmul_precision(self.matmul_precision))
         return key, dynamic, flat
 
     def _trace(self, bound, dynamic, key, check=True):
         """The Module of `fn` at `key`; `check=False` skips the verifier (0.1-0.4 ms) for a
         trace that is only read beside a verified one (the bucket proof's probes)."""
-        trace = Trace(self.__name__)
+        trace = Trace(self.__name__, key.matmul_precision)
         if config.roll_loops():
             trace.log = []   # what each builder call asked for, for the loop roller
         names = _leaf_names(key.names, key.in_tree)
@@ -562,6 +575,7 @@ def _leaf_names(arg_names, in_tree):
 
 
 _Backend = Literal["interpreter", "cpu", "gpu", "jax"]
+_Precision = Literal["highest", "high", "default"]
 
 
 @overload
@@ -571,7 +585,8 @@ def jit(fn: Callable[..., Any], *, static_argnums: int | Sequence[int] = ...,
         cache_size: int | None = ..., check: str | None = ..., check_rate: float = ...,
         check_raise: bool = ..., donate_argnums: int | Sequence[int] = ...,
         donate_argnames: str | Sequence[str] = ...,
-        device_results: bool | None = ...) -> Jitted: ...
+        device_results: bool | None = ...,
+        matmul_precision: _Precision | None = ...) -> Jitted: ...
 @overload
 def jit(fn: None = None, *, static_argnums: int | Sequence[int] = ...,
         static_argnames: str | Sequence[str] = ..., backend: _Backend | None = ...,
@@ -579,13 +594,15 @@ def jit(fn: None = None, *, static_argnums: int | Sequence[int] = ...,
         cache_size: int | None = ..., check: str | None = ...,
         check_rate: float = ..., check_raise: bool = ...,
         donate_argnums: int | Sequence[int] = ..., donate_argnames: str | Sequence[str] = ...,
-        device_results: bool | None = ...) -> Callable[[Callable[..., Any]], Jitted]: ...
+        device_results: bool | None = ...,
+        matmul_precision: _Precision | None = ...) -> Callable[[Callable[..., Any]], Jitted]: ...
 def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[int] = (),
         static_argnames: str | Sequence[str] = (), backend: _Backend | None = None,
         buckets: Any = None, max_compiles: int | None = None, on_exceed: str = "error",
         cache_size: int | None = None, check: str | None = None, check_rate: float = 1.0,
         check_raise: bool = False, donate_argnums: int | Sequence[int] = (),
-        donate_argnames: str | Sequence[str] = (), device_results: bool | None = None
+        donate_argnames: str | Sequence[str] = (), device_results: bool | None = None,
+        matmul_precision: _Precision | None = None
         ) -> Jitted | Callable[[Callable[..., Any]], Jitted]:
     """Compile `fn` per argument signature. `backend`: "interpreter", "cpu", "gpu", "jax";
     default "gpu" where a CUDA GPU and Triton are present, else "cpu".
@@ -601,6 +618,9 @@ def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[
     memory (chained calls stay there); False: host NumPy arrays; None (the default): the
     "results" setting, `jitlib.config.update("results", "numpy")` or JITLIB_RESULTS=numpy,
     else Arrays (docs/arrays.md). Other backends return NumPy arrays either way.
+    `matmul_precision`: how float products may round, as JAX names it: "highest" (NumPy's
+    results), "high" (tf32x3 on the GPU), "default" (TF32; 16-bit products keep their
+    type); None: the "matmul_precision" setting (docs/gpu_numerics.md).
     Without `fn`, a decorator with these options.
 
     >>> import numpy as np, jitlib
@@ -616,7 +636,7 @@ def jit(fn: Callable[..., Any] | None = None, *, static_argnums: int | Sequence[
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    backend=backend, buckets=buckets, max_compiles=max_compiles,
                    on_exceed=on_exceed, cache_size=cache_size,
-                   device_results=device_results)
+                   device_results=device_results, matmul_precision=matmul_precision)
     if fn is not None and (donate_argnums or donate_argnames):
         _static_names(fn, _python_signature(fn), donate_argnums, donate_argnames, "donate")
     elif fn is None and (donate_argnums or donate_argnames):

@@ -101,6 +101,15 @@ _SETTINGS: dict[str, tuple[str, tuple[str, ...], str]] = {
     # memory as jitlib.Array (chained calls never touch the host), "numpy" copies them to
     # host NumPy arrays after each call (docs/arrays.md)
     "results": ("JITLIB_RESULTS", ("device", "numpy"), "device"),
+    # how float products may round, named as JAX names them: "highest" follows NumPy
+    # (f32 products exact to f32), "high" is tf32x3 on the GPU's tensor cores, "default"
+    # one TF32 product, and 16-bit operands keep their type (docs/gpu_numerics.md)
+    "matmul_precision": ("JITLIB_MATMUL_PRECISION", ("highest", "high", "default"),
+                         "highest"),
+    # what a jitted function called on Dask arrays does with an op that couples blocks
+    # along a chunked axis (a cumsum, a reverse): "error" says which op and how to
+    # rechunk; "auto" rechunks that axis to one chunk and goes on (docs/dask.md)
+    "dask_rechunk": ("JITLIB_DASK_RECHUNK", ("error", "auto"), "error"),
 }
 
 
@@ -118,7 +127,10 @@ _values = {name: _from_environment(name) for name in _SETTINGS}
 def update(name: str, value: str) -> None:
     """Change a setting for the rest of the process, as `jax.config.update` does:
     `jitlib.config.update("results", "numpy")`. Known settings: "results" ("device", the
-    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default)."""
+    default, or "numpy"; its environment variable JITLIB_RESULTS sets the default),
+    "matmul_precision" ("highest", the default, "high" or "default";
+    JITLIB_MATMUL_PRECISION) and "dask_rechunk" ("error", the default, or "auto";
+    JITLIB_DASK_RECHUNK)."""
     if name not in _SETTINGS:
         raise ValueError(f"unknown jitlib setting {name!r}: known are "
                          f"{', '.join(sorted(_SETTINGS))}")
@@ -135,6 +147,17 @@ def get(name: str) -> str:
         raise ValueError(f"unknown jitlib setting {name!r}: known are "
                          f"{', '.join(sorted(_SETTINGS))}")
     return _values[name]
+
+
+def matmul_precision(requested: str | None = None) -> str:
+    """The precision products are traced with: `requested` (a jit option) where given,
+    else the "matmul_precision" setting. Raises ValueError for an unknown name."""
+    if requested is None:
+        return _values["matmul_precision"]
+    allowed = _SETTINGS["matmul_precision"][1]
+    if requested not in allowed:
+        raise ValueError(f"matmul_precision={requested!r}: use {', '.join(allowed)}")
+    return requested
 
 
 def results_on_host() -> bool:

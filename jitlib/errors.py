@@ -28,6 +28,7 @@ __all__ = [
     "VerifierError",
     "InterpretError",
     "CheckError",
+    "ChunkCouplingError",
 ]
 
 
@@ -245,6 +246,12 @@ class CheckError(JitlibError):
 
 class BackendError(JitlibError, ValueError):
     """An unknown backend name, or one that cannot run here."""
+
+
+class ChunkCouplingError(JitlibError):
+    """A jitted function called on Dask arrays has an op that makes one block's result
+    depend on other blocks in a way jitlib cannot split into per-block programs and a
+    tree reduction (jitlib/dask)."""
 
 
 class CompileError(JitlibError, RuntimeError):

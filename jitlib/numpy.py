@@ -57,8 +57,15 @@ def _tracing(args, kwargs):
             or _has_tracer(tuple(kwargs.values())))
 
 
+def _is_masked(args, kwargs):
+    return _builtins.any(getattr(type(v), "_jitlib_masked", False)
+                         for v in (*args, *kwargs.values()))
+
+
 def _function(name, impl, eager):
     def function(*args, **kwargs):
+        if _is_masked(args, kwargs):   # x[mask]: NumPy's protocols reach its own methods
+            return eager(*args, **kwargs)
         if _tracing(args, kwargs):
             return impl(*args, **kwargs)
         return eager(*args, **kwargs)
@@ -170,8 +177,22 @@ __all__ += sorted(_populate(globals()))
 from jitlib.trace.functions import sorting as _sorting  # noqa: E402
 
 unique = _function("unique", _sorting.unique, _sorting.unique_eager)
+
+# -- np.nonzero and family with JAX's static size= (and fill_value=)
+
+from jitlib.trace.functions import nonzero as _nonzero  # noqa: E402
+
+nonzero = _function("nonzero", _nonzero.nonzero, _nonzero.nonzero_eager)
+flatnonzero = _function("flatnonzero", _nonzero.flatnonzero, _nonzero.flatnonzero_eager)
+argwhere = _function("argwhere", _nonzero.argwhere, _nonzero.argwhere_eager)
 top_k = _function("top_k", _sorting.top_k, _sorting.top_k_eager)
 __all__ += ["top_k"]
+
+# -- bincount with a static length=, as jax.numpy.bincount
+
+from jitlib.trace.functions import counting as _counting  # noqa: E402
+
+bincount = _function("bincount", _counting.bincount, _counting.bincount_eager)
 linalg = _populate_linalg()
 
 # -- linear algebra beyond NumPy's: scipy.linalg's triangular solve, as jax.scipy.linalg's

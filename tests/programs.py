@@ -667,6 +667,26 @@ def dropout_given_mask(x, keep, rate=0.2):
     return np.where(keep, x / (1.0 - rate), 0)
 
 
+@program(lambda rng: (normal(rng, 200, dtype=np.float64, scale=2.0) + 0.5,))
+def inlier_statistics(x):
+    # statistics of the samples within 2 sigma, by boolean indexing (a data-dependent count)
+    inliers = np.abs(x - x.mean()) < 2 * x.std()
+    clean = x[inliers]
+    return clean.mean(), clean.std(ddof=1), clean.max() - clean.min(), np.count_nonzero(~inliers)
+
+
+@program(lambda rng: (normal(rng, 64, 3), ints(rng, 64, high=4), 4), static_argnums=(2,))
+def class_centroids(points, labels, n_classes):
+    # each class's mean point and spread, selecting its rows with a boolean mask
+    centroids = np.zeros((n_classes, points.shape[1]), dtype=points.dtype)
+    spread = np.zeros(n_classes, dtype=points.dtype)
+    for c in range(n_classes):
+        members = points[labels == c]
+        centroids[c] = members.mean(axis=0)
+        spread[c] = np.sqrt(((members - centroids[c]) ** 2).sum(axis=1)).max()
+    return centroids, spread
+
+
 # --- reductions, scans, shape manipulation -----------------------------------------------------
 
 
@@ -960,6 +980,34 @@ def histogram_by_loop_into_buffer(x):
     for i in range(len(edges) - 1):
         counts[i] = ((x >= edges[i]) & (x < edges[i + 1])).sum()
     return counts
+
+
+@program(lambda rng: (ints(rng, 24, 32, low=40, high=180, dtype=np.uint8),))
+def equalize_image_histogram(img):
+    hist, _ = np.histogram(img, bins=256, range=(0, 256))
+    cdf = hist.cumsum()
+    cdf_min = np.where(cdf > 0, cdf, img.size).min()
+    lut = np.round((cdf - cdf_min) / (img.size - cdf_min) * 255)
+    return np.clip(lut, 0, 255).astype(np.uint8)[img]
+
+
+@program(lambda rng: (ints(rng, 60, high=5), uniform(rng, 60, dtype=np.float64)))
+def weighted_label_counts(labels, weights):
+    counts, _ = np.histogram(labels, bins=5, range=(0, 5))
+    totals, _ = np.histogram(labels, bins=5, range=(0, 5), weights=weights)
+    return counts, totals / np.maximum(counts, 1)
+
+
+@program(lambda rng: (ints(rng, 20, 2, high=8), uniform(rng, 20, low=0.5, high=2.0,
+                                                        dtype=np.float64)))
+def assemble_edge_stiffness(edges, stiffness):
+    n_nodes = 8
+    local = np.array([[1.0, -1.0], [-1.0, 1.0]])
+    K = np.zeros((n_nodes, n_nodes))
+    np.add.at(K, (edges[:, :, None], edges[:, None, :]), stiffness[:, None, None] * local)
+    load = np.zeros(n_nodes)
+    np.add.at(load, edges.ravel(), np.repeat(stiffness / 2, 2))
+    return K, load
 
 
 @program(lambda rng: (normal(rng, 7, dtype=np.float64),))

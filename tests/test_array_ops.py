@@ -249,8 +249,8 @@ def test_functions_of_shapes_and_dtypes_answer_as_numpy(dev):
 
 
 def test_unsupported_functions_say_to_copy_to_the_host(dev):
-    with pytest.raises(jitlib.UnsupportedError, match="np.histogram") as info:
-        np.histogram(dev.from_numpy(X))
+    with pytest.raises(jitlib.UnsupportedError, match="np.trim_zeros") as info:
+        np.trim_zeros(dev.from_numpy(X[0]))
     assert "np.asarray(arr)" in str(info.value) and "test_array_ops.py" in str(info.value)
 
 

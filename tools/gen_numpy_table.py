@@ -25,7 +25,12 @@ NOTES = {
     "reshape": "a view of contiguous arrays; of another view, reading it after the base "
                "was written raises (NumPy may have copied)",
     "ravel": "as reshape",
-    "where": "the 1-argument form (np.nonzero) is unsupported: data-dependent shape",
+    "where": "the 1-argument form is np.nonzero (a masked selection)",
+    "nonzero": "masked selections: reductions and x[np.nonzero(m)] trace, their shape "
+               "does not (docs/semantics.md); `jnp.nonzero(x, size=N, fill_value=v)` as JAX",
+    "flatnonzero": "as nonzero; `jnp.flatnonzero(x, size=N)` too",
+    "argwhere": "as nonzero (rows of coordinates); `jnp.argwhere(x, size=N)` too",
+    "extract": "a masked selection, as nonzero",
     "pad": "modes constant, edge, wrap, reflect, symmetric; pad widths static",
     "repeat": "repeats must be static",
     "roll": "a traced scalar shift is supported",
@@ -65,6 +70,16 @@ NOTES = {
     "apply_along_axis": "func1d is traced once and must not branch on values (use np.where)",
     "vectorize": "np.vectorize objects called on traced arrays trace this way; pyfunc must "
                  "not branch on values; size-0 inputs are refused",
+    "frexp": "exact, subnormals too; the jax backend (XLA) flushes those to zero",
+    "ldexp": "exact, one rounding into the subnormals; the jax backend flushes them",
+    "modf": "exact; the fraction keeps x's sign (modf(-2.0) is (-0.0, -2.0))",
+    "nextafter": "exact; float16 and bfloat16 too",
+    "spacing": "exact; NumPy's float16 loop answers the positive spacing, as here",
+    "gcd": "Euclid's algorithm unrolled to its worst case for the width",
+    "lcm": "|a| / gcd * |b| wrapping in the type, as NumPy's loop",
+    "bitwise_count": "counts the bits of |x|, as NumPy",
+    "matvec": "a gufunc: no axes= (move the core axes last first)",
+    "vecmat": "a gufunc: no axes=; conjugation is the identity on real arrays",
     "indices": "also `np.indices` called inside the function (traced, known values)",
     "cholesky": "input symmetrized, (a + a.T) / 2, as jax.numpy; not positive definite: "
                 "NaN (NumPy raises LinAlgError)",
@@ -84,6 +99,15 @@ NOTES = {
     "norm": "matrix ord 2, -2 and 'nuc' through the SVD",
     "cov": "weight values are not checked (NumPy checks fweights are non-negative "
            "integers); a non-positive dof gives inf/NaN",
+    "bincount": "needs a static length: `jnp.bincount(x, length=N)` (values outside "
+                "[0, N) dropped), or known x; weights sum in x's order (docs/semantics.md)",
+    "digitize": "traced bins are taken as increasing",
+    "histogram": "bins an int or edges (not 'auto'); range static or traced (a traced one "
+                 "is not checked); counts exact, weights in NumPy's order except ties "
+                 "among edge-bin weights (docs/semantics.md)",
+    "histogram_bin_edges": "as histogram",
+    "histogram2d": "as histogramdd",
+    "histogramdd": "bins ints or edges; weights sum in sample order",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -254,6 +278,18 @@ def _edge_cases():
         "- **`np.reciprocal` of integers** is NumPy's loop, `1.0 / x` in double cast back: "
         "0 gives INT_MIN for int32 and int64 and 0 for the other integer types (NumPy's "
         "RuntimeWarning is not raised).",
+        "- **`reduce` of `np.arctan2` and `np.power` on floats**: NumPy's SIMD loops for "
+        "these (on an AVX-512 host) give `reduce` results that are not the left fold "
+        "its own `accumulate` computes (`np.arctan2.reduce(x)` differs from "
+        "`np.arctan2.accumulate(x)[-1]` beyond rounding); jitlib folds left to right, "
+        "which is what `accumulate` and NumPy's other loops give.",
+        "- **`frexp`, `ldexp`, `modf`, `nextafter`, `spacing`, `gcd`, `lcm`, "
+        "`bitwise_count`** equal NumPy bit for bit on the interpreter and cpu backends "
+        "and in the gpu backend's kernels run under Triton's interpreter (not yet checked "
+        "on a GPU), subnormals, infinities, NaN, -0.0 and integer extremes included "
+        "(`np.gcd(INT_MIN, 0)` is INT_MIN, as NumPy's loop wraps). The jax backend runs "
+        "on XLA, which flushes subnormal inputs and results to zero; the gpu backend "
+        "flushes bfloat16 subnormals the same way.",
         "- **Byte-swapped arguments and constants** (`>f8`, `>i4`) are converted to native "
         "byte order on entry, so `jit(f)(x)` computes what NumPy computes. Results are "
         "always native: where NumPy hands back the argument, a view of it, or an "
@@ -346,6 +382,46 @@ def _accuracy():
     ]
 
 
+def _coverage():
+    """The section on coverage: figures from the registries, the survey from
+    tools/numpy_survey.json (counted by tools/numpy_coverage.py)."""
+    sys.path.insert(0, str(ROOT))
+    from jitlib.trace.functions.unsupported import UNSUPPORTED
+    from tools import numpy_coverage as cov
+    lines = ["## Coverage", "",
+             "`python tools/numpy_coverage.py` prints these figures. Traced means traced "
+             "inside jit (the ufunc and function registries, refusals not counted); \"array "
+             "functions\" are those NumPy dispatches through `__array_function__`, which "
+             "leaves out utilities such as `np.load`, `np.set_printoptions` or "
+             "`np.get_include`.", ""]
+    lines += [f"- {label}: {ok} of {total} traced ({100 * ok / total:.0f}%)"
+              for label, (ok, total, _) in cov.figures().items()]
+    survey = cov.load_survey()
+    if survey is None:
+        return lines + [""]
+    ok_sites, sites, ok_names, names, missing = cov.survey_share(survey)
+    top = sorted(survey["counts"].items(), key=lambda kv: (-kv[1], kv[0]))
+    traced = set(top[i][0] for i in range(len(top))) - set(missing)
+    lines += [
+        "",
+        f"**Survey.** {survey['survey']}. Of {sites} call sites of NumPy functions and "
+        f"ufuncs, {ok_sites} ({100 * ok_sites / sites:.1f}%) call one jitlib traces; of "
+        f"the {names} distinct functions called, {ok_names} are traced. Regenerate with "
+        f"{survey['regenerate']}; the counts are in `tools/numpy_survey.json`.",
+        "",
+        "Still missing among the 100 most called (calls in parentheses; * refused on "
+        "purpose, see below): " + ", ".join(
+            f"`np.{q}` ({n}{'*' if q in UNSUPPORTED else ''})"
+            for q, n in top[:100] if q not in traced) + ".",
+        "",
+        *_table(["NumPy", "Call sites", "Traced"],
+                [(q, f"`np.{q}`", str(n), "yes" if q in traced else "**no**")
+                 for q, n in top[:40]]),
+        "",
+    ]
+    return lines
+
+
 def render():
     """The full text of docs/numpy_support.md."""
     from jitlib.trace import registry, ufuncs
@@ -383,14 +459,32 @@ def render():
         f"## Ufuncs ({len(ufuncs.BUILDERS)})",
         "",
         "Every ufunc picks its loop with NumPy's own `ufunc.resolve_dtypes`; `out=`, "
-        "`where=` (with `out=`) and `dtype=` work, and `np.add.reduce`-style methods map "
-        "to the functions above (`np.maximum.accumulate` / `np.minimum.accumulate` to "
-        "cummax / cummin, in the input's type). The columns list the IR ops each emits "
-        "for float32 and "
-        "int32 operands (conversions included; \"no loop\": NumPy has none either).",
+        "`where=` (with `out=`) and `dtype=` work. `outer` works on every binary ufunc, "
+        "`reduce` and `accumulate` on every binary ufunc with one output: add, multiply, "
+        "maximum, minimum, logical_and and logical_or map to the functions above "
+        "(`np.maximum.accumulate` / `np.minimum.accumulate` to cummax / cummin, in the "
+        "input's type), the others fold left to right as NumPy's loops do (unrolled up to "
+        "32 steps, a loop beyond), with NumPy's own dtype rules and errors. `reduceat` is "
+        "refused. `np.add.at`, `np.subtract.at`, `np.multiply.at`, `np.maximum.at` and "
+        "`np.minimum.at` on a traced array are one scatter applied in index order, as "
+        "NumPy applies them (a loop dtype wider than the array's is refused: cast the "
+        "values); traced indices out of range are dropped. The generalized ufuncs "
+        "(`matmul`, `matvec`, `vecmat`, `vecdot`) are traced as the functions above and, "
+        "as in NumPy, have no methods. The columns list the IR ops each emits for float32 "
+        "and int32 operands (conversions included; \"no loop\": NumPy has none either).",
         "",
         *_table(["Ufunc (aliases)", "float32", "int32", "Notes"], _ufunc_rows(ufuncs)),
         "",
+        f"## Ufuncs not supported ({len(ufuncs.REFUSED)})",
+        "",
+        "Every other NumPy ufunc is traced (tests/trace/test_every_ufunc.py walks numpy "
+        "and fails on one that is neither); these raise `UnsupportedError` with the reason.",
+        "",
+        *_table(["Ufunc", "Why", "Instead"],
+                [(uf.__name__, f"`np.{uf.__name__}`", *why)
+                 for uf, why in sorted(ufuncs.REFUSED.items(), key=lambda i: i[0].__name__)]),
+        "",
+        *_coverage(),
         *_edge_cases(),
         *_linear_algebra(),
         *_accuracy(),

@@ -45,6 +45,17 @@ class Backend:
         `record`: what `saved_record(key)` gave, kept by the caller (no read then)."""
         return None
 
+    def load_record(self, module, key, record):
+        """The executable of `module` from `saved_record(key)` shipped by another process
+        (a Dask client to its workers), without compiling; None: backends that save
+        nothing, or a record that does not read back."""
+        return None
+
+    def compile_optimized(self, module, optimized):
+        """`module`'s executable where its optimized form is at hand (a Dask worker
+        received it): backends that do not optimize ahead compile `module` itself."""
+        return self.compile(module)
+
     def saved_context(self):
         """What every program this backend saves depends on besides its module (its
         sources, the target machine), as text: a caller that names a saved program from

@@ -565,8 +565,14 @@ def _svd(instr, x):
 def _dot_general(instr, lhs, rhs):
     a = instr.attrs
     dims = ((a["lhs_contract"], a["rhs_contract"]), (a["lhs_batch"], a["rhs_batch"]))
-    return lax.dot_general(lhs, rhs, dims, precision=lax.Precision.HIGHEST,
+    precision = _PRECISIONS[a.get("precision", "highest")]
+    return lax.dot_general(lhs, rhs, dims, precision=precision,
                            preferred_element_type=instr.dtype)
+
+
+# jit's matmul_precision names are JAX's own
+_PRECISIONS = {"highest": lax.Precision.HIGHEST, "high": lax.Precision.HIGH,
+               "default": lax.Precision.DEFAULT}
 
 
 # -- kernels

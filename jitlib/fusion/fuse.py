@@ -23,6 +23,7 @@ kernels of the same space that read a common input merge into one multi-output k
 Every decision carries a reason (`FusionDecision`), logged with JITLIB_LOG=passes.
 """
 import dataclasses
+import heapq
 import os
 
 import numpy as np
@@ -106,6 +107,9 @@ class Group:
         self.id = Group._ids
         Group._ids += 1
         self.hero = root
+        # (S, R, member count) when the members as they are passed `_check_reduction`
+        # for reduction space (S, R); None when unknown (fuse's incremental check)
+        self.reduction_checked = None
         if root.op in REDUCING:
             self.kind, self.space = "reduction", (root.operands[0].shape, _reduced(root))
         elif root.op is Op.DOT_GENERAL:
@@ -133,6 +137,9 @@ class _Fuser:
         # kernels the module already has (FUSION, GET_OUTPUT): kept as they are, in no group
         self.kept = []
         self.duplicated = set()   # computed inside each consumer kernel, never an output
+        # (group, producer, S, R) of the last reduction check that passed, for `_join`
+        self._reduction_passed = (None, None)
+        self._spans = {}   # group -> (first, last, member count): `_span`
         self.decisions = []
 
     # -- deciding
@@ -215,6 +222,10 @@ class _Fuser:
             group.hero = instr
         group.members.add(instr)
         self.groups_of.setdefault(instr, []).append(group)
+        passed = self._reduction_passed
+        group.reduction_checked = (passed[2:] + (len(group.members),)
+                                   if passed[:2] == (group, instr) else None)
+        self._reduction_passed = (None, None)
 
     def _kind_after(self, instr, group):
         if group.kind == "loop" and instr.op in REDUCING:
@@ -256,7 +267,7 @@ class _Fuser:
                 return YES
             if op in REDUCING:
                 space = (producer.operands[0].shape, _reduced(producer))
-                return self._check_reduction(group.members | {producer}, *space)
+                return self._reduction_join(group, producer, *space)
             return self._check_epilogue(producer, group)
         # reduction kernel
         if op is Op.DOT_GENERAL:
@@ -265,7 +276,25 @@ class _Fuser:
             return FusionDecision.no(
                 f"reduces {_reduced(producer)} of {producer.operands[0].shape}, the kernel "
                 f"reduces {group.space[1]} of {group.space[0]}")
-        return self._check_reduction(group.members | {producer}, *group.space)
+        return self._reduction_join(group, producer, *group.space)
+
+    def _reduction_join(self, group, producer, S, R):
+        """`_check_reduction` of the group with `producer` added. Where the group as it
+        is passed it for the same space, a producer that reduces nothing and reads
+        nothing in the group leaves every member's level and output status as they
+        were, so only the producer itself needs checking: a join costs O(its users),
+        not O(kernel), on long chains."""
+        members = group.members | {producer}
+        if (producer.op not in REDUCING
+                and group.reduction_checked == (S, R, len(group.members))
+                and not any(o in group.members for o in producer.operands)):
+            decision = (YES if producer.shape == S or not self._is_output(producer, members)
+                        else FusionDecision.no(f"output {producer.type_str} is neither the "
+                                               "kernel's shape nor a reduced value"))
+        else:
+            decision = self._check_reduction(members, S, R)
+        self._reduction_passed = (group, producer, S, tuple(R)) if decision else (None, None)
+        return decision
 
     def _read_at_several_indices(self, producer):
         """Whether the users of `producer` read it at more than one index mapping (two
@@ -337,9 +366,13 @@ class _Fuser:
 
     def _outputs_of(self, members):
         return [m for m in sorted(members, key=self.position.get)
-                if m not in self.duplicated
-                and (m in self.results or any(self._reads_elsewhere(u, m, members)
-                                              for u in self.users[m]))]
+                if self._is_output(m, members)]
+
+    def _is_output(self, m, members):
+        """Whether the kernel of `members` must write `m` (a result, or read elsewhere)."""
+        return m not in self.duplicated and (
+            m in self.results or any(self._reads_elsewhere(u, m, members)
+                                     for u in self.users[m]))
 
     def _reads_elsewhere(self, user, value, members):
         if user not in members:
@@ -382,6 +415,9 @@ class _Fuser:
     # -- multi-output: siblings that read one input
 
     def _merge_siblings(self):
+        # a pair found not fusible stays so: merging only adds paths between kernels and
+        # keeps each kernel's kind and space, so it is not tested again after each merge
+        apart = set()
         changed = True
         while changed:
             changed = False
@@ -398,10 +434,13 @@ class _Fuser:
                 for a_idx in range(len(gs)):
                     for b_idx in range(a_idx + 1, len(gs)):
                         a, b = gs[a_idx], gs[b_idx]
+                        if (a, b) in apart:
+                            continue
                         if self._siblings_fusible(a, b):
                             self._merge(a, b)
                             changed = True
                             break
+                        apart.add((a, b))
                     if changed:
                         break
                 if changed:
@@ -416,7 +455,7 @@ class _Fuser:
         """Whether kernel `dst` depends, through any chain of kernels, on kernel `src`."""
         # a kernel reached from g has a member after g's first one (the order is
         # topological), so no kernel starting after dst's last member can lead to dst
-        last = max(self.position[m] for m in dst.members)
+        last = self._span(dst)[1]
         stack, seen = [src], {src}
         while stack:
             g = stack.pop()
@@ -426,9 +465,18 @@ class _Fuser:
                         return True
                     if ug not in seen:
                         seen.add(ug)
-                        if min(self.position[m] for m in ug.members) < last:
+                        if self._span(ug)[0] < last:
                             stack.append(ug)
         return False
+
+    def _span(self, group):
+        """(first, last) position of the group's members. Members only grow, so an
+        entry made at the same member count is current."""
+        entry = self._spans.get(group)
+        if entry is None or entry[2] != len(group.members):
+            positions = [self.position[m] for m in group.members]
+            entry = self._spans[group] = (min(positions), max(positions), len(positions))
+        return entry
 
     def _group_outputs_of(self, group):
         cache = getattr(self, "_group_outputs", None)
@@ -455,6 +503,7 @@ class _Fuser:
 
     def _merge(self, a, b):
         self._group_outputs = {}
+        a.reduction_checked = None
         a.members |= b.members
         for m in b.members:
             self.groups_of[m] = [a if g is b else g for g in self.groups_of[m]]
@@ -471,34 +520,49 @@ class _Fuser:
         return list(seen.values())
 
     def _inputs_of(self, group):
-        inputs = []
+        inputs, seen = [], set()
         for m in sorted(group.members, key=self.position.get):
             for o in m.operands:
-                if o not in group.members and o not in inputs and not _inline_constant(o):
+                if o not in group.members and o not in seen and not _inline_constant(o):
+                    seen.add(o)
                     inputs.append(o)
         return inputs
 
     def build(self):
-        groups = self._groups()
-        done, value_of, kernels = set(), {}, []
-        for p in self.module.params:
-            value_of[p] = p
-        pending = list(groups) + self.kept
-        while pending:
-            ready = [g for g in pending
-                     if all(i.op in (Op.PARAMETER, Op.CONSTANT) or i in value_of
-                            for i in self._needs(g))]
-            if not ready:
-                raise AssertionError("fusion formed a cycle between kernels")
-            ready.sort(key=self._first_position)
-            group = ready[0]
-            pending.remove(group)
-            if isinstance(group, Group):
-                kernels.append(self._emit(group, value_of, len(kernels)))
+        """The module with one fusion per group, emitted in dependency order (of the
+        ready ones, the one whose first member comes first). Kahn's algorithm: each item's
+        missing inputs are counted once and released as producers are emitted, so the
+        cost is linear in the program, not in kernels times kernels."""
+        items = self._groups() + self.kept
+        value_of = {p: p for p in self.module.params}
+        missing, waiting, ready = [], {}, []
+        for k, item in enumerate(items):
+            needs = {i for i in self._needs(item)
+                     if i.op not in (Op.PARAMETER, Op.CONSTANT) and i not in value_of}
+            missing.append(needs)
+            for value in needs:
+                waiting.setdefault(value, []).append(k)
+            if not needs:
+                heapq.heappush(ready, (self._first_position(item), k))
+        kernels, emitted = [], 0
+        while ready:
+            _, k = heapq.heappop(ready)
+            item = items[k]
+            emitted += 1
+            if isinstance(item, Group):
+                kernel, made = self._emit(item, value_of, len(kernels))
+                kernels.append(kernel)
             else:
-                value_of[group] = B.make(group.op, [value_of.get(o, o) for o in group.operands],
-                                         group.attrs, loc=group.loc)
-            done.add(group)
+                value_of[item] = B.make(item.op, [value_of.get(o, o) for o in item.operands],
+                                        item.attrs, loc=item.loc)
+                made = [item]
+            for value in made:
+                for j in waiting.pop(value, ()):
+                    missing[j].discard(value)
+                    if not missing[j]:
+                        heapq.heappush(ready, (self._first_position(items[j]), j))
+        if emitted != len(items):
+            raise AssertionError("fusion formed a cycle between kernels")
         results = [value_of.get(r, r) for r in self.module.results]
         return self.module.with_results(results), kernels
 
@@ -529,7 +593,7 @@ class _Fuser:
         kernel = B.fusion(top_inputs, body, group.kind, name, loc=group.hero.loc)
         for out, value in zip(outputs, B.outputs(kernel)):
             value_of[out] = value
-        return kernel
+        return kernel, outputs
 
 
 def _read_bytes(value):

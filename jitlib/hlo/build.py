@@ -228,10 +228,15 @@ def sort(keys, dimension, indices=False, loc=None):
                 loc)
 
 
-def dot_general(lhs, rhs, lhs_contract, rhs_contract, lhs_batch=(), rhs_batch=(), loc=None):
-    return make(Op.DOT_GENERAL, (lhs, rhs), dict(
-        lhs_contract=_ints(lhs_contract), rhs_contract=_ints(rhs_contract),
-        lhs_batch=_ints(lhs_batch), rhs_batch=_ints(rhs_batch)), loc)
+def dot_general(lhs, rhs, lhs_contract, rhs_contract, lhs_batch=(), rhs_batch=(), loc=None,
+                precision=None):
+    """`precision`: "high" or "default" lets a backend round the products more coarsely
+    (ops.PRECISIONS); None or "highest" (no attribute) keeps NumPy's products."""
+    attrs = dict(lhs_contract=_ints(lhs_contract), rhs_contract=_ints(rhs_contract),
+                 lhs_batch=_ints(lhs_batch), rhs_batch=_ints(rhs_batch))
+    if precision not in (None, "highest"):
+        attrs["precision"] = precision
+    return make(Op.DOT_GENERAL, (lhs, rhs), attrs, loc)
 
 
 

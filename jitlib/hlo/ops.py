@@ -144,6 +144,9 @@ SCATTER_MODES = ("add", "set", "mul", "min", "max")
 # so no multi-output machinery is needed (the backends may share the factorization).
 LINALG_OUTPUTS = {O.LU: ("lu", "pivots", "permutation"), O.QR: ("q", "r"),
                   O.EIGH: ("values", "vectors"), O.SVD: ("u", "s", "vh")}
+# How coarsely a dot_general may round its products, as JAX names it (jit's matmul_precision):
+# "highest" is NumPy's (and no attribute), "high" tf32x3 and "default" TF32 on the GPU.
+PRECISIONS = ("highest", "high", "default")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
 # opaque: anything else (scatter, scans, sort, linear algebra), run as-is.

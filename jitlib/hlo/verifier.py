@@ -85,7 +85,10 @@ PAIRS = ("a tuple of (int, int) pairs", lambda v: isinstance(v, tuple) and all(
 # operand's memory (fusion/in_place.py).
 # A loop's trip count, where it is known (fori_loop, scan, a rolled Python loop): what
 # reverse-mode differentiation and the backends' counted loops need.
-OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS), Op.WHILE: dict(trip_count=INT)}
+# A product's precision where it is below NumPy's (jit's matmul_precision).
+PRECISION = ("one of " + ", ".join(O.PRECISIONS[1:]), lambda v: v in O.PRECISIONS[1:])
+OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS), Op.WHILE: dict(trip_count=INT),
+            Op.DOT_GENERAL: dict(precision=PRECISION)}
 
 
 def attr_error(op, attrs):

@@ -32,6 +32,14 @@ def current_trace():
     return stack[-1] if stack else None
 
 
+def matmul_precision():
+    """The precision the products being traced take ("highest", "high" or "default"):
+    the outermost trace's (jit's option or the setting at its compile); loop bodies and
+    branches share it."""
+    stack = _stack()
+    return stack[0].matmul_precision if stack else "highest"
+
+
 def current_liveness():
     """The innermost active trace's liveness flag ([True] while it runs), or None."""
     stack = getattr(_state, "stack", None)
@@ -45,8 +53,9 @@ class Trace:
     # (instr, loc) per builder call while active, when jit rolls loops (trace/rolling.py)
     log: list | None = None
 
-    def __init__(self, name):
+    def __init__(self, name, matmul_precision="highest"):
         self.name = name
+        self.matmul_precision = matmul_precision
         self.params = []
         self.live = [True]  # shared with every tracer made here; False once it ends
         self.tracers = []   # each parameter's own tracer
@@ -146,6 +155,8 @@ def result_instr(x, fn_name, index):
     from jitlib.trace.tracer import Tracer, as_instr
     if isinstance(x, Tracer):
         return x.instr
+    if getattr(type(x), "_jitlib_masked", False):
+        x.escaped_output(fn_name, index)
     try:
         return as_instr(x)
     except errors.JitlibError:

@@ -7,8 +7,9 @@ Shapes are static, so every index is resolved while tracing, with NumPy 2's rule
 - integer arrays, concrete or traced, become one `gather` (reads) or `scatter` (writes)
   along one axis: several indexed axes are transposed together and merged into one,
   their indices combined into a row-major linear index;
-- a concrete boolean mask becomes integer arrays (np.nonzero). A traced mask can only be
-  written through (`x[mask] = v` is a `select`): `x[mask]`'s shape depends on the data.
+- a concrete boolean mask becomes integer arrays (np.nonzero). A traced mask's `x[mask]`
+  has a data-dependent shape: reads give a lazy masked selection that reductions accept
+  (trace/masked.py), and `x[mask] = v` is a `select`.
 
 Traced integer indices wrap negatives like NumPy, but cannot raise when out of range as
 NumPy does: reads clamp into range (gather's rule), writes drop the update (scatter's).
@@ -23,6 +24,7 @@ from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.hlo.ir import Instr
 from jitlib.hlo.ops import Op
+from jitlib.trace import masked
 from jitlib.trace import tracer as T
 from jitlib.trace.tracer import Tracer
 
@@ -471,6 +473,24 @@ def _masked_update(x, entries, value, mode):
     return B.select(mask, _combine(mode, x, value), x)
 
 
+def _selection_update(x, entries, value, mode):
+    """`x[mask] = f(x[mask])`: a selection by the same mask (over an array of x's shape)
+    writes its values where the mask holds, which is exactly NumPy's assignment."""
+    at = [k for k, e in enumerate(entries) if isinstance(e, _Mask)]
+    if len(at) == 1 and isinstance(entries[at[0]].mask, Instr):
+        probe = _masked_read(x, entries)
+        if (probe._same_selection(value)
+                and T.broadcast_shapes(value._data.shape, x.shape) == x.shape):
+            new = T.broadcast(B.convert(value._data.instr, x.dtype), x.shape)
+            mask = probe._full_mask().instr
+            return B.select(mask, _combine(mode, x.instr, new), x.instr)
+    raise errors.UnsupportedError(
+        f"assigning {value._what} through a different index is not supported inside jit: "
+        "how many values it holds depends on the data",
+        hint="assign through the mask that made it (x[mask] = f(x[mask])), or use "
+             "np.where(mask, v, x) with v of x's shape")
+
+
 def _whole(entry, n):
     return isinstance(entry, _Slice) and entry.count == n and (
         n <= 1 or (entry.start == 0 and entry.step == 1))
@@ -478,7 +498,10 @@ def _whole(entry, n):
 
 def _updated(x, index, value, mode):
     """The value of `x` after `x[index] <mode>= value`, as IR; mode: set|add|mul|min|max."""
+    index = masked.as_mask_index(index)
     entries = _parse(x.shape, index)
+    if masked.is_masked(value):
+        return _selection_update(x, entries, value, mode)
     value = _value(value, x.dtype)
     new = _masked_update(x.instr, entries, value, mode)
     if new is not None:
@@ -500,13 +523,10 @@ def _updated(x, index, value, mode):
 
 def getitem(x, index):
     """`x[index]` with NumPy's rules: a view for basic indices, a copy otherwise."""
+    index = masked.as_mask_index(index)
     entries = _parse(x.shape, index)
     if any(isinstance(e, _Mask) and isinstance(e.mask, Instr) for e in entries):
-        raise errors.UnsupportedError(
-            "indexing with a traced boolean mask is not supported inside jit: the result's "
-            "shape (how many elements are True) depends on the data",
-            hint="use np.where(mask, x, 0) or x[mask] = v (x.at[mask].add(v) for "
-                 "x[mask] += v)")
+        return _masked_read(x, entries)
     entries = _lower_masks(entries)
     if _has(entries, _Array):
         return Tracer(_Advanced(x.shape, entries).get(x.instr))
@@ -517,6 +537,24 @@ def getitem(x, index):
     return x._make_view(lambda base: B.reshape(box.get(base), out_shape),
                         lambda base, new: box.put(base, B.reshape(new, box.shape)),
                         what="a slice")
+
+
+def _masked_read(x, entries):
+    """`x[mask]` for a traced mask: a lazy selection that reductions and elementwise math
+    accept (jitlib/trace/masked.py); other indices beside the mask must be whole dims."""
+    at = [k for k, e in enumerate(entries) if isinstance(e, _Mask)]
+    mask = entries[at[0]].mask
+    pre = x.shape[:at[0]]
+    others = entries[:at[0]] + entries[at[0] + 1:]
+    dims = pre + x.shape[at[0] + mask.ndim:]
+    if len(at) > 1 or len(others) != len(dims) or not all(
+            _whole(e, n) for e, n in zip(others, dims)):
+        raise errors.UnsupportedError(
+            "indexing with a traced boolean mask combined with other indices is not "
+            "supported inside jit: the result's shape depends on the data",
+            hint="index with the mask alone (x[mask], x[:, mask]) and reduce it "
+                 "(x[mask].sum(), .mean(), .max()), or use np.where(mask, x, 0)")
+    return masked.select(x, len(pre), Tracer(mask))
 
 
 def _has_ellipsis(index):

@@ -256,11 +256,15 @@ class Tracer:
 
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         self._check_live()
+        if any(getattr(type(v), "_jitlib_masked", False) for v in inputs):
+            return NotImplemented   # a masked selection (x[mask]) handles the call
         from jitlib.trace import ufuncs
         return ufuncs.dispatch(ufunc, method, inputs, kwargs)
 
     def __array_function__(self, func, types, args, kwargs):
         self._check_live()
+        if any(getattr(t, "_jitlib_masked", False) for t in types):
+            return NotImplemented   # a masked selection (x[mask]) handles the call
         from jitlib.trace.registry import FUNCTIONS, lookup
         lookup("sum")   # make sure the function table is loaded
         impl = FUNCTIONS.get(func)

@@ -18,8 +18,14 @@ from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace import int_ranges
 from jitlib.trace import tracer as T
+from jitlib.trace import ufunc_at
 
 BUILDERS = {}
+# NumPy ufuncs jitlib refuses on purpose: ufunc -> (why, what to do instead)
+REFUSED = {
+    np.isnat: ("NumPy defines it only for datetime64 and timedelta64, which are not "
+               "dtypes of jitlib's IR", "test the dates before or after the jitted call"),
+}
 
 
 def builder(*ufuncs):
@@ -549,17 +555,17 @@ _REDUCE_AS = {np.add: "sum", np.multiply: "prod", np.maximum: "max", np.minimum:
               np.logical_and: "all", np.logical_or: "any"}
 _ACCUMULATE_AS = {np.add: "cumsum", np.multiply: "cumprod"}
 _ACCUMULATE_EXTREME = {np.maximum: Op.CUMMAX, np.minimum: Op.CUMMIN}
-_AT_AS = {np.add: "add", np.multiply: "multiply", np.maximum: "max", np.minimum: "min"}
 
 
 def dispatch(ufunc, method, inputs, kwargs):
     """`__array_ufunc__`: route a ufunc call (or one of its methods) to jitlib."""
     from jitlib.trace.registry import lookup
-    if method == "__call__" and ufunc.signature is not None:
-        # a generalized ufunc (matmul, vecdot, ...) is its function, not elementwise
-        out = kwargs.pop("out", None)
-        result = lookup(ufunc.__name__)(*inputs, **kwargs)
-        return result if out is None else _write_out(ufunc, [result], out, True)[0]
+    if ufunc in REFUSED:
+        why, hint = REFUSED[ufunc]
+        raise errors.UnsupportedError(f"np.{ufunc.__name__} is not supported inside jit: "
+                                      f"{why}", hint=hint)
+    if ufunc.signature is not None:
+        return _generalized(ufunc, method, inputs, kwargs)
     if method == "__call__":
         out = kwargs.pop("out", None)
         where = kwargs.pop("where", True)
@@ -587,21 +593,48 @@ def dispatch(ufunc, method, inputs, kwargs):
         (x,) = inputs
         return extreme_accumulate(_ACCUMULATE_EXTREME[ufunc], f"{ufunc.__name__}.accumulate",
                                   x, **kwargs)
+    if method in ("reduce", "accumulate") and ufunc in BUILDERS:
+        from jitlib.trace import ufunc_methods
+        return getattr(ufunc_methods, method)(ufunc, *inputs, **kwargs)
     if method == "outer":
         a, b = inputs
         a_shape = T.shape_of(a)
         a = lookup("reshape")(a, tuple(a_shape) + (1,) * len(T.shape_of(b)))
         return apply(ufunc, (a, b), **kwargs)
-    if method == "at" and ufunc in _AT_AS:
+    if method == "at" and ufunc_at.supported(ufunc):
         target, index, *values = inputs
-        if not isinstance(target, T.Tracer):
-            raise errors.TracerConversionError(
-                f"np.{ufunc.__name__}.at cannot write traced values into a NumPy array",
-                hint="apply it to a traced array (e.g. one made with np.zeros_like)")
-        target._assign(getattr(target.at[index], _AT_AS[ufunc])(*values))
+        if len(values) != 1:
+            raise errors.JitlibTypeError(f"np.{ufunc.__name__}.at takes the array, the "
+                                         "indices and the values", hint="pass the values")
+        loop = _loop(ufunc, (target, _coerce_sequence(values[0])), None)
+        ufunc_at.ufunc_at(ufunc, loop, target, index, values[0])
         return None
+    if method == "at":
+        raise errors.UnsupportedError(
+            f"np.{ufunc.__name__}.at is not supported on traced arrays",
+            hint="jitlib traces np.add.at, np.subtract.at, np.multiply.at, np.maximum.at "
+                 "and np.minimum.at; x.at[i].divide(v) and x.at[i].power(v) cover more")
     raise errors.UnsupportedError(
-        f"np.{ufunc.__name__}.{method} is not supported on traced arrays")
+        f"np.{ufunc.__name__}.{method} is not supported on traced arrays",
+        hint="reduce, accumulate and outer are; for reduceat, reduce each slice")
+
+
+def _generalized(ufunc, method, inputs, kwargs):
+    """A generalized ufunc (matmul, vecdot, ...) is its function, not elementwise;
+    NumPy defines none of the methods on them."""
+    from jitlib.trace.registry import lookup
+    if method != "__call__":
+        raise errors.JitlibTypeError(f"method {method} is not allowed in ufunc with "
+                                      "non-trivial signature",
+                                      hint=f"call np.{ufunc.__name__} itself")
+    out = kwargs.pop("out", None)
+    for unsupported in ("axes", "axis", "keepdims"):
+        if unsupported in kwargs and not (unsupported == "axis" and ufunc is np.vecdot):
+            raise errors.UnsupportedError(
+                f"np.{ufunc.__name__}(..., {unsupported}=) is not supported inside jit",
+                hint="move the core axes last with np.moveaxis first")
+    result = lookup(ufunc.__name__)(*inputs, **kwargs)
+    return result if out is None else _write_out(ufunc, [result], out, True)[0]
 
 
 def _loop(ufunc, inputs, dtype):
@@ -672,6 +705,8 @@ def apply(ufunc, inputs, out=None, dtype=None, where=True, operator=False):
     float); a real np.* call returns a NumPy scalar, which is strong.
     """
     build_fn = BUILDERS.get(ufunc)
+    if build_fn is None and ufunc in REFUSED:
+        return dispatch(ufunc, "__call__", inputs, {})    # raises, with the reason
     if build_fn is None:
         raise errors.UnsupportedError(
             f"np.{ufunc.__name__} is not supported on traced arrays",
@@ -773,4 +808,4 @@ def _write_out(ufunc, results, out, where):
 
 
 # the ufuncs composed in a module of their own register themselves here
-from jitlib.trace import composed_ufuncs  # noqa: E402,F401
+from jitlib.trace import composed_ufuncs, float_parts, integer_ufuncs  # noqa: E402,F401

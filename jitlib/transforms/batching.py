@@ -277,16 +277,17 @@ def _dot_general(instr, args, flags, size):
     lhs_batched, rhs_batched = flags
     a = instr.attrs
     lc, rc, lb, rb = a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"]
+    p = dict(precision=a.get("precision"))
     if lhs_batched and rhs_batched:
         # Both vary: the example axis becomes the first dot batch dimension.
         return build.dot_general(lhs, rhs, shift(lc), shift(rc), (0,) + shift(lb),
-                                 (0,) + shift(rb))
+                                 (0,) + shift(rb), **p)
     if lhs_batched:
         # The example axis is lhs's first free dim: it lands after the dot batch dims.
-        out = build.dot_general(lhs, rhs, shift(lc), rc, shift(lb), rb)
+        out = build.dot_general(lhs, rhs, shift(lc), rc, shift(lb), rb, **p)
         return move_axis(out, len(lb), 0)
     # rhs's first free dim: after the batch dims and lhs's free dims.
-    out = build.dot_general(lhs, rhs, lc, shift(rc), lb, shift(rb))
+    out = build.dot_general(lhs, rhs, lc, shift(rc), lb, shift(rb), **p)
     lhs_free = lhs.ndim - len(lc) - len(lb)
     return move_axis(out, len(lb) + lhs_free, 0)
 

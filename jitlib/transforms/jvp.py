@@ -125,11 +125,12 @@ def _dot_general(instr, tangents):
     t_lhs, t_rhs = tangents
     a = instr.attrs
     dims = (a["lhs_contract"], a["rhs_contract"], a["lhs_batch"], a["rhs_batch"])
+    p = dict(precision=a.get("precision"))   # tangents round as the product does
     total = None
     if t_lhs is not None:
-        total = build.dot_general(t_lhs, rhs, *dims)
+        total = build.dot_general(t_lhs, rhs, *dims, **p)
     if t_rhs is not None:
-        total = U.add_any(total, build.dot_general(lhs, t_rhs, *dims))
+        total = U.add_any(total, build.dot_general(lhs, t_rhs, *dims, **p))
     return total
 
 

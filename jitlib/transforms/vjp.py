@@ -264,15 +264,16 @@ def _dot_general(instr, ct):
     nb, nl = len(a["lhs_batch"]), len(lhs_dims[1])
     ct_lhs_free = range(nb, nb + nl)
     ct_rhs_free = range(nb + nl, ct.ndim)
-    return [lambda: _dot_transpose(ct, rhs, lhs_dims, rhs_dims, ct_rhs_free),
-            lambda: _dot_transpose(ct, lhs, rhs_dims, lhs_dims, ct_lhs_free)]
+    p = a.get("precision")   # cotangents round as the product does
+    return [lambda: _dot_transpose(ct, rhs, lhs_dims, rhs_dims, ct_rhs_free, p),
+            lambda: _dot_transpose(ct, lhs, rhs_dims, lhs_dims, ct_lhs_free, p)]
 
 
 def _free(x, contract, batch):
     return tuple(d for d in range(x.ndim) if d not in contract and d not in batch)
 
 
-def _dot_transpose(ct, other, own_dims, other_dims, ct_other_free):
+def _dot_transpose(ct, other, own_dims, other_dims, ct_other_free, precision=None):
     """The cotangent of one dot operand ("own"): ct contracted with the other operand
     over the other's free dims, laid out in own's dim order. Of the two operand orders
     the one needing no transpose is used (x^T @ ct for the rhs of a matmul)."""
@@ -289,9 +290,11 @@ def _dot_transpose(ct, other, own_dims, other_dims, ct_other_free):
     other_first = _layout(own_dims, nb, [len(own_contract) + m for m in range(len(own_free))],
                           from_other)
     if other_first == sorted(other_first):
-        r = build.dot_general(other, ct, other_free, ct_other_free, other_batch, ct_batch)
+        r = build.dot_general(other, ct, other_free, ct_other_free, other_batch, ct_batch,
+                              precision=precision)
         return build.transpose(r, other_first)
-    r = build.dot_general(ct, other, ct_other_free, other_free, ct_batch, other_batch)
+    r = build.dot_general(ct, other, ct_other_free, other_free, ct_batch, other_batch,
+                          precision=precision)
     return build.transpose(r, ct_first)
 
 

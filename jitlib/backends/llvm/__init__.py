@@ -69,6 +69,29 @@ class LLVMBackend(Backend):
         # the optimized module takes the same parameters as the module it came from
         return self._from_saved(optimized, found, key)
 
+    def load_record(self, module, key, record):
+        """The executable of `module` from a saved program's record that another process
+        shipped (a Dask client to its workers), mapped without compiling; None if the
+        record does not read back. The caller checks `saved_context()` matches first."""
+        found = saved.load(None, key, record)
+        if found is None:
+            return None
+        if found[3]:
+            blas_library.prepare(found[3])
+        return self._from_saved(module, found, key)
+
+    def compile_optimized(self, module, optimized):
+        """`module`'s executable from its already optimized form (`optimized`, as
+        `jitlib.fusion.optimize` gave it, maybe in another process): the kernels are
+        rendered and compiled for this machine, the optimizer does not run again."""
+        largest = largest_product(module)
+        if largest:
+            blas_library.prepare(largest)
+        with logs.compiling(module.name):
+            executable = LLVMExecutable(module, self.name, optimized, render_all(optimized))
+        executable.saved_key = None   # not in this machine's disk cache
+        return executable
+
     def saved_context(self):
         return saved.context()
 

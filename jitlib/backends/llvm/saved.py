@@ -104,7 +104,8 @@ def load(store, key, record=None):
         largest = int(record["largest_product"])
     except serial.READ_ERRORS as e:   # base64's errors are ValueErrors too
         logs.warning("cache", "discarding an unreadable saved program: %s", e)
-        store.discard(key)
+        if store is not None:   # None: a record shipped from another process (jitlib/dask)
+            store.discard(key)
         return None
     return optimized, made, objects, largest
 

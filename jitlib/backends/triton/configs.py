@@ -123,8 +123,9 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
         use = batch * _cdiv(m, 128) * _cdiv(n, 64) >= TF32X3_MIN_PROGRAMS
         c = dot_config(m, n, k, itemsize, widened, "tf32x3" if use else None)
         return Config({**c.constexprs, "TF32X3": int(use)}, c.num_warps, c.num_stages)
-    if mode in ("tf32x3", "bf16x2"):
-        bm, bn, bk, warps = (128, 64, 32, 4) if mode == "tf32x3" else (64, 128, 32, 4)
+    if mode in ("tf32x3", "tf32", "bf16x2"):
+        # tf32 (matmul_precision="default") takes tf32x3's tiles until a sweep says better
+        bm, bn, bk, warps = (64, 128, 32, 4) if mode == "bf16x2" else (128, 64, 32, 4)
     elif itemsize == 2:
         bm, bn, bk, warps = 128, 128, 64, 8
     elif itemsize == 4 and widened:
@@ -142,7 +143,7 @@ def dot_config(m, n, k, itemsize, widened=False, mode=None, batch=1):
             bm //= 2
     if bm * bn < 64 * 64:    # a small product's tile: 4 warps have enough to do
         warps = 4
-    stages = 4 if mode in ("tf32x3", "bf16x2") else 3 if itemsize <= 4 else 2
+    stages = 4 if mode in ("tf32x3", "tf32", "bf16x2") else 3 if itemsize <= 4 else 2
     return Config({"BM": bm, "BN": bn, "BK": bk}, num_warps=warps, num_stages=stages)
 
 
@@ -194,7 +195,7 @@ def _dot_candidates(B, M, N, K, itemsize, widened=False, mode=None):
         bn = _dot_fit(N)
         shapes = [(64, bn, 64, 4, 3), (128, bn, 64, 4, 3), (128, bn, 128, 4, 3),
                   (256, bn, 64, 8, 3), (32, bn, 128, 4, 4)]
-    elif mode == "tf32x3":   # the H200 sweep's best five for the mlp's two products
+    elif mode in ("tf32x3", "tf32"):   # the H200 sweep's best five for mlp's products
         shapes = [(128, 64, 32, 4, 4), (128, 64, 32, 8, 3), (128, 64, 32, 4, 3),
                   (128, 128, 64, 8, 3), (256, 128, 32, 8, 3)]
     elif mode == "bf16x2":

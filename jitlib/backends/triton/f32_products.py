@@ -14,6 +14,8 @@ buys the accuracy back for a few products (JITLIB_GPU_F32_DOT, jitlib/config.py)
            f32 @ bf16): the f32 operand as two bf16 halves, two bf16 products, each exact
            in f32 (about 2^-17 relative). No test needed: see `split_bf16`.
   ieee     exact f32 products on the FMA units.
+  tf32     one TF32 product (inputs rounded to 10 mantissa bits), only where the user
+           asked for it: matmul_precision="default", as jax.jit's default on GPUs.
 
 The default ("auto") takes bf16x2 for f32 x bf16; for f32 x f32 its kernels hold both the
 tf32x3 and the IEEE loop behind a constexpr (TF32X3) that the launch config sets, so the
@@ -29,12 +31,18 @@ from jitlib.hlo import dtypes
 BF16_ROUND_LIMIT = float((2.0 - 2.0 ** -8) * 2.0 ** 127)
 
 
-def mode(lhs_source, rhs_source, tile_dt):
-    """How a dot kernel multiplies, from the operands' memory types and its tile type:
-    "tf32x3", "either" (f32 x f32 under "auto": tf32x3 or IEEE as the config's TF32X3
-    says), "bf16x2" or "ieee" for f32 tiles, None for 16-bit and f64 tiles."""
+def mode(lhs_source, rhs_source, tile_dt, precision=None):
+    """How a dot kernel multiplies, from the operands' memory types, its tile type and
+    the dot's `precision` attribute (jit's matmul_precision): "tf32" (one TF32 product,
+    "default"), "tf32x3" ("high", or the knob's choice), "either" (f32 x f32 under
+    "auto": tf32x3 or IEEE as the config's TF32X3 says), "bf16x2" or "ieee" for f32
+    tiles, None for 16-bit and f64 tiles."""
     if np.dtype(tile_dt) != F32:
         return None
+    if precision == "default":
+        return "tf32"
+    if precision == "high":
+        return "tf32x3"
     knob = config.gpu_f32_dot()
     if knob == "ieee":
         return "ieee"

@@ -21,7 +21,8 @@ constexprs; shapes are static, so every extent and stride is a literal in the so
              product once, as the interpreter does. An f32 dot of operands widened
              from one 16-bit type reads the 16-bit sources and runs on the tensor
              cores too (exact products, f32 sums).
-  opaque     not generated (scans, scatter): the executable runs it on the interpreter.
+  opaque     a scatter of integer add/max/min: one program of atomics (scatter.py); scans
+             and ordered (float) scatters are not generated: the interpreter runs them.
 """
 import dataclasses
 import hashlib
@@ -30,7 +31,7 @@ import re
 import numpy as np
 
 from jitlib.backends.elemental import Index
-from jitlib.backends.triton import configs, f32_products
+from jitlib.backends.triton import configs, f32_products, scatter
 from jitlib.backends.triton.elemental import Elemental, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
@@ -415,7 +416,7 @@ def render_dot(name, body, summary=""):
     mdims = _decompose(w, "rm", [lhs.shape[i] for i in lfree])
     ndims = _decompose(w, "rn", [rhs.shape[i] for i in rfree])
     src_l, src_r = _source_dtype(lhs), _source_dtype(rhs)
-    f32_mode = f32_products.mode(src_l, src_r, tile_dt)
+    f32_mode = f32_products.mode(src_l, src_r, tile_dt, dot.attrs.get("precision"))
     # bf16x2 reads its bf16 operand as bf16 (the tensor cores' type), its f32 one as f32
     tile_l = src_l if f32_mode == "bf16x2" else tile_dt
     tile_r = src_r if f32_mode == "bf16x2" else tile_dt
@@ -475,6 +476,8 @@ def render_dot(name, body, summary=""):
                    "out_dtype=tl.float32)")
         k_loop(two_products, "f32 operand as two bf16 halves on the tensor cores")
         w.line(f"acc = {f32_products.merge_low('acc', 'acc_lo')}")
+    elif f32_mode == "tf32":
+        k_loop(product("tf32"), "TF32 products on the tensor cores (matmul_precision)")
     else:
         ieee = dtypes.name(tile_dt) in ("f32", "f64")
         k_loop(product("ieee" if ieee else None),
@@ -520,5 +523,20 @@ def render(fusion):
         # no cuSOLVER call or Triton factorization yet: NumPy's LAPACK on the host
         raise Unsupported("linear algebra is not generated; it runs on the interpreter "
                           "(LAPACK on the host)")
-    raise Unsupported(f"{kind} kernels (scans, scatter) are not generated; they run on the "
-                      "interpreter")
+    if kind == "opaque":
+        return render_scatter(name, body, summary)
+    raise Unsupported(f"{kind} kernels are not generated; they run on the interpreter")
+
+
+# -- scatter kernels (scatter.py): one program, atomics
+
+def render_scatter(name, body, summary=""):
+    w, config = scatter.source(body)   # raises Unsupported for scans and ordered scatters
+    fn = identifier(name)
+    params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
+    return TritonKernel(
+        name, fn, "scatter", _module_text(fn, "scatter", summary, params, w.text(), w.helpers),
+        list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
+        config, lambda c: (1,),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(r.shape, r.dtype) for r in body.results]))

@@ -4,6 +4,7 @@ Each implementation is registered with `registry.implements` for NumPy's
 `__array_function__` protocol and by name (Tracer methods, `jitlib.numpy`).
 """
 from jitlib.trace.functions import (  # noqa: F401 - imported to register
-    creation, elementwise, gradient, joining, linalg, mapping, numeric, placement, quantiles,
-    reductions, selection, shapes, signal, sorting, statistics, unsupported)
+    counting, creation, elementwise, gradient, histograms, joining, linalg, mapping, nonzero,
+    numeric, placement, quantiles, reductions, selection, shapes, signal, sorting, statistics,
+    unsupported)
 from jitlib.trace.functions import covariance, decompositions  # noqa: F401, E402

@@ -14,7 +14,7 @@ from jitlib.trace.functions import reductions
 from jitlib.trace.functions._common import (
     NOVALUE, apply, apply_operator, canonical_dtype, finish, full, int_arg, is_inexact, operand,
     since, tracer)
-from jitlib.trace.registry import implements
+from jitlib.trace.registry import implements, lookup
 from jitlib.trace.ufuncs import BUILDERS
 
 
@@ -39,11 +39,8 @@ def _choice(value, dtype):
 @implements(np.where)
 def where(condition, x=None, y=None, /):
     """select (x and y promote like a ufunc's operands; Python scalars are weak)."""
-    if x is None and y is None:
-        raise errors.UnsupportedError(
-            "np.where(condition) with one argument is np.nonzero: its result's shape depends "
-            "on the data, which jit cannot trace",
-            hint="use np.where(condition, x, y) to select values, or a mask with sums")
+    if x is None and y is None:   # np.nonzero: masked selections that reductions accept
+        return lookup("nonzero")(condition)
     if x is None or y is None:
         raise errors.ShapeError("either both or neither of x and y should be given",
                                 hint="pass both x and y: np.where(cond, x, y)")

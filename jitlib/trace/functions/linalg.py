@@ -1,4 +1,4 @@
-"""Contractions: matmul, dot, tensordot, einsum, inner, outer, vdot, vecdot.
+"""Contractions: matmul, matvec, vecmat, dot, tensordot, einsum, inner, outer, vdot, vecdot.
 
 Everything lowers to one `dot_general` per pair of operands, after converting
 both to the promoted dtype (NumPy converts array_likes first, so Python scalars
@@ -11,6 +11,7 @@ from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace import tracer as T
+from jitlib.trace.context import matmul_precision
 from jitlib.trace.functions import reductions, shapes
 from jitlib.trace.functions._common import (
     apply, apply_operator, canonical_dtype, finish, given, is_inexact, tracer)
@@ -22,6 +23,11 @@ _MATMUL_SIGNATURE = "(n?,k),(k,m?)->(n?,m?)"
 
 def _fmt(shape):
     return "(" + ",".join(str(d) for d in shape) + ("," if len(shape) == 1 else "") + ")"
+
+
+def _dot(*args, **kwargs):
+    """B.dot_general at the trace's matmul_precision (jit's option or the setting)."""
+    return B.dot_general(*args, precision=matmul_precision(), **kwargs)
 
 
 def _promoted(a, b, dtype=None):
@@ -58,10 +64,21 @@ def matmul(x1, x2, /, out=None, *, dtype=None, casting="same_kind", order="K", s
     a = T.broadcast(a, batch + a.shape[-2:])
     b = T.broadcast(b, batch + b.shape[-2:])
     nb = len(batch)
-    r = B.dot_general(a, b, (nb + 1,), (nb,), range(nb), range(nb))
+    r = _dot(a, b, (nb + 1,), (nb,), range(nb), range(nb))
     shape = batch + ((a.shape[-2],) if x.ndim > 1 else ()) + ((b.shape[-1],) if y.ndim > 1
                                                              else ())
-    return finish(T.Tracer(B.reshape(r, shape)), out, "matmul")
+    r = B.reshape(r, shape)
+    if _keeps_16_bit(x.dtype, y.dtype, r.dtype, dtype):
+        # matmul_precision="default": bf16 @ bf16 is bf16 (summed in f32), as in jax/torch
+        r = B.convert(r, x.dtype)
+    return finish(T.Tracer(r), out, "matmul")
+
+
+def _keeps_16_bit(x_dt, y_dt, out_dt, dtype):
+    """Whether a product of two same 16-bit float operands returns their type rather
+    than NumPy's (bf16 @ bf16 is f32 in NumPy): under matmul_precision="default" only."""
+    return (matmul_precision() == "default" and not given(dtype) and x_dt == y_dt
+            and dtypes.is_float(x_dt) and np.dtype(x_dt).itemsize == 2 and out_dt != x_dt)
 
 
 @implements(np.dot)
@@ -77,7 +94,7 @@ def dot(a, b, out=None):
             f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: {x.shape[-1]} (dim "
             f"{x.ndim - 1}) != {y.shape[bc]} (dim {bc})",
             hint="a's last dim must equal b's second-to-last (its only dim if 1-d)")
-    return finish(T.Tracer(B.dot_general(av, bv, (x.ndim - 1,), (bc,))), out, "dot")
+    return finish(T.Tracer(_dot(av, bv, (x.ndim - 1,), (bc,))), out, "dot")
 
 
 @implements(np.inner)
@@ -92,7 +109,7 @@ def inner(a, b, /):
             f"shapes {_fmt(x.shape)} and {_fmt(y.shape)} not aligned: {x.shape[-1]} (dim "
             f"{x.ndim - 1}) != {y.shape[-1]} (dim {y.ndim - 1})",
             hint="the last dims of both arrays must agree")
-    return T.Tracer(B.dot_general(av, bv, (x.ndim - 1,), (y.ndim - 1,)))
+    return T.Tracer(_dot(av, bv, (x.ndim - 1,), (y.ndim - 1,)))
 
 
 @implements(np.outer)
@@ -111,7 +128,7 @@ def vdot(a, b, /):
     if x.size != y.size:
         raise errors.ShapeError(f"vdot: inputs have different sizes ({x.size} and {y.size})",
                                 hint="both arrays must have the same number of elements")
-    return T.Tracer(B.dot_general(B.reshape(av, (x.size,)), B.reshape(bv, (y.size,)), (0,),
+    return T.Tracer(_dot(B.reshape(av, (x.size,)), B.reshape(bv, (y.size,)), (0,),
                                   (0,)))
 
 
@@ -137,8 +154,42 @@ def vecdot(x1, x2, /, *, axis=-1, dtype=None, out=None):
     batch = T.broadcast_shapes(a.shape[:-1], b.shape[:-1])
     a, b = T.broadcast(a, batch + (n,)), T.broadcast(b, batch + (n,))
     dims = range(len(batch))
-    r = B.dot_general(a, b, (len(batch),), (len(batch),), dims, dims)
+    r = _dot(a, b, (len(batch),), (len(batch),), dims, dims)
     return finish(T.Tracer(r), out, "vecdot")
+
+
+def _core_dims_error(fname, signature, operand, needed, have):
+    return errors.ShapeError(
+        f"{fname}: Input operand {operand} does not have enough dimensions (has {have}, "
+        f"gufunc core with signature {signature} requires {needed})",
+        hint="give the matrix operand two dimensions and the vector one at least one")
+
+
+@implements(np.matvec, name="matvec")
+def matvec(x1, x2, /, *, dtype=None, out=None):
+    """matmul of each matrix (..., m, n) with each vector (..., n), the unit dim dropped."""
+    x, v = tracer(x1), tracer(x2)
+    if x.ndim < 2:
+        raise _core_dims_error("matvec", "(m,n),(n)->(m)", 0, 2, x.ndim)
+    if v.ndim < 1:
+        raise _core_dims_error("matvec", "(m,n),(n)->(m)", 1, 1, v.ndim)
+    column = T.Tracer(B.reshape(v.instr, v.shape + (1,)))
+    r = matmul(x, column, dtype=dtype)
+    return finish(T.Tracer(B.reshape(r.instr, r.shape[:-1])), out, "matvec")
+
+
+@implements(np.vecmat, name="vecmat")
+def vecmat(x1, x2, /, *, dtype=None, out=None):
+    """matmul of each vector (..., n) with each matrix (..., n, m): conj(v) @ A, and
+    conjugation is the identity on real arrays."""
+    v, x = tracer(x1), tracer(x2)
+    if v.ndim < 1:
+        raise _core_dims_error("vecmat", "(n),(n,m)->(m)", 0, 1, v.ndim)
+    if x.ndim < 2:
+        raise _core_dims_error("vecmat", "(n),(n,m)->(m)", 1, 2, x.ndim)
+    row = T.Tracer(B.reshape(v.instr, v.shape[:-1] + (1, v.shape[-1])))
+    r = matmul(row, x, dtype=dtype)
+    return finish(T.Tracer(B.reshape(r.instr, r.shape[:-2] + r.shape[-1:])), out, "vecmat")
 
 
 @implements(np.tensordot)
@@ -163,7 +214,7 @@ def tensordot(a, b, axes=2):
     if any(x.shape[i] != y.shape[j] for i, j in zip(a_axes, b_axes)):
         raise errors.ShapeError("shape-mismatch for sum",
                                 hint="the paired axes must exist and have equal sizes")
-    return T.Tracer(B.dot_general(av, bv, a_axes, b_axes))
+    return T.Tracer(_dot(av, bv, a_axes, b_axes))
 
 
 # -- einsum
@@ -320,7 +371,7 @@ def einsum(*operands, out=None, optimize=False, dtype=None, order="K", casting="
         v, cur = _sum_out(v, cur, later | set(nxt))
         batch = [c for c in cur if c in nxt and c in later]
         contract = [c for c in cur if c in nxt and c not in later]
-        v = B.dot_general(v, w, [cur.index(c) for c in contract],
+        v = _dot(v, w, [cur.index(c) for c in contract],
                           [nxt.index(c) for c in contract], [cur.index(c) for c in batch],
                           [nxt.index(c) for c in batch])
         cur = ("".join(batch) + "".join(c for c in cur if c not in nxt)
@@ -348,7 +399,7 @@ def norm(x, ord=None, axis=None, keepdims=False):
             ord == 2 and t.ndim == 1)
         if two_norm:
             flat = B.reshape(t.instr, (t.size,))
-            ret = apply(np.sqrt, T.Tracer(B.dot_general(flat, flat, (0,), (0,))))
+            ret = apply(np.sqrt, T.Tracer(_dot(flat, flat, (0,), (0,))))
             return T.Tracer(B.reshape(ret.instr, (1,) * t.ndim)) if keepdims else ret
         axis = tuple(range(t.ndim))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)

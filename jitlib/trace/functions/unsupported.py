@@ -10,9 +10,6 @@ from jitlib.trace.registry import implements
 
 UNSUPPORTED = {}
 
-_DATA_DEPENDENT = ("its result's shape depends on the values, and shapes must be known "
-                   "while tracing")
-
 
 def _refuse(numpy_function, name, why, hint):
     def refuse(*args, **kwargs):
@@ -23,9 +20,5 @@ def _refuse(numpy_function, name, why, hint):
     implements(numpy_function, name=name)(refuse)
     UNSUPPORTED[name] = (why, hint)
 
-
-_MASK_HINT = "compute with a mask instead (np.where(cond, x, 0), sums of the mask)"
-_refuse(np.nonzero, "nonzero", _DATA_DEPENDENT, _MASK_HINT)
-_refuse(np.argwhere, "argwhere", _DATA_DEPENDENT, _MASK_HINT)
-_refuse(np.flatnonzero, "flatnonzero", _DATA_DEPENDENT, _MASK_HINT)
-_refuse(np.extract, "extract", _DATA_DEPENDENT, _MASK_HINT)
+# None at the moment: np.nonzero, np.argwhere, np.flatnonzero and np.extract, once refused
+# for their data-dependent shapes, now return masked selections (functions/nonzero.py).

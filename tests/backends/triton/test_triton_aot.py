@@ -60,6 +60,19 @@ def test_every_program_kernel_compiles_for_sm90():
         assert "opaque" in reason or "tl.dot of i" in reason, (name, reason)
 
 
+@pytest.mark.parametrize("mode,name,atom", [("add", "i64", "add.u64"), ("max", "i32", "max.s32"),
+                                            ("min", "u64", "min.u64")])
+def test_integer_scatter_compiles_to_a_barrier_and_atomics(mode, name, atom):
+    dt = dtypes.from_name(name)
+    x, upd = B.parameter(0, (5,), dt, "x"), B.parameter(2, (7,), dt, "upd")
+    idx = B.parameter(1, (7,), dtypes.INDEX, "idx")
+    module = Module("s", [x, idx, upd], [B.scatter(x, idx, upd, 0, mode)])
+    ((_, kernel),) = rendered(module)
+    ptx = compile_sm90(kernel)
+    assert kernel.kind == "scatter" and "bar.sync" in ptx, ptx
+    assert f"atom.global.gpu.acq_rel.{atom}" in ptx, ptx
+
+
 @settings(max_examples=15)
 @given(fused_programs())
 def test_random_fused_kernels_compile_for_sm90(case):

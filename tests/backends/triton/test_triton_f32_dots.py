@@ -114,7 +114,7 @@ def small_tiles(monkeypatch):
     monkeypatch.setattr(configs, "dot_config", tiles)
 
 
-def relu_dot(lhs_dt, rhs_dt, batch=(), m=50, k=70, n=30):
+def relu_dot(lhs_dt, rhs_dt, batch=(), m=50, k=70, n=30, precision=None):
     """max(x @ w + bias, 0) with x: lhs_dt, w: rhs_dt (a bf16 one widened to f32 first,
     as the tracer does), the bias a [n] row: a dot kernel with an epilogue."""
     x = B.parameter(0, batch + (m, k), lhs_dt, "x")
@@ -123,7 +123,8 @@ def relu_dot(lhs_dt, rhs_dt, batch=(), m=50, k=70, n=30):
     xf, wf = (v if v.dtype == F32 else B.convert(v, F32) for v in (x, w))
     nb = len(batch)
     dot = B.dot_general(xf, wf, lhs_contract=(nb + 1,), rhs_contract=(nb,),
-                        lhs_batch=tuple(range(nb)), rhs_batch=tuple(range(nb)))
+                        lhs_batch=tuple(range(nb)), rhs_batch=tuple(range(nb)),
+                        precision=precision)
     biased = B.binary(Op.ADD, dot, B.broadcast_in_dim(bias, dot.shape, (dot.ndim - 1,)))
     out = B.binary(Op.MAX, biased, B.broadcast_to(B.constant(0.0, F32), dot.shape))
     return Module("relu_dot", [x, w, bias], [out])
@@ -334,3 +335,25 @@ def test_f32_dots_on_the_gpu(monkeypatch, knob, rhs, case, shape):
                      sample(module, special=SPECIALS[case]))
     assert not getattr(exe.device, "interpreted", False)
     expect_modes(exe.kernel_sources(), rhs, knob)
+
+
+@pytest.mark.parametrize("knob", ["ieee", "auto"])
+def test_matmul_precision_overrides_the_f32_knob(monkeypatch, knob):
+    # matmul_precision is the user's choice per program: "default" is one TF32 product,
+    # "high" tf32x3 with its recheck, whatever JITLIB_GPU_F32_DOT says; "highest" obeys it
+    monkeypatch.setenv("JITLIB_GPU_F32_DOT", knob)
+    tf32 = the_kernel(relu_dot(F32, F32, precision="default")).source
+    assert 'input_precision="tf32"' in tf32 and RECHECK not in tf32, tf32
+    high = the_kernel(relu_dot(F32, F32, precision="high")).source
+    assert 'input_precision="tf32x3"' in high and RECHECK in high, high
+    assert "if TF32X3:" not in high, high
+    highest = the_kernel(relu_dot(F32, F32)).source
+    assert ('input_precision="ieee"' in highest) and (
+        ("if TF32X3:" in highest) == (knob == "auto")), highest
+
+
+def test_tf32_products_run_under_triton_interpreter(small_tiles):
+    # the interpreter multiplies exactly, so a TF32 kernel matches the interpreter to f32
+    # rounding here; on the H200 (-m gpu) the error is TF32's (docs/gpu_numerics.md)
+    module = relu_dot(F32, F32, precision="default")
+    check(TritonBackend(HostDevice()), module, sample(module))

@@ -115,6 +115,40 @@ def test_reductions_with_nan_and_ties(op, name):
                          err_msg=f"{PATH}\n{exe.kernel_sources()}")
 
 
+def _scatter_module(mode, name, axis):
+    x = B.parameter(0, (4, 6), dtypes.from_name(name), "x")
+    idx = B.parameter(1, (9,), dtypes.INDEX, "idx")
+    upd_shape = (9, 6) if axis == 0 else (4, 9)
+    upd = B.parameter(2, upd_shape, dtypes.from_name(name), "upd")
+    return Module("s", [x, idx, upd], [B.scatter(x, idx, upd, axis, mode)])
+
+
+@pytest.mark.parametrize("mode", ["add", "max", "min"])
+@pytest.mark.parametrize("name", ["i32", "i64", "u32", "u64"])
+@pytest.mark.parametrize("axis", [0, 1])
+def test_integer_scatters_run_as_atomics(mode, name, axis):
+    module = _scatter_module(mode, name, axis)
+    n = 4 if axis == 0 else 6
+    idx = np.array([0, 2, 2, n - 1, n, -1, 2, 0, 1 << 40])   # repeats, and three dropped
+    args = [_sample(name, (4, 6), 1), idx, _sample(name, module.params[2].shape, 2)]
+    exe, got = run(module, args)
+    assert not exe.fallbacks and [k.kind for k in exe.kernels.values()] == ["scatter"]
+    assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0,
+                         err_msg=f"{PATH}\n{exe.kernel_sources()}")
+
+
+@pytest.mark.parametrize("mode,name", [("add", "f32"), ("max", "f64"), ("set", "i64"),
+                                       ("add", "i8")])
+def test_scatters_whose_order_shows_stay_on_the_interpreter(mode, name):
+    module = _scatter_module(mode, name, 0)
+    args = [_sample(name, (4, 6), 1), np.array([0, 2, 2, 3, 0, 1, 1, 1, 0]),
+            _sample(name, (9, 6), 2)]
+    exe, got = run(module, args)
+    (reason,) = exe.fallbacks.values()
+    assert "scatter" in reason and "interpreter" in reason
+    assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0)
+
+
 @settings(max_examples=8)
 @given(fused_programs())
 def test_random_fused_programs(case):
