@@ -702,7 +702,8 @@ def test_loops_and_conditionals():
         assert_exact(g, w)
 
 
-EXACT_OPS = sorted(set(Op) - APPROX)
+# linear algebra: XLA's LAPACK calls round differently (test_linalg_ops_agree_... above)
+EXACT_OPS = sorted(set(Op) - APPROX - ops.LINALG)
 
 
 @given(data=st.data(), kind=st.sampled_from(["ints", "floats", "all", "fused"]))
