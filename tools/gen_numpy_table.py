@@ -87,6 +87,24 @@ NOTES = {
     "matvec": "a gufunc: no axes= (move the core axes last first)",
     "vecmat": "a gufunc: no axes=; conjugation is the identity on real arrays",
     "indices": "also `np.indices` called inside the function (traced, known values)",
+    "cholesky": "input symmetrized, (a + a.T) / 2, as jax.numpy; not positive definite: "
+                "NaN (NumPy raises LinAlgError)",
+    "eigh": "input symmetrized as jax.numpy (NumPy reads one triangle); eigenvector signs "
+            "may differ between backends; derivatives assume distinct eigenvalues",
+    "eigvalsh": "input symmetrized as jax.numpy (NumPy reads one triangle)",
+    "solve": "singular a: inf/NaN (NumPy raises LinAlgError)",
+    "inv": "singular a: inf/NaN (NumPy raises LinAlgError)",
+    "det": "singular a: 0, as NumPy",
+    "slogdet": "singular a: (0, -inf), as NumPy",
+    "lstsq": "2-d a only, as NumPy; residuals are computed whenever M > N (NumPy gives an "
+             "empty array for a rank-deficient a)",
+    "qr": "modes reduced, complete, r; derivatives for M >= N, reduced",
+    "svd": "hermitian= ignored; derivatives of the singular values only",
+    "pinv": "hermitian= ignored",
+    "matrix_rank": "hermitian= ignored",
+    "norm": "matrix ord 2, -2 and 'nuc' through the SVD",
+    "cov": "weight values are not checked (NumPy checks fweights are non-negative "
+           "integers); a non-positive dof gives inf/NaN",
     "bincount": "needs a static length: `jnp.bincount(x, length=N)` (values outside "
                 "[0, N) dropped), or known x; weights sum in x's order (docs/semantics.md)",
     "digitize": "traced bins are taken as increasing",
@@ -339,6 +357,31 @@ def _edge_cases():
     ]
 
 
+def _linear_algebra():
+    """Where each backend's LAPACK comes from, and what replaces LinAlgError."""
+    return [
+        "## Linear algebra",
+        "",
+        "np.linalg's factorizations are IR ops (cholesky, triangular_solve, lu, qr, eigh, "
+        "svd; batch dims leading) and everything else composes them: solve and inv are LU "
+        "plus two triangular solves (LAPACK's gesv), det and slogdet read the LU factors, "
+        "lstsq, pinv, matrix_rank and the matrix 2-norms go through the SVD. On the "
+        "interpreter and the cpu backend these ops run LAPACK through NumPy (numpy.linalg: "
+        "the OpenBLAS bundled in NumPy's wheels, so cholesky, qr, eigh and svd equal eager "
+        "NumPy's bit for bit) and SciPy (getrf and BLAS trsm, which NumPy does not expose); "
+        "the jax backend lowers them to jax.lax.linalg (LAPACK on the CPU, cuSOLVER on the "
+        "GPU). The gpu backend runs them on the interpreter through host memory, or with "
+        "`JITLIB_GPU_LINALG=cusolver` through CuPy's cuSOLVER on the device "
+        "(docs/operations.md). `jnp.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)` is "
+        "scipy.linalg's, as in jax.scipy.linalg.",
+        "",
+        "Inside jit a value cannot raise: where NumPy raises LinAlgError the result holds "
+        "inf or NaN, as in JAX. Derivatives are JAX's (jvp and vjp of cholesky, "
+        "triangular_solve, lu and so solve, inv, det, slogdet; eigh; qr; singular values).",
+        "",
+    ]
+
+
 def _accuracy():
     """The section on compositions, from tools/composition_accuracy.json (measured by
     tools/measure_compositions.py; stored, so the doc does not depend on the machine)."""
@@ -502,6 +545,7 @@ def render():
         "",
         *_coverage(),
         *_edge_cases(),
+        *_linear_algebra(),
         *_accuracy(),
         f"## Refused on purpose ({len(refused)})",
         "",

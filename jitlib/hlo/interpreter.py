@@ -24,6 +24,7 @@ import numpy as np
 
 from jitlib.errors import InterpretError
 from jitlib.hlo import dtypes, fast_sort
+from jitlib.hlo import linalg_reference
 from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 from jitlib.hlo.printer import print_instr, value_names
@@ -662,6 +663,7 @@ def _conditional(instr, index, *args):
 eval_rules[Op.WHILE] = _while
 eval_rules[Op.CONDITIONAL] = _conditional
 
+eval_rules.update(linalg_reference.RULES)
 assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))
 
 

@@ -70,6 +70,11 @@ ATTRS = {
     Op.CONDITIONAL: dict(branches=MODULES),
     Op.SORT: dict(dimension=INT, indices=BOOL),
     Op.FFT: dict(fft_type=FFT_TYPE, fft_length=INTS),
+    Op.CHOLESKY: {},
+    Op.TRIANGULAR_SOLVE: dict(left_side=BOOL, lower=BOOL, transpose_a=BOOL,
+                              unit_diagonal=BOOL),
+    Op.LU: dict(output=STR), Op.EIGH: dict(output=STR),
+    Op.QR: dict(output=STR, full_matrices=BOOL), Op.SVD: dict(output=STR, full_matrices=BOOL),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})

@@ -146,6 +146,9 @@ WRONG_KINDS = [
     (Op.COMPARE, dict(direction="UP"), "direction='UP' should be one of EQ"),
     (Op.SCATTER, dict(axis=0, mode="sub"), "mode='sub' should be one of add"),
     (Op.SORT, dict(dimension=0, indices=1), "indices=1 should be a bool"),
+    (Op.TRIANGULAR_SOLVE, dict(left_side=1, lower=True, transpose_a=False, unit_diagonal=False),
+     "left_side=1 should be a bool"),
+    (Op.QR, dict(output=0, full_matrices=False), "output=0 should be a str"),
     (Op.CONSTANT, dict(value=np.float32(1)), "value=np.float32(1.0) should be a Literal"),
 ]
 

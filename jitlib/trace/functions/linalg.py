@@ -399,9 +399,8 @@ def _sum_abs(x, axes, keepdims=False):
 
 @implements(np.linalg.norm, name="norm")
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Composite, NumPy's recipe: sqrt of a dot or of sums of squares; max/min/sums of |x|.
-
-    Norms that need a singular value decomposition (matrix ord=2, -2, 'nuc') are refused."""
+    """Composite, NumPy's recipe: sqrt of a dot or of sums of squares; max/min/sums of |x|;
+    the largest, smallest or summed singular values for matrix ord=2, -2, 'nuc'."""
     t = tracer(x)
     if not is_inexact(t.dtype):
         t = tracer(t, np.float64)
@@ -460,10 +459,11 @@ def _matrix_norm(x, ord, axes, keepdims):
     if row == col:
         raise errors.ShapeError("Duplicate axes given.", hint="pass two different axes")
     if ord in (2, -2, "nuc"):
-        raise errors.UnsupportedError(
-            f"np.linalg.norm with ord={ord!r} over a matrix needs a singular value "
-            "decomposition, which jitlib cannot trace", hint="use ord='fro', 1 or inf")
-    if ord in (1, -1):
+        # NumPy's _multi_svd_norm: the matrix dims moved last, then the singular values
+        s = T.Tracer(B.svd(shapes.moveaxis(x, (row, col), (-2, -1)).instr, "s"))
+        reduce = {2: reductions.max, -2: reductions.min, "nuc": reductions.sum}[ord]
+        ret = reduce(s, -1)
+    elif ord in (1, -1):
         reduce = reductions.max if ord == 1 else reductions.min
         ret = reduce(_sum_abs(x, row), col - 1 if col > row else col)
     elif ord in (np.inf, -np.inf):
