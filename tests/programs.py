@@ -1189,7 +1189,6 @@ def weighted_summary_with_gaps(x, w, label):
     return mean, total, spread, peak, running
 
 
-<<<<<<< HEAD
 # --- complex values and spectra ----------------------------------------------------------------
 # A catalogue of their own: the gpu backend refuses complex values and the cpu backend runs
 # them on the interpreter, so the suites asserting every kernel native leave them out.
@@ -1258,7 +1257,8 @@ def contour_integral_residue(center, radius):
     outside = np.sum(dz / (z - (c + 3.0))) / (2j * np.pi)
     moment = np.sum(z ** 2 * dz / (z - c)) / (2j * np.pi)
     return inside, outside, moment, np.abs(moment - c ** 2)
-=======
+
+
 # --- linear algebra ---------------------------------------------------------------------------
 
 
@@ -1340,4 +1340,3 @@ def batched_gaussian_log_density(factors, points):
     spread = np.linalg.norm(cov, ord=2, axis=(-2, -1)) / np.linalg.norm(cov, "nuc",
                                                                         axis=(-2, -1))
     return -0.5 * (mahalanobis + logdet + 3 * np.log(2 * np.pi)), spread, np.linalg.det(cov)
->>>>>>> linalg
