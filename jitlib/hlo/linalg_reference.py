@@ -121,5 +121,13 @@ def _svd(instr, x):
                     shape).astype(x.dtype, copy=False)
 
 
-RULES = {Op.CHOLESKY: _cholesky, Op.TRIANGULAR_SOLVE: _triangular_solve, Op.LU: _lu,
-         Op.QR: _qr, Op.EIGH: _eigh, Op.SVD: _svd}
+def _c_ordered(rule):
+    # LAPACK and BLAS hand back Fortran-ordered arrays; NumPy's sums run in an order that
+    # follows the layout, so a result's layout would decide the bits of a later reduction
+    # (and would change when the optimizer rewrites its consumers): always C order
+    return lambda instr, *operands: np.ascontiguousarray(rule(instr, *operands))
+
+
+RULES = {op: _c_ordered(rule) for op, rule in {
+    Op.CHOLESKY: _cholesky, Op.TRIANGULAR_SOLVE: _triangular_solve, Op.LU: _lu, Op.QR: _qr,
+    Op.EIGH: _eigh, Op.SVD: _svd}.items()}
