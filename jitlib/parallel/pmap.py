@@ -1,0 +1,124 @@
+"""jitlib.pmap: one program on each of N devices, as jax.pmap.
+
+The function is traced once for the per-device shapes (the mapped axis removed)
+with `axis_name` bound, so its collectives become ops over that axis. The Module is
+cached per argument signature and run by executor.py on the first N virtual devices;
+results are stacked along `out_axes`.
+"""
+import functools
+
+import numpy as np
+
+from jitlib import errors, tree
+from jitlib.parallel import axes, devices as D
+from jitlib.parallel.executor import BACKENDS, Executor
+
+
+def pmap(fn, axis_name=None, *, in_axes=0, out_axes=0, devices=None, backend=None):
+    """`fn` run on each device over slices of its arguments' `in_axes` (0: the
+    leading axis, None: every device gets the whole argument); results stacked along
+    `out_axes`. `devices` (a list from jitlib.devices()) fixes which devices: their
+    number must equal the mapped size. backend: "cpu" (default) or "interpreter"."""
+    backend = backend or "cpu"
+    if backend not in BACKENDS:
+        raise errors.UnsupportedError(f"pmap runs on backends {', '.join(BACKENDS)}, not "
+                                      f"{backend!r}", hint="docs/multi_device.md")
+    return Pmapped(fn, axis_name if axis_name is not None else "_pmap_axis",
+                   in_axes, out_axes, devices, backend)
+
+
+class Pmapped:
+    def __init__(self, fn, axis_name, in_axes, out_axes, devices, backend):
+        functools.update_wrapper(self, fn)
+        self.fn, self.axis_name, self.backend = fn, axis_name, backend
+        self.in_axes, self.out_axes, self.devices = in_axes, out_axes, devices
+        self._cache = {}
+
+    def __call__(self, *args):
+        leaves, in_tree = tree.flatten(args)
+        leaves = [np.asarray(x) for x in leaves]
+        axes_of = _leaf_axes(self.in_axes, args, in_tree)
+        size = _mapped_size(leaves, axes_of)
+        self._check_devices(size)
+        per_device = [[np.take(x, k, axis=a) if a is not None else x
+                       for x, a in zip(leaves, axes_of)] for k in range(size)]
+        key = (in_tree, size, tuple(axes_of),
+               tuple((x.shape, x.dtype) for x in per_device[0]))
+        if key not in self._cache:
+            self._cache[key] = self._compile(per_device[0], in_tree, size)
+        executor, out_tree = self._cache[key]
+        outs = executor(per_device)
+        out_axes = _leaf_out_axes(self.out_axes, out_tree)
+        stacked = [np.stack([dev[i] for dev in outs], axis=a)
+                   for i, a in enumerate(out_axes)]
+        return out_tree.unflatten(stacked)
+
+    def _check_devices(self, size):
+        if self.devices is not None:
+            if len(self.devices) != size:
+                raise errors.ShapeError(
+                    f"pmap got devices of length {len(self.devices)} but the mapped axis "
+                    f"has size {size}", hint="pass as many devices as slices")
+            return
+        available = D.device_count()
+        if size > available:
+            raise errors.ShapeError(
+                f"pmap over an axis of size {size} needs {size} devices, but only "
+                f"{available} are available",
+                hint=f"set {D.ENV}={size} for {size} virtual CPU devices")
+
+    def _compile(self, example, in_tree, size):
+        from jitlib.api import jit
+        fn = self.fn
+
+        def per_device(*leaves):
+            return fn(*in_tree.unflatten(leaves))
+
+        per_device.__name__ = getattr(fn, "__name__", "pmapped")
+        with axes.bind(self.axis_name, size):
+            lowered = jit(per_device, backend="interpreter").lower(*example)
+        module = lowered.module
+        if len(module.params) != len(example):
+            raise errors.UnsupportedError("pmap traced a program whose parameters are not "
+                                          "its arguments' leaves", hint="report this")
+        return Executor(module, self.axis_name, size, self.backend), lowered.out_tree
+
+
+def _leaf_axes(in_axes, args, in_tree):
+    """One mapped axis (or None) per flattened argument leaf."""
+    if isinstance(in_axes, (list, tuple)):
+        if len(in_axes) != len(args):
+            raise errors.JitlibTypeError(
+                f"pmap in_axes has {len(in_axes)} entries for {len(args)} arguments",
+                hint="give one in_axes entry per positional argument")
+        out = []
+        for spec, arg in zip(in_axes, args):
+            out += [spec] * len(tree.flatten(arg)[0])
+    else:
+        out = [in_axes] * in_tree.num_leaves
+    return [None if a is None else int(a) for a in out]
+
+
+def _mapped_size(leaves, axes_of):
+    sizes = set()
+    for x, a in zip(leaves, axes_of):
+        if a is None:
+            continue
+        if not -x.ndim <= a < x.ndim:
+            raise errors.ShapeError(f"pmap in_axes {a} is out of range for an argument "
+                                    f"of shape {x.shape}")
+        sizes.add(x.shape[a])
+    if not sizes:
+        raise errors.JitlibTypeError("pmap needs at least one mapped argument",
+                                     hint="set in_axes to 0 for some argument")
+    if len(sizes) > 1:
+        raise errors.ShapeError(f"pmap got inconsistent sizes for the mapped axes: "
+                                f"{sorted(sizes)}", hint="map arguments of one size")
+    return sizes.pop()
+
+
+def _leaf_out_axes(out_axes, out_tree):
+    if isinstance(out_axes, (list, tuple)):
+        raise errors.UnsupportedError("pmap out_axes per result is not supported yet",
+                                      hint="use out_axes=0 or another single int")
+    return [int(out_axes)] * out_tree.num_leaves
