@@ -18,11 +18,11 @@ class Device:
     id: int
     platform: str = "cpu"
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         return f"VirtualCpuDevice(id={self.id})"
 
 
-def device_count():
+def device_count() -> int:
     text = os.environ.get(ENV, "1")
     try:
         n = int(text)
@@ -34,6 +34,6 @@ def device_count():
     return n
 
 
-def devices():
+def devices() -> list[Device]:
     """The devices pmap may use, in order (jax.devices())."""
     return [Device(k) for k in range(device_count())]

@@ -5,6 +5,8 @@ backend="cpu": the module is cut at its collectives (stages.py); each stage is
 compiled once by the cpu backend and run for each device in turn; between stages the
 collectives combine the devices' values by the reference's rules, in device order.
 """
+from typing import Any
+
 import numpy as np
 
 from jitlib.hlo import collectives as C
@@ -15,7 +17,9 @@ BACKENDS = ("interpreter", "cpu")
 
 
 class Executor:
-    def __init__(self, module, axis_name, size, backend):
+    """A per-device Module made runnable on `size` devices along `axis_name`."""
+
+    def __init__(self, module: Any, axis_name: str, size: int, backend: str) -> None:
         C.check_axis(module, axis_name, size)
         self.module, self.axis_name, self.size = module, axis_name, size
         self.backend = backend
@@ -27,7 +31,7 @@ class Executor:
             self.compiled = [cpu.compile(s.module) if s.module is not None else None
                              for s in self.stages]
 
-    def __call__(self, args_per_device):
+    def __call__(self, args_per_device: list[list[Any]]) -> list[list[Any]]:
         if self.stages is None:
             return C.evaluate(self.module, args_per_device, self.axis_name)
         envs = [dict(zip(self.module.params, args)) for args in args_per_device]

@@ -6,15 +6,19 @@ cached per argument signature and run by executor.py on the first N virtual devi
 results are stacked along `out_axes`.
 """
 import functools
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from jitlib import errors, tree
 from jitlib.parallel import axes, devices as D
 from jitlib.parallel.executor import BACKENDS, Executor
+from jitlib.parallel.devices import Device
 
 
-def pmap(fn, axis_name=None, *, in_axes=0, out_axes=0, devices=None, backend=None):
+def pmap(fn: Callable[..., Any], axis_name: str | None = None, *, in_axes: Any = 0,
+         out_axes: int = 0, devices: Sequence[Device] | None = None,
+         backend: str | None = None) -> "Pmapped":
     """`fn` run on each device over slices of its arguments' `in_axes` (0: the
     leading axis, None: every device gets the whole argument); results stacked along
     `out_axes`. `devices` (a list from jitlib.devices()) fixes which devices: their
@@ -28,13 +32,16 @@ def pmap(fn, axis_name=None, *, in_axes=0, out_axes=0, devices=None, backend=Non
 
 
 class Pmapped:
-    def __init__(self, fn, axis_name, in_axes, out_axes, devices, backend):
+    """A pmap'ed function: call it as `fn`, with the mapped axis on its arguments."""
+
+    def __init__(self, fn: Callable[..., Any], axis_name: str, in_axes: Any, out_axes: int,
+                 devices: Sequence[Device] | None, backend: str) -> None:
         functools.update_wrapper(self, fn)
         self.fn, self.axis_name, self.backend = fn, axis_name, backend
         self.in_axes, self.out_axes, self.devices = in_axes, out_axes, devices
-        self._cache = {}
+        self._cache: dict[Any, tuple[Executor, tree.TreeDef]] = {}
 
-    def __call__(self, *args):
+    def __call__(self, *args: Any) -> Any:
         leaves, in_tree = tree.flatten(args)
         leaves = [np.asarray(x) for x in leaves]
         axes_of = _leaf_axes(self.in_axes, args, in_tree)
@@ -53,7 +60,7 @@ class Pmapped:
                    for i, a in enumerate(out_axes)]
         return out_tree.unflatten(stacked)
 
-    def _check_devices(self, size):
+    def _check_devices(self, size: int) -> None:
         if self.devices is not None:
             if len(self.devices) != size:
                 raise errors.ShapeError(
@@ -67,11 +74,12 @@ class Pmapped:
                 f"{available} are available",
                 hint=f"set {D.ENV}={size} for {size} virtual CPU devices")
 
-    def _compile(self, example, in_tree, size):
+    def _compile(self, example: list[np.ndarray], in_tree: tree.TreeDef,
+                 size: int) -> tuple[Executor, tree.TreeDef]:
         from jitlib.api import jit
         fn = self.fn
 
-        def per_device(*leaves):
+        def per_device(*leaves: Any) -> Any:
             return fn(*in_tree.unflatten(leaves))
 
         per_device.__name__ = getattr(fn, "__name__", "pmapped")
@@ -84,14 +92,15 @@ class Pmapped:
         return Executor(module, self.axis_name, size, self.backend), lowered.out_tree
 
 
-def _leaf_axes(in_axes, args, in_tree):
+def _leaf_axes(in_axes: Any, args: tuple[Any, ...],
+              in_tree: tree.TreeDef) -> list[int | None]:
     """One mapped axis (or None) per flattened argument leaf."""
     if isinstance(in_axes, (list, tuple)):
         if len(in_axes) != len(args):
             raise errors.JitlibTypeError(
                 f"pmap in_axes has {len(in_axes)} entries for {len(args)} arguments",
                 hint="give one in_axes entry per positional argument")
-        out = []
+        out: list[Any] = []
         for spec, arg in zip(in_axes, args):
             out += [spec] * len(tree.flatten(arg)[0])
     else:
@@ -99,8 +108,8 @@ def _leaf_axes(in_axes, args, in_tree):
     return [None if a is None else int(a) for a in out]
 
 
-def _mapped_size(leaves, axes_of):
-    sizes = set()
+def _mapped_size(leaves: list[np.ndarray], axes_of: list[int | None]) -> int:
+    sizes: set[int] = set()
     for x, a in zip(leaves, axes_of):
         if a is None:
             continue
@@ -117,7 +126,7 @@ def _mapped_size(leaves, axes_of):
     return sizes.pop()
 
 
-def _leaf_out_axes(out_axes, out_tree):
+def _leaf_out_axes(out_axes: Any, out_tree: tree.TreeDef) -> list[int]:
     if isinstance(out_axes, (list, tuple)):
         raise errors.UnsupportedError("pmap out_axes per result is not supported yet",
                                       hint="use out_axes=0 or another single int")
