@@ -186,3 +186,12 @@ def test_differentiating_pmax_is_refused(monkeypatch):
                     axis_name="i")
     with pytest.raises(errors.UnsupportedError, match="differentiating pmax over axis 'i'"):
         f(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_collective_inside_a_loop_is_refused_with_the_reason(backend, monkeypatch):
+    monkeypatch.setenv("JITLIB_VIRTUAL_DEVICES", "2")
+    f = jitlib.pmap(lambda x: jnp.fori_loop(0, 3, lambda i, c: jnp.psum(c, "i"), x),
+                    axis_name="i", backend=backend)
+    with pytest.raises(errors.UnsupportedError, match="collective inside a while region"):
+        f(np.ones((2, 3)))

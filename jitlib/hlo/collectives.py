@@ -13,7 +13,7 @@ collective over another axis name, or one inside a loop or branch region, is ref
 """
 import numpy as np
 
-from jitlib.errors import InterpretError
+from jitlib.errors import InterpretError, UnsupportedError
 from jitlib.hlo import interpreter as I
 from jitlib.hlo.ir import regions
 from jitlib.hlo.ops import COLLECTIVE, Op
@@ -80,7 +80,7 @@ def check_axis(module, axis_name, n):
                                      f"devices, the program runs on {n}",
                                      location=instr.loc)
         elif any(has_collectives(r) for r in regions(instr)):
-            raise InterpretError(f"a collective inside a {instr.op} region is not "
+            raise UnsupportedError(f"a collective inside a {instr.op} region is not "
                                  "supported yet", location=instr.loc,
                                  hint="move the collective out of the loop or branch")
 
