@@ -195,3 +195,18 @@ def test_a_collective_inside_a_loop_is_refused_with_the_reason(backend, monkeypa
                     axis_name="i", backend=backend)
     with pytest.raises(errors.UnsupportedError, match="collective inside a while region"):
         f(np.ones((2, 3)))
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jvp_of_collectives_is_the_collective_of_the_tangents(backend, monkeypatch):
+    monkeypatch.setenv("JITLIB_VIRTUAL_DEVICES", "2")
+    xs, ts = data(2, 2, seed=5), data(2, 2, seed=6)
+
+    def per_device(x, t):
+        f = lambda v: jnp.all_gather(jnp.psum_scatter(np.outer(np.ones(2), v), "i"), "i")  # noqa
+        return jitlib.jvp(lambda v: jnp.psum(v * v, "i") + f(v)[0], (x,), (t,))[1]
+
+    got = jitlib.pmap(per_device, axis_name="i", backend=backend)(xs, ts)
+    # psum(2 x t) + psum(t): every row of the scattered outer product is psum(v)
+    want = (2 * xs * ts).sum(axis=0) + ts.sum(axis=0)
+    np.testing.assert_allclose(got, np.stack([want, want]), rtol=1e-12)
