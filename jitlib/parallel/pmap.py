@@ -42,6 +42,24 @@ class Pmapped:
         self._cache: dict[Any, tuple[Executor, tree.TreeDef]] = {}
 
     def __call__(self, *args: Any) -> Any:
+        per_device, key = self._slices(args)
+        executor, out_tree = self._compiled(per_device[0], key)
+        outs = executor(per_device)
+        out_axes = _leaf_out_axes(self.out_axes, out_tree)
+        stacked = [np.stack([dev[i] for dev in outs], axis=a)
+                   for i, a in enumerate(out_axes)]
+        return out_tree.unflatten(stacked)
+
+    def lower(self, *args: Any) -> Any:
+        """The per-device program traced for `args`: `.as_text()` shows its IR, the
+        collectives among it (a jitlib.Lowered)."""
+        per_device, key = self._slices(args)
+        executor, out_tree = self._compiled(per_device[0], key)
+        from jitlib.api import Lowered
+        return Lowered(executor.module, out_tree, "interpreter")
+
+    def _slices(self, args: tuple[Any, ...]) -> tuple[list[list[np.ndarray]], Any]:
+        """Each device's argument leaves, and the signature they are cached under."""
         leaves, in_tree = tree.flatten(args)
         leaves = [np.asarray(x) for x in leaves]
         axes_of = _leaf_axes(self.in_axes, args, in_tree)
@@ -51,14 +69,14 @@ class Pmapped:
                        for x, a in zip(leaves, axes_of)] for k in range(size)]
         key = (in_tree, size, tuple(axes_of),
                tuple((x.shape, x.dtype) for x in per_device[0]))
+        return per_device, key
+
+    def _compiled(self, example: list[np.ndarray],
+                  key: Any) -> tuple[Executor, tree.TreeDef]:
         if key not in self._cache:
-            self._cache[key] = self._compile(per_device[0], in_tree, size)
-        executor, out_tree = self._cache[key]
-        outs = executor(per_device)
-        out_axes = _leaf_out_axes(self.out_axes, out_tree)
-        stacked = [np.stack([dev[i] for dev in outs], axis=a)
-                   for i, a in enumerate(out_axes)]
-        return out_tree.unflatten(stacked)
+            in_tree, size = key[0], key[1]
+            self._cache[key] = self._compile(example, in_tree, size)
+        return self._cache[key]
 
     def _check_devices(self, size: int) -> None:
         if self.devices is not None:
