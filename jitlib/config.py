@@ -47,6 +47,18 @@ def gpu_f32_dot() -> str:
     return value
 
 
+def gpu_linalg() -> str:
+    """JITLIB_GPU_LINALG: where the gpu backend runs linear-algebra kernels. "host" (the
+    default until a GPU session has checked the other): the interpreter through host
+    memory (NumPy's and SciPy's LAPACK); "cusolver": cuSOLVER and cuBLAS through CuPy
+    on the device's stream where CuPy is installed (backends/triton/cusolver.py). Read
+    when a program is compiled."""
+    value = os.environ.get("JITLIB_GPU_LINALG", "host").strip().lower() or "host"
+    if value not in ("host", "cusolver"):
+        raise ValueError(f"JITLIB_GPU_LINALG={value!r}: use host or cusolver")
+    return value
+
+
 def cpu_blas() -> str:
     """JITLIB_BLAS: which BLAS the cpu backend's float32/float64 products call. "numpy"
     (default): NumPy's own OpenBLAS (np.matmul: the interpreter's bits). "private"

@@ -209,6 +209,13 @@ from jitlib.parallel.collectives import (  # noqa: E402
 __all__ += ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
             "axis_index"]
 
+# -- linear algebra beyond NumPy's: scipy.linalg's triangular solve, as jax.scipy.linalg's
+
+from jitlib.trace.functions import decompositions as _decompositions  # noqa: E402
+
+linalg.solve_triangular = _function("solve_triangular", _decompositions.solve_triangular,
+                                    _decompositions.solve_triangular_eager)
+
 
 def __getattr__(name):
     raise AttributeError(f"module 'jitlib.numpy' has no attribute {name!r}: jitlib does not "

@@ -82,8 +82,11 @@ def _setup(ops, dtypes):
     dts = tuple(D.REAL if dtypes is None else (D.canonicalize(d) for d in dtypes))
     if not dts:
         raise ValueError("dtypes is empty")
-    # collectives need the devices of a pmap: a single-device program has none
-    plain = tuple(op for op in Op if op not in O.KERNEL | O.CONTROL | O.COLLECTIVE)
+    # linear algebra is left out by default: LAPACK builds may pivot and sign factors
+    # differently on arbitrary inputs (tests/trace/test_linalg.py checks it on fit ones);
+    # collectives always: they need the devices of a pmap, a single-device program has none
+    plain = tuple(op for op in Op
+                  if op not in O.KERNEL | O.CONTROL | O.LINALG | O.COLLECTIVE)
     chosen = plain if ops is None else tuple(
         Op(op) for op in ops if Op(op) not in O.COLLECTIVE)
     usable = tuple(op for op in chosen if _usable(op, dts))
@@ -658,6 +661,25 @@ def _dot_general(g, op):
     return build.dot_general(lhs, rhs, lc, rc, lb, rb)
 
 
+def _linalg(g, op):
+    """A linear-algebra op on a fresh f32/f64 (batch of) matrix."""
+    dt = D.canonicalize(g.choice(["f32", "f64"]))
+    batch = tuple(g.dim() for _ in range(g.integer(0, 1)))
+    m = g.integer(1, 3)
+    n = m if op in (Op.CHOLESKY, Op.TRIANGULAR_SOLVE, Op.LU, Op.EIGH) else g.integer(1, 3)
+    x = g.leaf(batch + (m, n), dt)
+    if op is Op.CHOLESKY:
+        return build.cholesky(x)
+    if op is Op.TRIANGULAR_SOLVE:
+        left = g.chance(50)
+        b = g.leaf(batch + ((m, g.integer(1, 3)) if left else (g.integer(1, 3), m)), dt)
+        return build.triangular_solve(x, b, left, g.chance(50), g.chance(50), g.chance(50))
+    output = g.choice(O.LINALG_OUTPUTS[op])
+    if op in (Op.QR, Op.SVD):
+        return build.make(op, (x,), dict(output=output, full_matrices=g.chance(50)))
+    return build.make(op, (x,), dict(output=output))
+
+
 _GENERATORS = {Op.PARAMETER: _parameter, Op.CONSTANT: _constant, Op.IOTA: _iota,
                Op.CONVERT: _convert, Op.SELECT: _select, Op.CLAMP: _clamp,
                Op.BROADCAST_IN_DIM: _broadcast_in_dim, Op.RESHAPE: _reshape,
@@ -674,5 +696,6 @@ _GENERATORS.update({op: _reduce for op in O.REDUCE})
 _GENERATORS.update({op: _arg_reduce for op in O.ARG_REDUCE})
 _GENERATORS.update({op: _cumulative for op in O.CUMULATIVE})
 _GENERATORS[Op.FFT] = _unary   # never drawn (accepts): complex results
+_GENERATORS.update({op: _linalg for op in O.LINALG})
 _GENERATORS.update({op: None for op in O.COLLECTIVE})   # never drawn (see _setup)
 assert set(_GENERATORS) == set(Op), sorted(set(Op) - set(_GENERATORS))

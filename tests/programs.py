@@ -1257,3 +1257,86 @@ def contour_integral_residue(center, radius):
     outside = np.sum(dz / (z - (c + 3.0))) / (2j * np.pi)
     moment = np.sum(z ** 2 * dz / (z - c)) / (2j * np.pi)
     return inside, outside, moment, np.abs(moment - c ** 2)
+
+
+# --- linear algebra ---------------------------------------------------------------------------
+
+
+def _gp_data(rng):
+    x = np.sort(uniform(rng, 20, high=5.0, dtype=np.float64))
+    y = np.sin(x) + normal(rng, 20, dtype=np.float64, scale=0.1)
+    return x, y, np.linspace(0.0, 5.0, 12)
+
+
+@program(_gp_data)
+def gaussian_process_posterior(x, y, x_new):
+    def rbf(a, b):
+        return np.exp(-0.5 * (a[:, None] - b[None, :]) ** 2 / 0.7**2)
+    k = rbf(x, x) + 0.01 * np.eye(len(x))
+    chol = np.linalg.cholesky(k)
+    alpha = np.linalg.solve(chol.T, np.linalg.solve(chol, y))
+    k_star = rbf(x_new, x)
+    mean = k_star @ alpha
+    v = np.linalg.solve(chol, k_star.T)
+    var = 1.0 - np.sum(v**2, axis=0)
+    log_likelihood = (-0.5 * y @ alpha - np.sum(np.log(np.diag(chol)))
+                      - 0.5 * len(x) * np.log(2 * np.pi))
+    return mean, var, log_likelihood
+
+
+def _polyfit_data(rng):
+    t = np.linspace(-1.0, 1.0, 40)
+    return t, 0.5 - t + 2.0 * t**3 + normal(rng, 40, dtype=np.float64, scale=0.05)
+
+
+@program(_polyfit_data)
+def least_squares_polynomial_fit(t, y):
+    design = np.stack([np.ones_like(t), t, t**2, t**3], axis=1)
+    coef, residuals, rank, singular = np.linalg.lstsq(design, y, rcond=None)
+    fitted = design @ coef
+    r2 = 1.0 - np.sum((y - fitted) ** 2) / np.sum((y - y.mean()) ** 2)
+    return coef, residuals, rank, singular, r2
+
+
+@program(lambda rng: (normal(rng, 50, 3, dtype=np.float64) @ np.array(
+    [[2.0, 0.5, 0.1, 0.0, 0.3], [0.0, 1.0, 0.4, 0.2, 0.0], [0.0, 0.0, 0.3, 0.1, 0.2]]),))
+def principal_components(samples):
+    centered = samples - samples.mean(axis=0)
+    cov = np.cov(centered, rowvar=False)
+    values, vectors = np.linalg.eigh(cov)     # ascending: the last are the largest
+    top = vectors[:, -2:]
+    explained = values[::-1] / values.sum()
+    # the projection back is the same whichever sign each eigenvector has
+    reconstruction = centered @ top @ top.T
+    corr = np.corrcoef(samples, rowvar=False)
+    return explained, reconstruction, corr
+
+
+def _logistic_data(rng):
+    features = normal(rng, 60, 3, dtype=np.float64)
+    labels = (features @ np.array([1.5, -2.0, 0.5]) + normal(rng, 60, dtype=np.float64)) > 0
+    return features, labels.astype(np.float64)
+
+
+@program(_logistic_data)
+def logistic_regression_newton(features, labels):
+    w = np.zeros(features.shape[1])
+    for _ in range(5):
+        p = 1.0 / (1.0 + np.exp(-(features @ w)))
+        gradient = features.T @ (p - labels) + 0.1 * w
+        hessian = (features * (p * (1 - p))[:, None]).T @ features + 0.1 * np.eye(len(w))
+        w = w - np.linalg.solve(hessian, gradient)
+    sign, logdet = np.linalg.slogdet(hessian)
+    return w, sign * logdet, np.linalg.inv(hessian)
+
+
+@program(lambda rng: (normal(rng, 4, 3, 3, dtype=np.float64),
+                      normal(rng, 4, 3, dtype=np.float64)))
+def batched_gaussian_log_density(factors, points):
+    cov = factors @ np.swapaxes(factors, -1, -2) + 0.5 * np.eye(3)
+    _, logdet = np.linalg.slogdet(cov)
+    solved = np.linalg.solve(cov, points[..., None])[..., 0]
+    mahalanobis = np.sum(points * solved, axis=-1)
+    spread = np.linalg.norm(cov, ord=2, axis=(-2, -1)) / np.linalg.norm(cov, "nuc",
+                                                                        axis=(-2, -1))
+    return -0.5 * (mahalanobis + logdet + 3 * np.log(2 * np.pi)), spread, np.linalg.det(cov)

@@ -87,6 +87,24 @@ NOTES = {
     "matvec": "a gufunc: no axes= (move the core axes last first)",
     "vecmat": "a gufunc: no axes=; conjugation is the identity on real arrays",
     "indices": "also `np.indices` called inside the function (traced, known values)",
+    "cholesky": "input symmetrized, (a + a.T) / 2, as jax.numpy; not positive definite: "
+                "NaN (NumPy raises LinAlgError)",
+    "eigh": "input symmetrized as jax.numpy (NumPy reads one triangle); eigenvector signs "
+            "may differ between backends; derivatives assume distinct eigenvalues",
+    "eigvalsh": "input symmetrized as jax.numpy (NumPy reads one triangle)",
+    "solve": "singular a: inf/NaN (NumPy raises LinAlgError)",
+    "inv": "singular a: inf/NaN (NumPy raises LinAlgError)",
+    "det": "singular a: 0, as NumPy",
+    "slogdet": "singular a: (0, -inf), as NumPy",
+    "lstsq": "2-d a only, as NumPy; residuals are computed whenever M > N (NumPy gives an "
+             "empty array for a rank-deficient a)",
+    "qr": "modes reduced, complete, r; derivatives for M >= N, reduced",
+    "svd": "hermitian= ignored; derivatives of the singular values only",
+    "pinv": "hermitian= ignored",
+    "matrix_rank": "hermitian= ignored",
+    "norm": "matrix ord 2, -2 and 'nuc' through the SVD",
+    "cov": "weight values are not checked (NumPy checks fweights are non-negative "
+           "integers); a non-positive dof gives inf/NaN",
     "bincount": "needs a static length: `jnp.bincount(x, length=N)` (values outside "
                 "[0, N) dropped), or known x; weights sum in x's order (docs/semantics.md)",
     "digitize": "traced bins are taken as increasing",
@@ -96,6 +114,40 @@ NOTES = {
     "histogram_bin_edges": "as histogram",
     "histogram2d": "as histogramdd",
     "histogramdd": "bins ints or edges; weights sum in sample order",
+    "isscalar": "False for a traced value, as for an ndarray: a NumPy scalar passed to "
+                "jit is traced as a 0-d array",
+    "isfortran": "False: traced values are C-ordered (NumPy says True for a transposed "
+                 "view)",
+    "min_scalar_type": "the dtype for arrays; a traced 0-d value raises (its answer "
+                       "depends on the value)",
+    "ascontiguousarray": "the values; jit chooses memory layout itself",
+    "asfortranarray": "as ascontiguousarray",
+    "require": "dtype honoured; the flags name layouts, which traced values satisfy",
+    "may_share_memory": "True for views of one traced array, without NumPy's bounds "
+                        "check (disjoint slices say True)",
+    "shares_memory": "as may_share_memory",
+    "delete": "positions static (ints, slices, lists, NumPy masks)",
+    "insert": "positions static; values may be traced",
+    "ix_": "a traced boolean mask is refused (its True count is a shape)",
+    "unravel_index": "dims static; out-of-range indices are not detected (NumPy raises)",
+    "ravel_multi_index": "dims static; mode='raise' does not detect out-of-range indices",
+    "choose": "mode='raise' clamps traced indices (NumPy raises)",
+    "putmask": "arrays of values cast only safely, as NumPy",
+    "cov": "NumPy's checks on weights' values are not made; a non-positive divisor gives "
+           "inf/NaN without the warning",
+    "corrcoef": "as cov",
+    "poly": "1-d real roots only (a matrix needs complex eigenvalues)",
+    "geomspace": "ends may be traced; a zero end gives NaN or inf (NumPy raises)",
+    "nanmedian": "an all-NaN slice gives NaN (NumPy also warns)",
+    "nanpercentile": "method='linear' without weights; q static",
+    "nanquantile": "as nanpercentile",
+    "angle": "real arrays: 0 or pi",
+    "apply_over_axes": "func is traced once per axis",
+    "fromiter": "also `np.fromiter` called inside the function: traced items are stacked",
+    "frombuffer": "the bytes are static: NumPy's array becomes a constant",
+    "fromstring": "as frombuffer",
+    "sliding_window_view": "window shape static; the windows are gathered (memory: "
+                           "elements x window size), read-only as NumPy's",
 }
 SAMPLE_DTYPES = (np.float32, np.int32)
 HIDDEN_OPS = {"parameter", "constant", "broadcast_in_dim"}
@@ -119,6 +171,9 @@ def _numpy_names():
                 names.setdefault(obj, []).append(prefix + name)
             except TypeError:   # unhashable module attributes
                 continue
+    # sliding_window_view lives only there; its other names are np's own
+    swv = np.lib.stride_tricks.sliding_window_view
+    names.setdefault(swv, ["lib.stride_tricks.sliding_window_view"])
     return names
 
 
@@ -302,6 +357,31 @@ def _edge_cases():
     ]
 
 
+def _linear_algebra():
+    """Where each backend's LAPACK comes from, and what replaces LinAlgError."""
+    return [
+        "## Linear algebra",
+        "",
+        "np.linalg's factorizations are IR ops (cholesky, triangular_solve, lu, qr, eigh, "
+        "svd; batch dims leading) and everything else composes them: solve and inv are LU "
+        "plus two triangular solves (LAPACK's gesv), det and slogdet read the LU factors, "
+        "lstsq, pinv, matrix_rank and the matrix 2-norms go through the SVD. On the "
+        "interpreter and the cpu backend these ops run LAPACK through NumPy (numpy.linalg: "
+        "the OpenBLAS bundled in NumPy's wheels, so cholesky, qr, eigh and svd equal eager "
+        "NumPy's bit for bit) and SciPy (getrf and BLAS trsm, which NumPy does not expose); "
+        "the jax backend lowers them to jax.lax.linalg (LAPACK on the CPU, cuSOLVER on the "
+        "GPU). The gpu backend runs them on the interpreter through host memory, or with "
+        "`JITLIB_GPU_LINALG=cusolver` through CuPy's cuSOLVER on the device "
+        "(docs/operations.md). `jnp.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)` is "
+        "scipy.linalg's, as in jax.scipy.linalg.",
+        "",
+        "Inside jit a value cannot raise: where NumPy raises LinAlgError the result holds "
+        "inf or NaN, as in JAX. Derivatives are JAX's (jvp and vjp of cholesky, "
+        "triangular_solve, lu and so solve, inv, det, slogdet; eigh; qr; singular values).",
+        "",
+    ]
+
+
 def _accuracy():
     """The section on compositions, from tools/composition_accuracy.json (measured by
     tools/measure_compositions.py; stored, so the doc does not depend on the machine)."""
@@ -465,6 +545,7 @@ def render():
         "",
         *_coverage(),
         *_edge_cases(),
+        *_linear_algebra(),
         *_accuracy(),
         f"## Refused on purpose ({len(refused)})",
         "",

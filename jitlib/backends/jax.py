@@ -560,6 +560,45 @@ def _sort(instr, *keys):
     return jnp.take_along_axis(keys[0], perm, axis)
 
 
+# -- linear algebra: jax.lax.linalg (LAPACK on the CPU, cuSOLVER/cuBLAS on the GPU)
+
+@_lowers(Op.CHOLESKY)
+def _cholesky(instr, x):
+    return lax.linalg.cholesky(x, symmetrize_input=False)
+
+
+@_lowers(Op.TRIANGULAR_SOLVE)
+def _triangular_solve(instr, a, b):
+    if 0 in b.shape:
+        return jnp.zeros(instr.shape, instr.dtype)
+    return lax.linalg.triangular_solve(a, b, **instr.attrs)
+
+
+@_lowers(Op.LU)
+def _lu(instr, x):
+    packed, pivots, permutation = lax.linalg.lu(x)
+    return {"lu": packed, "pivots": pivots.astype(np.int64),
+            "permutation": permutation.astype(np.int64)}[instr.attrs["output"]]
+
+
+@_lowers(Op.QR)
+def _qr(instr, x):
+    q, r = lax.linalg.qr(x, full_matrices=instr.attrs["full_matrices"])
+    return q if instr.attrs["output"] == "q" else r
+
+
+@_lowers(Op.EIGH)
+def _eigh(instr, x):
+    vectors, values = lax.linalg.eigh(x, lower=True, symmetrize_input=False)
+    return values if instr.attrs["output"] == "values" else vectors
+
+
+@_lowers(Op.SVD)
+def _svd(instr, x):
+    u, s, vh = lax.linalg.svd(x, full_matrices=instr.attrs["full_matrices"])
+    return {"u": u, "s": s, "vh": vh}[instr.attrs["output"]]
+
+
 # -- contraction
 
 @_lowers(Op.DOT_GENERAL)

@@ -18,9 +18,9 @@ are walked side by side, so whatever changes with a length shows up as a differe
   (`y[:, 0] = x.sum(1)`, x and y bucketed together) keeps padding on padding;
 - everything else that touches a padded axis (a reshape merging it with another
   axis, a slice or reverse of it, a cumulative op from the end, a gather or sort along it,
-  a scatter, a concatenation, any other slice update) is refused with a
-  `BucketRefusedError` at the user's line, and so is a program whose structure changes
-  with the length.
+  a matrix dim of a linear-algebra op, a scatter, a concatenation, any other slice
+  update) is refused with a `BucketRefusedError` at the user's line, and so is a
+  program whose structure changes with the length.
 """
 from typing import NamedTuple
 
@@ -180,6 +180,11 @@ class _Prover:
             if any(b.attrs["dimension"] in p for p in pads):
                 self._refuse(b, "sorts along the padded axis (the padding would be sorted "
                                 "in among the values)")
+        elif op in O.LINALG:
+            # each matrix is factored on its own: padding may only add whole matrices
+            if any(a >= x.ndim - 2 for x, p in zip(b.operands, pads) for a in p):
+                self._refuse(b, "factors or solves along the padded axis (the padding "
+                                "would enter the matrix)")
         elif op is Op.DOT_GENERAL:
             for k, side in ((0, "lhs_contract"), (1, "rhs_contract")):
                 contracted = [(a, pads[k][a]) for a in b.attrs[side] if a in pads[k]]

@@ -239,6 +239,42 @@ def dot_general(lhs, rhs, lhs_contract, rhs_contract, lhs_batch=(), rhs_batch=()
     return make(Op.DOT_GENERAL, (lhs, rhs), attrs, loc)
 
 
+
+# -- linear algebra (batch dims lead)
+
+def cholesky(x, loc=None):
+    """The lower Cholesky factor of x (its lower triangle read); NaN where x is not
+    positive definite."""
+    return make(Op.CHOLESKY, (x,), {}, loc)
+
+
+def triangular_solve(a, b, left_side=True, lower=True, transpose_a=False,
+                     unit_diagonal=False, loc=None):
+    """out with op(a) @ out == b (left_side) or out @ op(a) == b, op(a) = a.T if
+    transpose_a; only a's `lower` (or upper) triangle is read."""
+    return make(Op.TRIANGULAR_SOLVE, (a, b), dict(
+        left_side=bool(left_side), lower=bool(lower), transpose_a=bool(transpose_a),
+        unit_diagonal=bool(unit_diagonal)), loc)
+
+
+def lu(x, output, loc=None):
+    """Partially pivoted LU of square x: 'lu' (packed), 'pivots' or 'permutation'."""
+    return make(Op.LU, (x,), dict(output=output), loc)
+
+
+def qr(x, output, full_matrices=False, loc=None):
+    return make(Op.QR, (x,), dict(output=output, full_matrices=bool(full_matrices)), loc)
+
+
+def eigh(x, output, loc=None):
+    """Eigenvalues (ascending) or eigenvectors (columns) of symmetric x's lower triangle."""
+    return make(Op.EIGH, (x,), dict(output=output), loc)
+
+
+def svd(x, output, full_matrices=False, loc=None):
+    return make(Op.SVD, (x,), dict(output=output, full_matrices=bool(full_matrices)), loc)
+
+
 def full(value, shape, dtype, loc=None):
     """A scalar constant broadcast to `shape` (kept scalar until broadcast)."""
     return broadcast_in_dim(constant(np.array(value, dtype=dtypes.canonicalize(dtype)),

@@ -24,6 +24,7 @@ import numpy as np
 
 from jitlib.errors import InterpretError
 from jitlib.hlo import dtypes, fast_sort
+from jitlib.hlo import linalg_reference
 from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import COLLECTIVE as O_COLLECTIVE, Op
 from jitlib.hlo.printer import print_instr, value_names
@@ -677,6 +678,8 @@ def _unbound_axis(instr, *values):
 for _op in O_COLLECTIVE:
     eval_rules[_op] = _unbound_axis
 
+
+eval_rules.update(linalg_reference.RULES)
 assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))
 
 

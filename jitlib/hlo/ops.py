@@ -97,6 +97,17 @@ class Op(str, enum.Enum):
     FFT = "fft"              # attrs fft_type FFT|IFFT|RFFT|IRFFT, fft_length: the transform
     #                          of the trailing len(fft_length) dims, as XLA's (IFFT and
     #                          IRFFT divide by the number of points, FFT and RFFT do not)
+    # -- linear algebra (f32/f64): batch dims lead, the matrix is the last two dims
+    CHOLESKY = "cholesky"    # lower factor L, L @ L.T == x, reading x's lower triangle; NaN
+    #                          where x is not positive definite
+    TRIANGULAR_SOLVE = "triangular_solve"  # (a, b), attrs left_side, lower, transpose_a,
+    #                          unit_diagonal: op(a) @ out == b (or out @ op(a) == b)
+    LU = "lu"                # attr output: lu (L below the diagonal, unit diagonal implied,
+    #                          U on and above), pivots or permutation (i64); x[perm] == L @ U
+    QR = "qr"                # attrs output (q | r), full_matrices
+    EIGH = "eigh"            # attr output (values ascending | vectors), reading the lower
+    #                          triangle
+    SVD = "svd"              # attrs output (u | s descending | vh), full_matrices
     # -- kernels: a fusion runs its `body` Module on its operands as one kernel
     FUSION = "fusion"            # attrs body, kind, name; multi-output: used by get_output only
     GET_OUTPUT = "get_output"    # get_output(fusion), index: one result of a multi-output fusion
@@ -162,6 +173,7 @@ REDUCE = frozenset({
 })
 ARG_REDUCE = frozenset({O.ARGMAX, O.ARGMIN})
 CUMULATIVE = frozenset({O.CUMSUM, O.CUMPROD, O.CUMMAX, O.CUMMIN})
+LINALG = frozenset({O.CHOLESKY, O.TRIANGULAR_SOLVE, O.LU, O.QR, O.EIGH, O.SVD})
 KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
 # Ops that run Modules of their own (regions): loops and branches, never inside a fusion.
 CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
@@ -172,13 +184,17 @@ COLLECTIVE = frozenset({O.ALL_REDUCE, O.ALL_GATHER, O.REDUCE_SCATTER,
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
 SCATTER_MODES = ("add", "set", "mul", "min", "max")
+# The results a linear-algebra op can give (its `output` attribute); one op per result,
+# so no multi-output machinery is needed (the backends may share the factorization).
+LINALG_OUTPUTS = {O.LU: ("lu", "pivots", "permutation"), O.QR: ("q", "r"),
+                  O.EIGH: ("values", "vectors"), O.SVD: ("u", "s", "vh")}
 # How coarsely a dot_general may round its products, as JAX names it (jit's matmul_precision):
 # "highest" is NumPy's (and no attribute), "high" tf32x3 and "default" TF32 on the GPU.
 ALL_REDUCE_KINDS = ("sum", "max", "min")
 PRECISIONS = ("highest", "high", "default")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;
-# opaque: anything else (scatter, scans, sort), run as-is.
+# opaque: anything else (scatter, scans, sort, linear algebra), run as-is.
 FUSION_KINDS = ("loop", "reduction", "dot", "opaque")
 
 # The binary op each reduction and scan folds with.

@@ -305,6 +305,53 @@ def _sort(op, operands, attrs):
     return first.shape, first.dtype
 
 
+# -- linear algebra: batch dims lead, the matrix is the last two dims
+
+def _matrix(op, operands, x, square=True):
+    if x.dtype not in (np.dtype(np.float32), np.dtype(np.float64)):
+        _fail(op, operands, "works on f32 or f64 matrices")
+    if x.ndim < 2 or (square and x.shape[-1] != x.shape[-2]):
+        _fail(op, operands, "needs a " + ("square " if square else "") + "matrix in the "
+              "last two dims")
+    return x.shape[:-2], x.shape[-2], x.shape[-1]
+
+
+def _cholesky(op, operands, attrs):
+    (x,) = operands
+    _matrix(op, operands, x)
+    return x.shape, x.dtype
+
+
+def _triangular_solve(op, operands, attrs):
+    a, b = operands
+    batch, m, _ = _matrix(op, operands, a)
+    _matrix(op, operands, b, square=False)
+    if b.dtype != a.dtype or b.shape[:-2] != batch:
+        _fail(op, operands, "a and b must have the same dtype and batch dims")
+    if b.shape[-2 if attrs["left_side"] else -1] != m:
+        _fail(op, operands, "b's " + ("rows" if attrs["left_side"] else "columns")
+              + " must match a's order")
+    return b.shape, b.dtype
+
+
+def _decomposition(op, operands, attrs):
+    (x,) = operands
+    output = attrs["output"]
+    batch, m, n = _matrix(op, operands, x, square=op in (Op.LU, Op.EIGH))
+    k = min(m, n)
+    full = attrs.get("full_matrices", False)
+    shapes = {
+        Op.LU: dict(lu=x.shape, pivots=batch + (n,), permutation=batch + (n,)),
+        Op.QR: dict(q=batch + (m, m if full else k), r=batch + (m if full else k, n)),
+        Op.EIGH: dict(values=batch + (n,), vectors=x.shape),
+        Op.SVD: dict(u=batch + (m, m if full else k), s=batch + (k,),
+                     vh=batch + (n if full else k, n)),
+    }[op]
+    if output not in shapes:
+        _fail(op, operands, f"output={output} is not one of {', '.join(shapes)}")
+    return shapes[output], dtypes.INDEX if output in ("pivots", "permutation") else x.dtype
+
+
 def _dot_general(op, operands, attrs):
     lhs, rhs = operands
     lc, rc = tuple(attrs["lhs_contract"]), tuple(attrs["rhs_contract"])
@@ -520,6 +567,8 @@ RULES.update({
     Op.ALL_REDUCE: _all_reduce, Op.ALL_GATHER: _all_gather,
     Op.REDUCE_SCATTER: _reduce_scatter, Op.COLLECTIVE_PERMUTE: _collective_permute,
     Op.AXIS_INDEX: _axis_index,
+    Op.CHOLESKY: _cholesky, Op.TRIANGULAR_SOLVE: _triangular_solve, Op.LU: _decomposition,
+    Op.QR: _decomposition, Op.EIGH: _decomposition, Op.SVD: _decomposition,
 })
 assert set(RULES) == set(Op), sorted(set(Op) - set(RULES))
 
@@ -529,6 +578,8 @@ ARITY.update({op: 0 for op in O.LEAF})
 ARITY.update({op: 1 for op in O.UNARY | O.REDUCE | O.ARG_REDUCE | O.CUMULATIVE})
 ARITY.update({op: 2 for op in O.BINARY})
 ARITY.update({op: 1 for op in O.COLLECTIVE - {Op.AXIS_INDEX}})
+ARITY.update({op: 1 for op in O.LINALG - {Op.TRIANGULAR_SOLVE}})
+ARITY[Op.TRIANGULAR_SOLVE] = 2
 ARITY.update({Op.BROADCAST_IN_DIM: 1, Op.RESHAPE: 1, Op.TRANSPOSE: 1, Op.SLICE: 1,
               Op.REVERSE: 1})
 # concatenate, dynamic_slice, dynamic_update_slice, sort and fusion are variadic.

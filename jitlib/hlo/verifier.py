@@ -78,6 +78,11 @@ ATTRS = {
     Op.REDUCE_SCATTER: dict(axis_name=STR, axis_size=INT, axis=INT),
     Op.COLLECTIVE_PERMUTE: dict(axis_name=STR, axis_size=INT, pairs=PAIRS),
     Op.AXIS_INDEX: dict(axis_name=STR, axis_size=INT),
+    Op.CHOLESKY: {},
+    Op.TRIANGULAR_SOLVE: dict(left_side=BOOL, lower=BOOL, transpose_a=BOOL,
+                              unit_diagonal=BOOL),
+    Op.LU: dict(output=STR), Op.EIGH: dict(output=STR),
+    Op.QR: dict(output=STR, full_matrices=BOOL), Op.SVD: dict(output=STR, full_matrices=BOOL),
 }
 ATTRS.update({op: {} for op in (O.UNARY | O.BINARY) - set(ATTRS)})
 ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})

@@ -29,7 +29,9 @@ from jitlib.trace.context import current_trace
 # argument would dispatch through __array_function__ anyway).
 NAMES = ("empty", "zeros", "ones", "full", "empty_like", "zeros_like", "ones_like",
          "full_like", "arange", "linspace", "eye", "identity", "tri", "array", "asarray",
-         "asanyarray", "copy", "indices")
+         "asanyarray", "copy", "indices",
+         # NumPy converts their argument before any dispatch: a tracer must be seen here
+         "ascontiguousarray", "asfortranarray", "require", "isfortran", "fromiter")
 
 _lock = forksafe.lock()
 _host = threading.local()   # host.work: jitlib runs NumPy for itself (probing a draw)
@@ -61,7 +63,7 @@ def _wrapper(name, original, traced):
             except errors.JitlibTypeError:
                 # data jit does not trace (strings, objects): NumPy's own array, as before
                 return original(*args, **kwargs)
-            if not isinstance(result, tuple) and not result.shape:   # indices(sparse=True)
+            if getattr(result, "shape", None) == ():   # not indices(sparse=True), isfortran
                 result._array0d = True   # np.array(1.0) is a 0-d array, not a scalar
             return result
         return original(*args, **kwargs)

@@ -268,6 +268,16 @@ def _fft(instr, args, flags, size):
 batch_rules[Op.FFT] = _fft
 
 
+# -- linear algebra: the example axis is one more leading batch dim
+
+def _linalg(instr, args, flags, size):
+    return _with(instr, [ensure_batched(x, b, size) for x, b in zip(args, flags)])
+
+
+for _op in O.LINALG:
+    batch_rules[_op] = _linalg
+
+
 # -- contraction
 
 def _dot_general(instr, args, flags, size):

@@ -19,6 +19,7 @@ from jitlib.transforms import ad_complex as C
 from jitlib.transforms import ad_elementwise as E
 from jitlib.transforms import ad_expand as X
 from jitlib.transforms import ad_indexing as I
+from jitlib.transforms import ad_linalg as LA
 from jitlib.transforms import ad_reductions as R
 from jitlib.transforms import ad_util as U
 
@@ -191,6 +192,11 @@ def _get_output(instr, tangents):
 for _op in X.expansions:
     jvp_rules[_op] = _expanded
 jvp_rules[Op.GET_OUTPUT] = _get_output
+
+
+# -- linear algebra: JAX's formulas (ad_linalg.py)
+
+jvp_rules.update(LA.JVP)
 
 
 # -- loops and conditionals: their rules live in jvp_control.py

@@ -23,6 +23,7 @@ from jitlib.transforms import ad_elementwise as E
 from jitlib.transforms import ad_fft as F
 from jitlib.transforms import ad_expand as X
 from jitlib.transforms import ad_indexing as I
+from jitlib.transforms import ad_linalg as LA
 from jitlib.transforms import ad_reductions as R
 from jitlib.transforms import ad_util as U
 
@@ -384,6 +385,11 @@ def _get_output(instr, ct):
 for _op in X.expansions:
     vjp_rules[_op] = _expanded
 vjp_rules[Op.GET_OUTPUT] = _get_output
+
+
+# -- linear algebra: JAX's formulas (ad_linalg.py)
+
+vjp_rules.update(LA.VJP)
 
 
 # -- loops and conditionals: their rules live in vjp_control.py

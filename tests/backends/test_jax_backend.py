@@ -588,6 +588,40 @@ def test_dot_general(name):
         check(Op.DOT_GENERAL, g, w, name, atol=RTOL.get(name, 0) * 8)
 
 
+# -- linear algebra: jax.lax.linalg against the interpreter's LAPACK calls, up to rounding
+#    and the signs of singular and eigen vectors (only their squares are compared)
+
+covers(*ops.LINALG)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linalg_ops_agree_with_the_interpreter(dtype):
+    rng = np.random.default_rng(7)
+    g = rng.normal(size=(2, 4, 4))
+    a = (g @ np.swapaxes(g, -1, -2) + 4 * np.eye(4)).astype(dtype)
+    r = rng.normal(size=(2, 5, 3)).astype(dtype)
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-10, atol=1e-10)
+
+    def close(make, *args):
+        got, want = one(make, *args)
+        np.testing.assert_allclose(got, want, **tol)
+
+    def square(x):
+        return B.binary(Op.MUL, x, x)
+
+    close(B.cholesky, a)
+    close(lambda x: B.triangular_solve(x, x, False, True, True, False), a)
+    for output in ("lu", "pivots", "permutation"):
+        close(lambda x: B.lu(x, output), a)
+    close(lambda x: B.eigh(x, "values"), a)
+    close(lambda x: B.svd(x, "s"), r)
+    close(lambda x: square(B.eigh(x, "vectors")), a)
+    close(lambda x: square(B.qr(x, "q")), r)
+    close(lambda x: square(B.qr(x, "r", True)), r)
+    close(lambda x: square(B.svd(x, "u", True)), r)
+    close(lambda x: square(B.svd(x, "vh")), r)
+
+
 # -- kernels
 
 covers(Op.SORT)
@@ -710,7 +744,8 @@ def test_loops_and_conditionals():
         assert_exact(g, w)
 
 
-EXACT_OPS = sorted(set(Op) - APPROX)
+# linear algebra: XLA's LAPACK calls round differently (test_linalg_ops_agree_... above)
+EXACT_OPS = sorted(set(Op) - APPROX - ops.LINALG)
 
 
 @given(data=st.data(), kind=st.sampled_from(["ints", "floats", "all", "fused"]))

@@ -714,6 +714,64 @@ def test_sort_of_an_empty_axis():
     assert_bitwise(run(lambda a: B.sort([a], 1, indices=True), x), np.zeros((3, 0), np.int64))
 
 
+# -- linear algebra: NumPy's LAPACK where NumPy exposes it, SciPy's for lu and trsm
+
+covers(*ops.LINALG)
+
+
+def _spd(shape, dtype, seed=0):
+    a = np.random.default_rng(seed).normal(size=shape)
+    return (a @ np.swapaxes(a, -1, -2) + shape[-1] * np.eye(shape[-1])).astype(dtype)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_linalg_factorizations_are_numpys(dtype):
+    a = _spd((2, 3, 4, 4), dtype)
+    assert_bitwise(run(B.cholesky, a), np.linalg.cholesky(a))
+    w, v = np.linalg.eigh(a)
+    assert_bitwise(run(lambda x: B.eigh(x, "values"), a), w)
+    assert_bitwise(run(lambda x: B.eigh(x, "vectors"), a), v)
+    r = np.random.default_rng(1).normal(size=(2, 5, 3)).astype(dtype)
+    assert_bitwise(run(lambda x: B.qr(x, "q", True), r), np.linalg.qr(r, "complete")[0])
+    assert_bitwise(run(lambda x: B.svd(x, "vh"), r), np.linalg.svd(r, False)[2])
+
+
+def test_lu_gives_scipys_factors_and_the_row_order():
+    import scipy.linalg
+    a = np.random.default_rng(2).normal(size=(3, 5, 5))
+    perm = run(lambda x: B.lu(x, "permutation"), a)
+    packed = run(lambda x: B.lu(x, "lu"), a)
+    for k in range(3):
+        p, lower, upper = scipy.linalg.lu(a[k])
+        assert_bitwise(packed[k], np.tril(lower, -1) + upper)
+        np.testing.assert_array_equal(a[k][perm[k]], p.T @ a[k])
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("lower", [True, False])
+@pytest.mark.parametrize("transpose_a", [True, False])
+@pytest.mark.parametrize("unit", [True, False])
+def test_triangular_solve_reads_one_triangle(left, lower, transpose_a, unit):
+    rng = np.random.default_rng(3)
+    a = rng.normal(size=(2, 4, 4)) + 4 * np.eye(4)
+    b = rng.normal(size=(2, 4, 3) if left else (2, 3, 4))
+    x = run(lambda p, q: B.triangular_solve(p, q, left, lower, transpose_a, unit), a, b)
+    t = np.tril(a) if lower else np.triu(a)
+    if unit:
+        t = t - t * np.eye(4) + np.eye(4)
+    t = np.swapaxes(t, -1, -2) if transpose_a else t
+    np.testing.assert_allclose(t @ x if left else x @ t, b, rtol=1e-12, atol=1e-12)
+
+
+def test_linalg_failures_are_nan_per_matrix():
+    a = _spd((2, 3, 3), np.float64)
+    a[1] = -a[1]
+    got = run(B.cholesky, a)
+    # NaN on and below the diagonal, zeros above (JAX's convention)
+    assert np.isnan(got[1][np.tril_indices(3)]).all() and not np.isnan(got[0]).any()
+    assert (got[1][np.triu_indices(3, 1)] == 0).all()
+
+
 # -- dot_general
 
 def _matmul(a, b):

@@ -82,6 +82,14 @@ CASES = {
                          "rhs_batch=[0], rhs_contract=[1]"),
     Op.SORT: text("%x: f32[2,3], %y: i8[2,3]",
                   "%0 = i64[2,3] sort(%x, %y), dimension=1, indices=true"),
+    Op.CHOLESKY: text("%x: f64[2,3,3]", "%0 = f64[2,3,3] cholesky(%x)"),
+    Op.TRIANGULAR_SOLVE: text(
+        "%a: f32[3,3], %b: f32[2,3]", "%0 = f32[2,3] triangular_solve(%a, %b), left_side=false, "
+        "lower=true, transpose_a=true, unit_diagonal=false"),
+    Op.LU: text("%x: f32[4,4]", "%0 = i64[4] lu(%x), output=permutation"),
+    Op.QR: text("%x: f64[5,3]", "%0 = f64[5,5] qr(%x), full_matrices=true, output=q"),
+    Op.EIGH: text("%x: f64[2,4,4]", "%0 = f64[2,4] eigh(%x), output=values"),
+    Op.SVD: text("%x: f32[5,3]", "%0 = f32[3,3] svd(%x), full_matrices=false, output=vh"),
 }
 CASES[Op.FFT] = text("%x: f32[2,8]", "%0 = c64[2,5] fft(%x), fft_length=[8], fft_type=RFFT")
 CASES[Op.FUSION] = text("%x: f32[3]", "%0 = f32[3] fusion(%x), kind=loop, name=fused_neg_0 {",

@@ -149,6 +149,9 @@ WRONG_KINDS = [
     (Op.ALL_REDUCE, dict(axis_name="i", axis_size=2, reduction="mean"),
      "reduction='mean' should be one of sum"),
     (Op.ALL_REDUCE, dict(axis_name=0, axis_size=2, reduction="sum"), "axis_name=0 should be"),
+    (Op.TRIANGULAR_SOLVE, dict(left_side=1, lower=True, transpose_a=False, unit_diagonal=False),
+     "left_side=1 should be a bool"),
+    (Op.QR, dict(output=0, full_matrices=False), "output=0 should be a str"),
     (Op.CONSTANT, dict(value=np.float32(1)), "value=np.float32(1.0) should be a Literal"),
 ]
 

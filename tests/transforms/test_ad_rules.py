@@ -171,6 +171,46 @@ CASES = [
 ]
 
 
+def _sym(x):
+    return build.binary(Op.ADD, x, build.transpose(x, (0, 2, 1) if x.ndim == 3 else (1, 0)))
+
+
+def _sq(x):
+    # sign-invariant: a factor's columns (or rows) are unique only up to sign
+    return build.binary(Op.MUL, x, x)
+
+
+def _well_conditioned(*shape, seed=0):
+    return normal(*shape, seed=seed) + 4 * np.eye(shape[-1])
+
+
+def _spd(*shape, seed=0):
+    a = normal(*shape, seed=seed)
+    return a @ np.swapaxes(a, -1, -2) / 2 + 2 * np.eye(shape[-1])
+
+
+def _linalg_cases():
+    cases = [
+        Case("cholesky", lambda x: build.cholesky(_sym(x)), _spd(2, 4, 4)),
+        Case("lu_packed", lambda x: build.lu(x, "lu"), normal(2, 4, 4)),
+        Case("eigh_values", lambda x: build.eigh(_sym(x), "values"), normal(2, 4, 4)),
+        Case("eigh_vectors", lambda x: _sq(build.eigh(_sym(x), "vectors")), normal(4, 4)),
+        Case("qr_q", lambda x: _sq(build.qr(x, "q")), normal(2, 5, 3)),
+        Case("qr_r", lambda x: _sq(build.qr(x, "r")), normal(4, 4)),
+        Case("svd_values", lambda x: build.svd(x, "s"), normal(2, 4, 3)),
+    ]
+    for left, lower, trans, unit in itertools.product((True, False), repeat=4):
+        name = "triangular_solve_" + "".join(
+            flag for flag, on in zip(("left", "lower", "trans", "unit"),
+                                     (left, lower, trans, unit)) if on)
+        cases.append(Case(name, lambda a, b, f=(left, lower, trans, unit): build.triangular_solve(
+            a, b, *f), _well_conditioned(2, 3, 3), normal(2, 3, 3, seed=1)))
+    return cases
+
+
+CASES += _linalg_cases()
+
+
 def _fusion_cases():
     k = next(_ids)
     p = [build.parameter(i, (4,), F64, f"body{i}_{k}") for i in range(2)]

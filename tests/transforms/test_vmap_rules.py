@@ -187,6 +187,19 @@ def _(x, k):
     return [B.sort([x], 1), B.sort([k, x], 0, indices=True)]
 
 
+def _dominant(x):
+    # diagonally dominant: positive definite for cholesky, well conditioned for the solves
+    return B.binary(Op.ADD, x, B.constant(8 * np.eye(x.shape[-1])))
+
+
+@case("linalg", [f(3, 3), f(3, 2)], *ops.LINALG)
+def _(x, b):
+    a = _dominant(x)
+    return [B.cholesky(a), B.triangular_solve(a, b, lower=False, transpose_a=True),
+            B.lu(a, "lu"), B.lu(a, "permutation"), B.eigh(a, "values"), B.svd(x, "s"),
+            B.qr(a, "r")]
+
+
 # -- reductions, scans, contraction
 
 @case("reductions", [f(2, 3, 4)], *ops.REDUCE - {Op.REDUCE_AND, Op.REDUCE_OR})

@@ -45,6 +45,9 @@ def render(name, body, in_place=False):
         emit = _scan
     elif instr.op is Op.SCATTER:
         emit = functools.partial(_scatter, copy_operand=not in_place)
+    elif instr.op in O.LINALG:
+        raise Unsupported("linear algebra runs on the interpreter (LAPACK through NumPy "
+                          "and SciPy)")
     else:
         raise Unsupported(f"{instr.op} kernels run on the interpreter")
     fn = _function(name, len(body.params), 1, runs_whole(body.params, body.results))

@@ -13,7 +13,7 @@ import numpy as np
 
 from jitlib import logs
 from jitlib.backends.base import Executable
-from jitlib.backends.triton import attention, autotune, compiler, configs, kernels
+from jitlib.backends.triton import attention, autotune, compiler, configs, cusolver, kernels
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
 from jitlib.backends import control
@@ -106,6 +106,7 @@ class TritonExecutable(Executable):
         self.optimized = optimized
         self.device = device
         self.kernels, self.fallbacks, self.absorbed = {}, {}, {}
+        self.library_calls = {}   # kernels run by a library on the device (cusolver.py)
         self._steps = []     # (instruction, runner or None, the operands it reads)
         self.regions = []    # the executables of loops' and conditionals' regions
         fused = {}
@@ -128,9 +129,14 @@ class TritonExecutable(Executable):
                     runner = KernelRunner(kernel, device)
                     self.kernels[name] = kernel
                 except Unsupported as e:
-                    self.fallbacks[name] = str(e)
-                    log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)
-                    runner = InterpretedRunner(instr.attrs["body"], device)
+                    interpreted = InterpretedRunner(instr.attrs["body"], device)
+                    runner = cusolver.runner(instr, device, interpreted)
+                    if runner is not None:
+                        self.library_calls[name] = f"{runner.instr.op} through CuPy (cuSOLVER)"
+                    else:
+                        self.fallbacks[name] = str(e)
+                        log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)
+                        runner = interpreted
             elif instr.op in O.CONTROL:
                 runner = control.runner(instr, self._region_program,
                                         lambda v: device.to_numpy(v).item())

@@ -525,6 +525,10 @@ def render(fusion):
         return render_reduction(name, body, summary)
     if kind == "dot":
         return render_dot(name, body, summary)
+    if any(i.op in O.LINALG for i in body.instructions):
+        # no cuSOLVER call or Triton factorization yet: NumPy's LAPACK on the host
+        raise Unsupported("linear algebra is not generated; it runs on the interpreter "
+                          "(LAPACK on the host)")
     if kind == "opaque" and any(i.op is Op.SORT for i in body.instructions):
         return render_sort(name, body, summary)
     if kind == "opaque":

@@ -3,6 +3,8 @@
 np.zeros, np.arange, ... never see a tracer, so NumPy cannot hand them to us:
 those are registered by name only and reached through `jitlib.numpy`.
 """
+import itertools
+
 import numpy as np
 
 from jitlib import errors
@@ -53,6 +55,29 @@ def asarray(a, dtype=None, order=None, *, copy=None, device=None, like=None):
         dt = canonical_dtype(dtype) if given(dtype) else dtypes.result_type(*leaves)
         return T.Tracer(_build_nested(a, dt))
     return T.Tracer(B.constant(T.concrete(a, canonical_dtype(dtype) if given(dtype) else None)))
+
+
+@implements(np.fromiter)
+def fromiter(iter, dtype, count=-1, *, like=None):
+    """The iterable's items as a 1-d array of dtype: traced items are stacked.
+
+    Without traced items it is NumPy's own array (a constant of the program)."""
+    items = list(itertools.islice(iter, None if count < 0 else count))
+    if 0 <= count != len(items):
+        raise errors.JitlibValueError(f"iterator too short: Expected {count} but iterator "
+                                      f"had only {len(items)} items.",
+                                      hint="pass count=-1, or a longer iterable")
+    if not contains_tracer(items):
+        return np.fromiter(items, dtype, len(items))
+    try:
+        dt = canonical_dtype(dtype)
+    except errors.JitlibTypeError as e:   # the iterable is consumed: NumPy cannot retry
+        raise errors.UnsupportedError(str(e), hint="use a numeric or bool dtype") from None
+    values = [tracer(item, dt) for item in items]
+    if any(v.ndim for v in values):
+        raise errors.JitlibValueError("setting an array element with a sequence.",
+                                      hint="np.fromiter takes scalars: use np.stack")
+    return np.stack(values)
 
 
 @implements(name="asanyarray")
@@ -193,7 +218,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None, like=None):
     return T.Tracer(B.constant(values))
 
 
-@implements(name="linspace")
+@implements(np.linspace)   # dispatched for traced ends, hooked for static ones
 def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis=0, *,
              device=None):
     """NumPy's formula: iota * step + start, the last sample set to stop."""
@@ -234,6 +259,29 @@ def linspace(start, stop, num=50, endpoint=True, retstep=False, dtype=None, axis
             y = apply(np.floor, y)
         y = T.Tracer(B.convert(y.instr, target))
     return (y, step) if retstep else y
+
+
+@implements(np.geomspace)
+def geomspace(start, stop, num=50, endpoint=True, dtype=None, axis=0):
+    """NumPy's recipe, the ends traced: logspace between their logs, sign put back.
+
+    The ends are divided by sign(start) first and set exactly afterwards. A zero end,
+    which NumPy refuses by reading the values, gives NaN or inf."""
+    start, stop = tracer(start), tracer(stop)
+    dt = np.result_type(start.dtype, stop.dtype, float(num), np.zeros((), dtype))
+    start, stop = start.astype(dt), stop.astype(dt)
+    out_sign = np.sign(start)
+    start, stop = (start / out_sign).astype(dt), (stop / out_sign).astype(dt)
+    result = np.logspace(np.log10(start), np.log10(stop), num=num, endpoint=endpoint,
+                         base=10.0, dtype=dt)
+    if num > 0:
+        result[0] = start
+        if num > 1 and endpoint:
+            result[-1] = stop
+    result = (result * out_sign).astype(dt)
+    if axis != 0:
+        result = np.moveaxis(result, 0, axis)
+    return result.astype(dt if dtype is None else canonical_dtype(dtype))
 
 
 def _select(pred, a, b):

@@ -169,7 +169,13 @@ def _core_dims_error(fname, signature, operand, needed, have):
         hint="give the matrix operand two dimensions and the vector one at least one")
 
 
-@implements(np.matvec, name="matvec")
+def _since_numpy_2_2(name):
+    """[np.NAME] where this NumPy has it (matvec and vecmat came in 2.2), else []: the
+    jnp names work either way."""
+    return [getattr(np, name)] if hasattr(np, name) else []
+
+
+@implements(*_since_numpy_2_2("matvec"), name="matvec")
 def matvec(x1, x2, /, *, dtype=None, out=None):
     """matmul of each matrix (..., m, n) with each vector (..., n), the unit dim dropped."""
     x, v = tracer(x1), tracer(x2)
@@ -182,7 +188,7 @@ def matvec(x1, x2, /, *, dtype=None, out=None):
     return finish(T.Tracer(B.reshape(r.instr, r.shape[:-1])), out, "matvec")
 
 
-@implements(np.vecmat, name="vecmat")
+@implements(*_since_numpy_2_2("vecmat"), name="vecmat")
 def vecmat(x1, x2, /, *, dtype=None, out=None):
     """matmul of each vector (..., n) with each matrix (..., n, m): conj(v) @ A, and
     conjugation is the identity on real arrays."""
@@ -393,9 +399,8 @@ def _sum_abs(x, axes, keepdims=False):
 
 @implements(np.linalg.norm, name="norm")
 def norm(x, ord=None, axis=None, keepdims=False):
-    """Composite, NumPy's recipe: sqrt of a dot or of sums of squares; max/min/sums of |x|.
-
-    Norms that need a singular value decomposition (matrix ord=2, -2, 'nuc') are refused."""
+    """Composite, NumPy's recipe: sqrt of a dot or of sums of squares; max/min/sums of |x|;
+    the largest, smallest or summed singular values for matrix ord=2, -2, 'nuc'."""
     t = tracer(x)
     if not is_inexact(t.dtype):
         t = tracer(t, np.float64)
@@ -454,10 +459,11 @@ def _matrix_norm(x, ord, axes, keepdims):
     if row == col:
         raise errors.ShapeError("Duplicate axes given.", hint="pass two different axes")
     if ord in (2, -2, "nuc"):
-        raise errors.UnsupportedError(
-            f"np.linalg.norm with ord={ord!r} over a matrix needs a singular value "
-            "decomposition, which jitlib cannot trace", hint="use ord='fro', 1 or inf")
-    if ord in (1, -1):
+        # NumPy's _multi_svd_norm: the matrix dims moved last, then the singular values
+        s = T.Tracer(B.svd(shapes.moveaxis(x, (row, col), (-2, -1)).instr, "s"))
+        reduce = {2: reductions.max, -2: reductions.min, "nuc": reductions.sum}[ord]
+        ret = reduce(s, -1)
+    elif ord in (1, -1):
         reduce = reductions.max if ord == 1 else reductions.min
         ret = reduce(_sum_abs(x, row), col - 1 if col > row else col)
     elif ord in (np.inf, -np.inf):

@@ -133,3 +133,20 @@ def vectorize(pyfunc=np._NoValue, otypes=None, doc=None, excluded=None, cache=Fa
     With signature=, on one core block and vmapped over the loop dims."""
     return np.vectorize(pyfunc, otypes=otypes, doc=doc, excluded=excluded, cache=cache,
                         signature=signature)
+
+
+@implements(np.apply_over_axes)
+def apply_over_axes(func, a, axes):
+    """func(a, axis) for each axis in turn, a dropped axis put back (NumPy's loop)."""
+    val = tracer(a)
+    for axis in ((axes,) if np.ndim(axes) == 0 else axes):
+        axis = axis + val.ndim if axis < 0 else axis
+        res = func(val, axis)
+        if res.ndim != val.ndim:
+            res = np.expand_dims(res, axis)
+            if res.ndim != val.ndim:
+                raise errors.JitlibValueError(
+                    "function is not returning an array of the correct shape",
+                    hint="func(a, axis) must keep the axis or drop just that one")
+        val = res
+    return val

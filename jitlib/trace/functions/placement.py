@@ -1,4 +1,4 @@
-"""In-place writes by flat position: np.put and np.place.
+"""In-place writes by flat position: np.put, np.place and np.putmask.
 
 Both write into a traced array (an argument, or one made inside the function), so the
 caller sees the change as eagerly. np.place's count of True values is data, but no
@@ -30,8 +30,8 @@ def _target(a, fname):
 def _values(v, dtype, fname):
     """`v` as a flat Tracer of `dtype`. Python values convert as np.asarray(v, dtype)
     does (OverflowError for ints out of range); arrays cast unsafely for np.put and only
-    safely for np.place, whose C code asks for that."""
-    if fname == "place" and (isinstance(v, (T.Tracer, np.ndarray, np.generic))):
+    safely for np.place and np.putmask, whose C code asks for that."""
+    if fname in ("place", "putmask") and (isinstance(v, (T.Tracer, np.ndarray, np.generic))):
         if not np.can_cast(v.dtype, dtype, "safe"):
             raise errors.JitlibTypeError(
                 f"Cannot cast array data from {np.dtype(v.dtype)!r} to {np.dtype(dtype)!r} "
@@ -117,4 +117,22 @@ def place(arr, mask, vals):
     flat = T.Tracer(B.reshape(arr.instr, (arr.size,)))
     new = T.Tracer(B.select(m.instr, picked.instr, flat.instr))
     arr[...] = T.Tracer(B.reshape(new.instr, arr.shape))
+    return None
+
+
+@implements(np.putmask)
+def putmask(a, mask, values):
+    """Where the mask is True, the i-th flat element takes values[i % len(values)]."""
+    a = _target(a, "putmask")
+    m = tracer(mask)
+    if m.size != a.size:
+        raise errors.ShapeError("putmask: mask and data must be the same size",
+                                hint="the mask needs one entry per element of a")
+    values = _values(values, a.dtype, "putmask")
+    if values.shape[0] == 0:
+        return None   # NumPy: nothing to put
+    m = B.reshape(B.convert(m.instr, dtypes.BOOL), (a.size,))
+    flat = B.reshape(a.instr, (a.size,))
+    new = B.select(m, _cycled(values, a.size).instr, flat)
+    a[...] = T.Tracer(B.reshape(new, a.shape))
     return None

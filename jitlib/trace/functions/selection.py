@@ -1,4 +1,5 @@
-"""Picking elements by index: take, take_along_axis, diagonal, trace, diag, compress.
+"""Picking elements by index: take, take_along_axis, diagonal, trace, diag, compress,
+choose.
 
 Concrete indices are checked while tracing and raise IndexError like NumPy.
 Traced indices wrap negatives like NumPy but cannot raise when out of range:
@@ -188,3 +189,28 @@ def diag(v, k=0):
     values = B.gather(x.instr, rows if k >= 0 else cols, 0) if x.shape[0] else \
         full(0, shape, x.dtype)
     return T.Tracer(B.select(on_diag, values, full(0, shape, x.dtype)))
+
+
+@implements(np.choose)
+def choose(a, choices, out=None, mode="raise"):
+    """Element i from choices[a[i]]: the choices stacked and gathered along a new axis.
+
+    Under mode='raise' traced indices clamp (NumPy raises)."""
+    if mode not in ("raise", "wrap", "clip"):
+        raise errors.JitlibValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' "
+                                      f"(got {mode!r})", hint="pass mode='raise', 'wrap' or 'clip'")
+    idx = tracer(a)
+    if not dtypes.is_integer(idx.dtype) and idx.dtype != bool:
+        raise errors.JitlibTypeError(
+            f"Cannot cast array data from {idx.dtype!r} to dtype('int64') according to "
+            "the rule 'safe'", hint="pass integer indices to np.choose")
+    options = [operand(c) for c in (choices if isinstance(choices, (list, tuple))
+                                    else list(choices))]
+    dt = T.result_type(*options)
+    shape = np.broadcast_shapes(idx.shape, *(np.shape(c) for c in options))
+    stacked = np.stack([np.broadcast_to(tracer(c, dt), shape) for c in options])
+    n = len(options)
+    idx = idx.astype(dtypes.INDEX)
+    idx = apply(np.remainder, idx, n) if mode == "wrap" else np.clip(idx, 0, n - 1)
+    picked = np.take_along_axis(stacked, np.broadcast_to(idx, shape)[None], 0)[0]
+    return finish(picked, out, "choose")

@@ -92,3 +92,52 @@ def test_dot_with_epilogue(gpu, dt, shape):
     args = [rng.standard_normal((m, k)).astype(d), rng.standard_normal((k, n)).astype(d)]
     tol = {"f16": 1e-2, "bf16": 5e-2, "f32": 1e-4, "f64": 1e-10}[dt]
     check(gpu, Module("mm", [x, w], [out]), args, rtol=tol, atol=tol * k ** 0.5)
+
+
+
+@pytest.mark.parametrize("name", ["gaussian_process_posterior", "least_squares_polynomial_fit",
+                                  "principal_components", "logistic_regression_newton",
+                                  "batched_gaussian_log_density"])
+def test_linear_algebra_runs_through_cusolver(gpu, name, monkeypatch):
+    # each factorization or solve is one kernel, run by CuPy on the device's own stream
+    pytest.importorskip("cupy")
+    monkeypatch.setenv("JITLIB_GPU_LINALG", "cusolver")
+    prog = next(p for p in programs.PROGRAMS if p.name == name)
+    args = prog.make_args(np.random.default_rng(0))
+    exe = check(gpu, traced(prog.fn, args), args, rtol=1e-8, atol=1e-8)
+    assert exe.library_calls, exe.fallbacks
+    assert not [why for why in exe.fallbacks.values() if "linear algebra" in why]
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_cusolver_ops_match_the_interpreter_and_failures_fall_back(gpu, dtype, monkeypatch):
+    pytest.importorskip("cupy")
+    monkeypatch.setenv("JITLIB_GPU_LINALG", "cusolver")
+    rng = np.random.default_rng(1)
+    g = rng.normal(size=(3, 4, 4))
+    a = (g @ np.swapaxes(g, -1, -2) + 4 * np.eye(4)).astype(dtype)
+    r = rng.normal(size=(2, 5, 3)).astype(dtype)
+    x = B.parameter(0, a.shape, a.dtype, "x")
+    y = B.parameter(1, r.shape, r.dtype, "y")
+    sq = lambda v: B.binary(Op.MUL, v, v)   # noqa: E731 - vector signs are free
+    outs = [B.cholesky(x), B.triangular_solve(x, x, False, True, True, False),
+            B.lu(x, "lu"), B.lu(x, "permutation"), B.eigh(x, "values"),
+            sq(B.eigh(x, "vectors")), B.svd(y, "s"), sq(B.svd(y, "u", True)),
+            sq(B.qr(y, "q")), sq(B.qr(y, "r", True))]
+    tol = dict(rtol=2e-4, atol=2e-4) if dtype == np.float32 else dict(rtol=1e-9, atol=1e-9)
+    exe = check(gpu, Module("linalg", [x, y], outs), [a, r], **tol)
+    assert exe.library_calls
+    bad = a.copy()
+    bad[1] = -bad[1]     # not positive definite: cuSOLVER fails, the interpreter gives NaN
+    got = gpu.compile(Module("chol", [x], [B.cholesky(x)]))(bad)[0]
+    assert np.isnan(got[1][np.tril_indices(4)]).all() and np.isfinite(got[0]).all()
+
+
+def test_linear_algebra_runs_through_host_lapack_by_default(gpu, monkeypatch):
+    # JITLIB_GPU_LINALG=host: the factorizations cross to the interpreter and back
+    monkeypatch.setenv("JITLIB_GPU_LINALG", "host")
+    prog = next(p for p in programs.PROGRAMS if p.name == "logistic_regression_newton")
+    args = prog.make_args(np.random.default_rng(0))
+    exe = check(gpu, traced(prog.fn, args), args, rtol=1e-8, atol=1e-8)
+    assert not exe.library_calls and exe.kernels
+    assert [why for why in exe.fallbacks.values() if "linear algebra" in why]

@@ -274,3 +274,21 @@ def test_float_to_int_of_nan_inf_and_out_of_range_is_the_interpreters(src):
     _, got = run(module, [x])
     for t, g, want in zip(FLOAT_TO_INT_TARGETS, got, evaluate(module, [x])):
         np.testing.assert_array_equal(np.asarray(g), want, err_msg=f"{src} -> {t}")
+
+
+LINALG_PROGRAMS = ["gaussian_process_posterior", "least_squares_polynomial_fit",
+                   "principal_components", "logistic_regression_newton",
+                   "batched_gaussian_log_density"]
+
+
+@pytest.mark.parametrize("name", LINALG_PROGRAMS)
+def test_linear_algebra_runs_on_the_interpreter_through_host_memory(name):
+    # no Triton kernel factors a matrix yet: those kernels are documented fallbacks
+    prog = next(p for p in programs.PROGRAMS if p.name == name)
+    args = prog.make_args(np.random.default_rng(0))
+    module = traced(prog.fn, args)
+    exe, got = run(module, args)
+    linalg = [why for why in exe.fallbacks.values() if "linear algebra" in why]
+    assert linalg and all("LAPACK on the host" in why for why in linalg), exe.fallbacks
+    assert_allclose_tree(got, evaluate(module, args), rtol=1e-9, atol=1e-9,
+                         err_msg=f"{PATH}\n{module}")

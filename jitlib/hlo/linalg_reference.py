@@ -1,0 +1,125 @@
+"""The interpreter's linear-algebra rules: LAPACK through NumPy and SciPy.
+
+cholesky, qr, eigh and svd call numpy.linalg, so they give eager NumPy's own results
+(LAPACK potrf, geqrf/orgqr, syevd, gesdd from the OpenBLAS bundled in NumPy's wheels).
+NumPy exposes no LU factors and no triangular solve, so lu is SciPy's getrf
+(`scipy.linalg.lu_factor`) and triangular_solve BLAS trsm (`scipy.linalg.blas`), from
+the OpenBLAS bundled in SciPy's wheels; trsm is also what LAPACK's getrs and JAX's CPU
+triangular_solve run. The cpu backend runs these ops through this module.
+
+Inside jit a value cannot raise: where LAPACK fails (a matrix that is not positive
+definite, an iteration that does not converge) that matrix's results are NaN, as in
+JAX; a singular matrix's LU has a zero pivot and the solves through it give inf/NaN.
+"""
+import warnings
+
+import numpy as np
+
+from jitlib.hlo.ops import Op
+
+
+def _matrices(x):
+    """x's matrices one by one (the batch dims flattened) and a function stacking
+    per-matrix results back under x's batch dims."""
+    batch = x.shape[:-2]
+    flat = x.reshape((-1,) + x.shape[-2:])
+
+    def restore(outs):
+        return np.stack(outs).reshape(batch + outs[0].shape)
+    return flat, restore
+
+
+def _batched(fn, x, nan_shape):
+    """fn over x's batch (NumPy's gufuncs take it whole); a matrix where LAPACK fails
+    gives NaN of `nan_shape` instead of raising."""
+    try:
+        return fn(x)
+    except np.linalg.LinAlgError:
+        pass
+    flat, restore = _matrices(x)
+    outs = []
+    for m in flat:
+        try:
+            outs.append(np.asarray(fn(m), x.dtype))
+        except np.linalg.LinAlgError:
+            outs.append(np.full(nan_shape, np.nan, x.dtype))
+    return restore(outs)
+
+
+def _cholesky(instr, x):
+    # NumPy reads the lower triangle, as potrf('L') does; a failed factor is NaN on and
+    # below the diagonal and 0 above, as JAX's
+    lower = _batched(np.linalg.cholesky, x, x.shape[-2:]).astype(x.dtype, copy=False)
+    above = np.triu(np.ones(x.shape[-2:], bool), 1)
+    return np.where(above, np.zeros((), x.dtype), lower)
+
+
+def _trsm(a, b, attrs):
+    from scipy.linalg.blas import get_blas_funcs
+    trsm = get_blas_funcs("trsm", dtype=a.dtype)
+    return trsm(1.0, a, b, side=0 if attrs["left_side"] else 1, lower=attrs["lower"],
+                trans_a=attrs["transpose_a"], diag=attrs["unit_diagonal"])
+
+
+def _triangular_solve(instr, a, b):
+    if 0 in b.shape:
+        return np.zeros(b.shape, b.dtype)
+    flat_a, _ = _matrices(a)
+    flat_b, restore = _matrices(b)
+    return restore([_trsm(m, r, instr.attrs) for m, r in zip(flat_a, flat_b)])
+
+
+def _permutation(pivots):
+    """The row order LAPACK's swaps (row i with row pivots[i], in turn) produce."""
+    perm = np.arange(len(pivots))
+    for i, p in enumerate(pivots):
+        perm[i], perm[p] = perm[p], perm[i]
+    return perm
+
+
+def _lu(instr, x):
+    from scipy.linalg import lu_factor
+    output = instr.attrs["output"]
+    n = x.shape[-1]
+    flat, restore = _matrices(x)
+    outs = []
+    for m in flat:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")     # a singular matrix: a zero pivot, no error
+            packed, pivots = lu_factor(m, check_finite=False)
+        pivots = pivots.astype(np.int64)
+        outs.append({"lu": packed.astype(x.dtype), "pivots": pivots,
+                     "permutation": _permutation(pivots)}[output])
+    if not outs or n == 0:
+        return np.zeros(instr.shape, x.dtype if output == "lu" else np.int64)
+    return restore(outs)
+
+
+def _qr(instr, x):
+    mode = "complete" if instr.attrs["full_matrices"] else "reduced"
+    q, r = np.linalg.qr(x, mode=mode)
+    return (q if instr.attrs["output"] == "q" else r).astype(x.dtype, copy=False)
+
+
+def _eigh(instr, x):
+    values = instr.attrs["output"] == "values"
+    n = x.shape[-1]
+    part = _batched(lambda m: np.linalg.eigh(m, UPLO="L")[0 if values else 1], x,
+                    (n,) if values else (n, n))
+    return part.astype(x.dtype, copy=False)
+
+
+def _svd(instr, x):
+    full, output = instr.attrs["full_matrices"], instr.attrs["output"]
+    m, n = x.shape[-2:]
+    index = ("u", "s", "vh").index(output)
+    if 0 in x.shape:
+        return np.zeros(instr.shape, x.dtype) if output == "s" or 0 in instr.shape else (
+            np.broadcast_to(np.eye(*instr.shape[-2:], dtype=x.dtype), instr.shape).copy())
+    shape = instr.shape[-2:] if output != "s" else instr.shape[-1:]
+    return _batched(lambda a: np.linalg.svd(a, full_matrices=full)[index], x,
+                    shape).astype(x.dtype, copy=False)
+
+
+RULES = {Op.CHOLESKY: _cholesky, Op.TRIANGULAR_SOLVE: _triangular_solve, Op.LU: _lu,
+         Op.QR: _qr, Op.EIGH: _eigh, Op.SVD: _svd}
