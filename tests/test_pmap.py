@@ -210,3 +210,26 @@ def test_jvp_of_collectives_is_the_collective_of_the_tangents(backend, monkeypat
     # psum(2 x t) + psum(t): every row of the scattered outer product is psum(v)
     want = (2 * xs * ts).sum(axis=0) + ts.sum(axis=0)
     np.testing.assert_allclose(got, np.stack([want, want]), rtol=1e-12)
+
+
+def test_values_cross_several_stages_on_the_cpu(monkeypatch):
+    # x's sine is read two collectives later, and axis_index in the last stage
+    monkeypatch.setenv("JITLIB_VIRTUAL_DEVICES", "4")
+
+    def per_device(x):
+        s = np.sin(x)
+        a = jnp.psum(s, "i")
+        b = jnp.pmax(a * x, "i")
+        return s * b + jnp.axis_index("i"), jnp.all_gather(b - s, "i")
+
+    xs = data(4, 3, seed=7)
+    f = jitlib.pmap(per_device, axis_name="i")
+    got = f(xs)
+    want = jitlib.pmap(per_device, axis_name="i", backend="interpreter")(xs)
+    for g, w in zip(got, want):   # the cpu's sin may differ from NumPy's in the last ulp
+        np.testing.assert_allclose(g, w, rtol=1e-14, atol=1e-15)
+    (executor, _), = f._cache.values()
+    assert len(executor.stages) == 4
+    s = np.sin(xs)
+    b = (s.sum(axis=0) * xs).max(axis=0)
+    np.testing.assert_allclose(got[0], s * b + np.arange(4)[:, None], rtol=1e-12)
