@@ -17,6 +17,8 @@ from jitlib.transfer import device_get, device_put  # noqa: E402
 from jitlib.errors import (  # noqa: E402
     JitlibError, JitlibTypeError, ShapeError, TracerConversionError, UnsupportedError)
 from jitlib.transforms.batching_api import vmap  # noqa: E402
+from jitlib.parallel.devices import device_count, devices  # noqa: E402
+from jitlib.parallel.pmap import pmap  # noqa: E402
 from jitlib.transforms.autodiff import (  # noqa: E402
     grad, hessian, jacfwd, jacrev, jvp, value_and_grad, vjp)
 
@@ -24,6 +26,6 @@ __all__ = [
     "jit", "make_ir", "Jitted", "Lowered", "CacheInfo", "errors", "random", "tree", "buckets",
     "Array", "from_dlpack", "device_put", "device_get", "config",
     "JitlibError", "JitlibTypeError", "ShapeError", "TracerConversionError",
-    "UnsupportedError", "vmap",
+    "UnsupportedError", "vmap", "pmap", "devices", "device_count",
     "grad", "value_and_grad", "vjp", "jvp", "jacfwd", "jacrev", "hessian",
 ]

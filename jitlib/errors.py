@@ -211,6 +211,10 @@ class UnsupportedError(JitlibError):
     """An unsupported NumPy function or language feature was used."""
 
 
+class UnboundAxisError(JitlibError, NameError):
+    """A collective names an axis no enclosing pmap binds (JAX's NameError)."""
+
+
 class ShapeError(JitlibError, ValueError):
     """Shapes do not match, e.g. an invalid broadcast or reshape."""
 

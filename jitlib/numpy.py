@@ -201,6 +201,14 @@ linalg = _populate_linalg()
 fft = _populate_linalg("fft")
 __all__ += ["fft"]
 
+# -- pmap's collectives, as jax.lax names them (jitlib.pmap binds their axis)
+
+from jitlib.parallel.collectives import (  # noqa: E402
+    all_gather, axis_index, pmax, pmean, pmin, ppermute, psum, psum_scatter)
+
+__all__ += ["psum", "pmean", "pmax", "pmin", "all_gather", "psum_scatter", "ppermute",
+            "axis_index"]
+
 # -- linear algebra beyond NumPy's: scipy.linalg's triangular solve, as jax.scipy.linalg's
 
 from jitlib.trace.functions import decompositions as _decompositions  # noqa: E402

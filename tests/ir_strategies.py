@@ -83,10 +83,12 @@ def _setup(ops, dtypes):
     if not dts:
         raise ValueError("dtypes is empty")
     # linear algebra is left out by default: LAPACK builds may pivot and sign factors
-    # differently on arbitrary inputs (tests/trace/test_linalg.py checks it on fit ones)
+    # differently on arbitrary inputs (tests/trace/test_linalg.py checks it on fit ones);
+    # collectives always: they need the devices of a pmap, a single-device program has none
     plain = tuple(op for op in Op
-                  if op not in O.KERNEL and op not in O.CONTROL and op not in O.LINALG)
-    chosen = plain if ops is None else tuple(Op(op) for op in ops)
+                  if op not in O.KERNEL | O.CONTROL | O.LINALG | O.COLLECTIVE)
+    chosen = plain if ops is None else tuple(
+        Op(op) for op in ops if Op(op) not in O.COLLECTIVE)
     usable = tuple(op for op in chosen if _usable(op, dts))
     if not usable:
         raise ValueError(f"none of the ops {[str(o) for o in chosen]} takes dtypes "
@@ -695,4 +697,5 @@ _GENERATORS.update({op: _arg_reduce for op in O.ARG_REDUCE})
 _GENERATORS.update({op: _cumulative for op in O.CUMULATIVE})
 _GENERATORS[Op.FFT] = _unary   # never drawn (accepts): complex results
 _GENERATORS.update({op: _linalg for op in O.LINALG})
+_GENERATORS.update({op: None for op in O.COLLECTIVE})   # never drawn (see _setup)
 assert set(_GENERATORS) == set(Op), sorted(set(Op) - set(_GENERATORS))

@@ -84,3 +84,11 @@ def uses_arrays_and_results() -> None:
     assert_type(a.shape, tuple[int, ...])
     assert_type(float(a[0]), float)
     assert_type(a.tolist(), Any)
+
+
+def uses_pmap() -> None:
+    step = jitlib.pmap(loss, axis_name="i", in_axes=(None, 0), backend="interpreter")
+    assert_type(step, jitlib.parallel.pmap.Pmapped)
+    assert_type(step(np.ones(3), np.ones((1, 3))), Any)
+    assert_type(jitlib.devices()[0].id, int)
+    assert_type(jitlib.device_count(), int)

@@ -665,6 +665,38 @@ def _conditional(instr, index, *args):
     return tuple(out) if len(out) > 1 else out[0]
 
 
+# -- collectives: lax's own, meaningful where JAX binds the axis name (jax.pmap, or
+#    jax.vmap(..., axis_name=...) as the tests' oracle); elsewhere JAX's NameError
+
+_PREDUCE = {"sum": lax.psum, "max": lax.pmax, "min": lax.pmin}
+
+
+@_lowers(Op.ALL_REDUCE)
+def _all_reduce(instr, x):
+    return _PREDUCE[instr.attrs["reduction"]](x, instr.attrs["axis_name"])
+
+
+@_lowers(Op.ALL_GATHER)
+def _all_gather(instr, x):
+    return lax.all_gather(x, instr.attrs["axis_name"], axis=instr.attrs["axis"])
+
+
+@_lowers(Op.REDUCE_SCATTER)
+def _reduce_scatter(instr, x):
+    return lax.psum_scatter(x, instr.attrs["axis_name"],
+                            scatter_dimension=instr.attrs["axis"])
+
+
+@_lowers(Op.COLLECTIVE_PERMUTE)
+def _collective_permute(instr, x):
+    return lax.ppermute(x, instr.attrs["axis_name"], perm=instr.attrs["pairs"])
+
+
+@_lowers(Op.AXIS_INDEX)
+def _axis_index(instr):
+    return lax.axis_index(instr.attrs["axis_name"]).astype(np.int32)
+
+
 assert set(lower_rules) == set(Op) - {Op.PARAMETER}, \
     sorted(set(Op) - {Op.PARAMETER} - set(lower_rules))
 

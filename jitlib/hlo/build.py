@@ -302,3 +302,31 @@ def outputs(fusion_instr, loc=None) -> list:
     loc = loc if loc is not None else fusion_instr.loc
     n = len(fusion_instr.attrs["body"].results)
     return [get_output(fusion_instr, i, loc) for i in range(n)]
+
+
+# -- collectives over the named axis of a pmap (hlo/collectives.py gives their meaning)
+
+def all_reduce(x, reduction, axis_name, axis_size, loc=None):
+    return make(Op.ALL_REDUCE, (x,), dict(reduction=reduction, axis_name=str(axis_name),
+                                          axis_size=int(axis_size)), loc)
+
+
+def all_gather(x, axis, axis_name, axis_size, loc=None):
+    return make(Op.ALL_GATHER, (x,), dict(axis=int(axis), axis_name=str(axis_name),
+                                          axis_size=int(axis_size)), loc)
+
+
+def reduce_scatter(x, axis, axis_name, axis_size, loc=None):
+    return make(Op.REDUCE_SCATTER, (x,), dict(axis=int(axis), axis_name=str(axis_name),
+                                              axis_size=int(axis_size)), loc)
+
+
+def collective_permute(x, pairs, axis_name, axis_size, loc=None):
+    pairs = tuple((int(s), int(d)) for s, d in pairs)
+    return make(Op.COLLECTIVE_PERMUTE, (x,), dict(pairs=pairs, axis_name=str(axis_name),
+                                                  axis_size=int(axis_size)), loc)
+
+
+def axis_index(axis_name, axis_size, loc=None):
+    return make(Op.AXIS_INDEX, (), dict(axis_name=str(axis_name), axis_size=int(axis_size)),
+                loc)

@@ -26,7 +26,7 @@ from jitlib.errors import InterpretError
 from jitlib.hlo import dtypes, fast_sort
 from jitlib.hlo import linalg_reference
 from jitlib.hlo.ir import is_multi_output, output_types
-from jitlib.hlo.ops import Op
+from jitlib.hlo.ops import COLLECTIVE as O_COLLECTIVE, Op
 from jitlib.hlo.printer import print_instr, value_names
 
 eval_rules = {}
@@ -662,6 +662,22 @@ def _conditional(instr, index, *args):
 
 eval_rules[Op.WHILE] = _while
 eval_rules[Op.CONDITIONAL] = _conditional
+
+
+# -- collectives: one device alone cannot give them a value; hlo/collectives.py runs
+#    a module over all the devices of its axis at once
+
+def _unbound_axis(instr, *values):
+    name = instr.attrs["axis_name"]
+    raise InterpretError(f"unbound axis name: {name!r}: {instr.op} combines the values "
+                         f"of the {instr.attrs['axis_size']} devices along axis {name!r}, "
+                         "and a single-device evaluation has only one",
+                         hint="run the module under jitlib.pmap (hlo.collectives.evaluate)")
+
+
+for _op in O_COLLECTIVE:
+    eval_rules[_op] = _unbound_axis
+
 
 eval_rules.update(linalg_reference.RULES)
 assert set(eval_rules) == set(Op), sorted(set(Op) - set(eval_rules))

@@ -114,6 +114,16 @@ class Op(str, enum.Enum):
     # -- control flow: regions are Modules in the attributes, closed (no outer values)
     WHILE = "while"              # while(*carry), attrs cond, body [, trip_count]
     CONDITIONAL = "conditional"  # conditional(index, *operands), attrs branches
+    # -- collectives over the devices of a named axis (jitlib.pmap); every one carries
+    #    axis_name and axis_size, and means something only where the axis is bound:
+    #    hlo/collectives.py combines the devices' values, the single-device interpreter
+    #    refuses them
+    ALL_REDUCE = "all_reduce"    # attr reduction sum|max|min; sums in device order
+    ALL_GATHER = "all_gather"    # attr axis: a new dim of axis_size, device k's value at k
+    REDUCE_SCATTER = "reduce_scatter"  # attr axis (of size axis_size): device k gets
+    #                                    the sum's k-th slice along it, the dim removed
+    COLLECTIVE_PERMUTE = "collective_permute"  # attr pairs (src, dst); no source: zeros
+    AXIS_INDEX = "axis_index"    # leaf: this device's position along the axis, i32
 
     def __str__(self):
         return self.value
@@ -121,7 +131,7 @@ class Op(str, enum.Enum):
 
 O = Op
 
-LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA})
+LEAF = frozenset({O.PARAMETER, O.CONSTANT, O.IOTA, O.AXIS_INDEX})
 UNARY = frozenset({
     O.NEG, O.ABS, O.SIGN, O.EXP, O.EXPM1, O.LOG, O.LOG1P, O.SQRT, O.RSQRT, O.TANH,
     O.LOGISTIC, O.SIN, O.COS, O.TAN, O.FLOOR, O.CEIL, O.ROUND, O.NOT, O.IS_FINITE, O.CONVERT,
@@ -167,6 +177,9 @@ LINALG = frozenset({O.CHOLESKY, O.TRIANGULAR_SOLVE, O.LU, O.QR, O.EIGH, O.SVD})
 KERNEL = frozenset({O.FUSION, O.GET_OUTPUT})
 # Ops that run Modules of their own (regions): loops and branches, never inside a fusion.
 CONTROL = frozenset({O.WHILE, O.CONDITIONAL})
+# Ops whose value depends on the other devices of a named axis (pmap's collectives).
+COLLECTIVE = frozenset({O.ALL_REDUCE, O.ALL_GATHER, O.REDUCE_SCATTER,
+                        O.COLLECTIVE_PERMUTE, O.AXIS_INDEX})
 
 COMPARE_DIRECTIONS = ("EQ", "NE", "LT", "LE", "GT", "GE")
 FFT_TYPES = ("FFT", "IFFT", "RFFT", "IRFFT")
@@ -177,6 +190,7 @@ LINALG_OUTPUTS = {O.LU: ("lu", "pivots", "permutation"), O.QR: ("q", "r"),
                   O.EIGH: ("values", "vectors"), O.SVD: ("u", "s", "vh")}
 # How coarsely a dot_general may round its products, as JAX names it (jit's matmul_precision):
 # "highest" is NumPy's (and no attribute), "high" tf32x3 and "default" TF32 on the GPU.
+ALL_REDUCE_KINDS = ("sum", "max", "min")
 PRECISIONS = ("highest", "high", "default")
 # loop: elementwise/movement over one iteration space; reduction: reductions over the same
 # dims with their producers and consumers; dot: one dot_general and an elementwise epilogue;

@@ -492,6 +492,58 @@ def _conditional(op, operands, attrs):
     return first[0]
 
 
+def _axis_size(op, operands, attrs):
+    n = attrs["axis_size"]
+    if n < 1:
+        _fail(op, operands, f"axis_size {n} is not positive")
+    return n
+
+
+def _all_reduce(op, operands, attrs):
+    (x,) = operands
+    _axis_size(op, operands, attrs)
+    if dtypes.is_complex(x.dtype) and attrs["reduction"] != "sum":
+        _fail(op, operands, "complex values have no order: only reduction=sum")
+    return x.shape, x.dtype
+
+
+def _all_gather(op, operands, attrs):
+    (x,) = operands
+    n = _axis_size(op, operands, attrs)
+    axis = attrs["axis"]
+    if not 0 <= axis <= x.ndim:
+        _fail(op, operands, f"axis {axis} out of range for a new dim of a {x.ndim}-d value")
+    return x.shape[:axis] + (n,) + x.shape[axis:], x.dtype
+
+
+def _reduce_scatter(op, operands, attrs):
+    (x,) = operands
+    n = _axis_size(op, operands, attrs)
+    axis = attrs["axis"]
+    if not 0 <= axis < x.ndim or x.shape[axis] != n:
+        _fail(op, operands, f"dim {axis} must exist and have the axis size {n}")
+    return x.shape[:axis] + x.shape[axis + 1:], x.dtype
+
+
+def _collective_permute(op, operands, attrs):
+    (x,) = operands
+    n = _axis_size(op, operands, attrs)
+    pairs = attrs["pairs"]
+    for src, dst in pairs:
+        if not (0 <= src < n and 0 <= dst < n):
+            _fail(op, operands, f"pair ({src}, {dst}) names a device outside 0..{n - 1}")
+    for k in (0, 1):
+        ends = [p[k] for p in pairs]
+        if len(set(ends)) != len(ends):
+            _fail(op, operands, f"a device is {'a source' if k == 0 else 'a target'} twice")
+    return x.shape, x.dtype
+
+
+def _axis_index(op, operands, attrs):
+    _axis_size(op, operands, attrs)
+    return (), np.dtype(np.int32)
+
+
 RULES = {}
 for _op in O.LEAF:
     RULES[_op] = _typed
@@ -512,6 +564,9 @@ RULES.update({
     Op.DYNAMIC_UPDATE_SLICE: _dynamic_update_slice, Op.GATHER: _gather, Op.SCATTER: _scatter,
     Op.DOT_GENERAL: _dot_general, Op.FUSION: _fusion, Op.GET_OUTPUT: _get_output,
     Op.WHILE: _while, Op.CONDITIONAL: _conditional, Op.SORT: _sort, Op.FFT: _fft,
+    Op.ALL_REDUCE: _all_reduce, Op.ALL_GATHER: _all_gather,
+    Op.REDUCE_SCATTER: _reduce_scatter, Op.COLLECTIVE_PERMUTE: _collective_permute,
+    Op.AXIS_INDEX: _axis_index,
     Op.CHOLESKY: _cholesky, Op.TRIANGULAR_SOLVE: _triangular_solve, Op.LU: _decomposition,
     Op.QR: _decomposition, Op.EIGH: _decomposition, Op.SVD: _decomposition,
 })
@@ -522,6 +577,7 @@ ARITY = {Op.SELECT: 3, Op.CLAMP: 3, Op.PAD: 2, Op.GATHER: 2, Op.SCATTER: 3,
 ARITY.update({op: 0 for op in O.LEAF})
 ARITY.update({op: 1 for op in O.UNARY | O.REDUCE | O.ARG_REDUCE | O.CUMULATIVE})
 ARITY.update({op: 2 for op in O.BINARY})
+ARITY.update({op: 1 for op in O.COLLECTIVE - {Op.AXIS_INDEX}})
 ARITY.update({op: 1 for op in O.LINALG - {Op.TRIANGULAR_SOLVE}})
 ARITY[Op.TRIANGULAR_SOLVE] = 2
 ARITY.update({Op.BROADCAST_IN_DIM: 1, Op.RESHAPE: 1, Op.TRANSPOSE: 1, Op.SLICE: 1,

@@ -40,6 +40,9 @@ DIRECTION = ("one of " + ", ".join(O.COMPARE_DIRECTIONS), lambda v: v in O.COMPA
 MODE = ("one of " + ", ".join(O.SCATTER_MODES), lambda v: v in O.SCATTER_MODES)
 FFT_TYPE = ("one of " + ", ".join(O.FFT_TYPES), lambda v: v in O.FFT_TYPES)
 KIND = ("one of " + ", ".join(O.FUSION_KINDS), lambda v: v in O.FUSION_KINDS)
+REDUCTION = ("one of " + ", ".join(O.ALL_REDUCE_KINDS), lambda v: v in O.ALL_REDUCE_KINDS)
+PAIRS = ("a tuple of (int, int) pairs", lambda v: isinstance(v, tuple) and all(
+    isinstance(p, tuple) and len(p) == 2 and all(_is_int(x) for x in p) for p in v))
 MODULE = ("a Module", lambda v: isinstance(v, Module))
 MODULES = ("a non-empty tuple of Modules", lambda v: isinstance(v, tuple) and len(v) > 0
            and all(isinstance(m, Module) for m in v))
@@ -70,6 +73,11 @@ ATTRS = {
     Op.CONDITIONAL: dict(branches=MODULES),
     Op.SORT: dict(dimension=INT, indices=BOOL),
     Op.FFT: dict(fft_type=FFT_TYPE, fft_length=INTS),
+    Op.ALL_REDUCE: dict(axis_name=STR, axis_size=INT, reduction=REDUCTION),
+    Op.ALL_GATHER: dict(axis_name=STR, axis_size=INT, axis=INT),
+    Op.REDUCE_SCATTER: dict(axis_name=STR, axis_size=INT, axis=INT),
+    Op.COLLECTIVE_PERMUTE: dict(axis_name=STR, axis_size=INT, pairs=PAIRS),
+    Op.AXIS_INDEX: dict(axis_name=STR, axis_size=INT),
     Op.CHOLESKY: {},
     Op.TRIANGULAR_SOLVE: dict(left_side=BOOL, lower=BOOL, transpose_a=BOOL,
                               unit_diagonal=BOOL),
@@ -81,8 +89,6 @@ ATTRS.update({op: dict(dims=INTS) for op in O.REDUCE})
 ATTRS.update({op: dict(axis=INT, dtype=DTYPE) for op in O.ARG_REDUCE})
 ATTRS.update({op: dict(axis=INT, reverse=BOOL) for op in O.CUMULATIVE})
 assert set(ATTRS) == set(Op), sorted(set(Op) - set(ATTRS))
-PAIRS = ("a tuple of (int, int) pairs", lambda v: isinstance(v, tuple) and all(
-    isinstance(p, tuple) and len(p) == 2 and all(_is_int(x) for x in p) for p in v))
 # Attributes an op may carry or leave out: a kernel's outputs that may overwrite an
 # operand's memory (fusion/in_place.py).
 # A loop's trip count, where it is known (fori_loop, scan, a rolled Python loop): what

@@ -322,6 +322,19 @@ def _get_output(instr, args, flags, size):
 batch_rules[Op.GET_OUTPUT] = _get_output
 
 
+def _collective(instr, args, flags, size):
+    # vmap over a named axis (JAX's axis_name= on vmap) would give these a meaning;
+    # until then a batched collective is refused rather than given a wrong one
+    raise errors.UnsupportedError(
+        f"vmap of {instr.op} over axis {instr.attrs['axis_name']!r} is not supported yet",
+        hint="apply vmap outside the pmap'ed function, or inside it to code "
+             "without collectives")
+
+
+for _op in O.COLLECTIVE - O.LEAF:
+    batch_rules[_op] = _collective
+
+
 from jitlib.transforms import batching_indexing  # noqa: E402,F401  (registers its rules)
 from jitlib.transforms import batching_control  # noqa: E402  (loops and conditionals)
 

@@ -201,6 +201,10 @@ jvp_rules.update(LA.JVP)
 
 # -- loops and conditionals: their rules live in jvp_control.py
 
+from jitlib.transforms import ad_collectives  # noqa: E402
+
+jvp_rules.update({op: ad_collectives.collective_jvp for op in ad_collectives.LINEAR})
+
 from jitlib.transforms import jvp_control  # noqa: E402  (imports this module's jvp_module)
 
 jvp_control.register(jvp_rules)

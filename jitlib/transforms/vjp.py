@@ -394,6 +394,10 @@ vjp_rules.update(LA.VJP)
 
 # -- loops and conditionals: their rules live in vjp_control.py
 
+from jitlib.transforms import ad_collectives  # noqa: E402
+
+vjp_rules.update({op: ad_collectives.collective_vjp for op in ad_collectives.LINEAR})
+
 from jitlib.transforms import vjp_control  # noqa: E402  (imports this module's vjp_module)
 
 vjp_control.register(vjp_rules)

@@ -800,3 +800,32 @@ def test_pow_special_exponents_are_exact_like_the_interpreter():
     want = evaluate(module, [xs, ys])[0]
     got = get_backend("jax").compile(module)(xs, ys)[0]
     np.testing.assert_array_equal(want.view(np.uint32), got.view(np.uint32))
+
+
+# -- collectives: lax's, under jax.vmap(axis_name=...), against hlo/collectives.py
+
+def _collective_module(n):
+    x = B.parameter(0, (n, 3), np.float32, "x")
+    i = B.axis_index("i", n)
+    shifted = B.collective_permute(x, [(k, (k + 1) % n) for k in range(n)], "i", n)
+    return Module("spmd", [x], [
+        B.all_reduce(x, "sum", "i", n), B.all_reduce(x, "max", "i", n),
+        B.all_reduce(x, "min", "i", n), B.all_gather(x, 1, "i", n),
+        B.reduce_scatter(x, 0, "i", n), shifted, i])
+
+
+covers(*ops.COLLECTIVE)   # by the test below (this file's coverage test runs before it)
+
+
+@pytest.mark.parametrize("n", [1, 2, 4])
+def test_collectives_match_the_multi_device_reference(n):
+    import jax
+    from jitlib.backends.jax import _lower
+    from jitlib.hlo import collectives
+    module = _collective_module(n)
+    xs = np.random.default_rng(n).standard_normal((n, n, 3)).astype(np.float32)
+    want = collectives.evaluate(module, [[x] for x in xs], "i")
+    got = jax.vmap(_lower(module), axis_name="i")(xs)
+    for k in range(n):
+        for g, w in zip(got, want[k]):
+            np.testing.assert_allclose(np.asarray(g[k]), w, rtol=1e-6)

@@ -1166,6 +1166,19 @@ def test_complex_ops_without_meaning_do_not_typecheck(make, needle):
         make(z, f)
 
 
+# -- collectives: one device has no axis to combine over
+
+@pytest.mark.parametrize("make", [
+    lambda x: B.all_reduce(x, "sum", "i", 2), lambda x: B.all_gather(x, 0, "i", 2),
+    lambda x: B.reduce_scatter(B.broadcast_in_dim(x, (2, 3), (1,)), 0, "i", 2),
+    lambda x: B.collective_permute(x, [(0, 1)], "i", 2), lambda x: B.axis_index("i", 2)])
+def test_collectives_name_the_unbound_axis(make):
+    covers(*ops.COLLECTIVE)
+    x = B.parameter(0, (3,), np.float32)
+    with pytest.raises(InterpretError, match="unbound axis name: 'i'"):
+        evaluate(Module("f", [x], [make(x)]), [np.ones(3, np.float32)])
+
+
 # -- completeness
 
 def test_every_op_has_a_rule():

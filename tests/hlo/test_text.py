@@ -111,6 +111,17 @@ CASES[Op.CONDITIONAL] = text(
     "  module no(%c0: f32[3]) {", "    return (%c0)", "  }",
     "  module yes(%c0: f32[3]) {", "    %0 = f32[3] exp(%c0)", "    return (%0)", "  }",
     "}", ret="%0")
+CASES[Op.ALL_REDUCE] = text("%x: f32[3]",
+                            "%0 = f32[3] all_reduce(%x), axis_name=i, axis_size=4, reduction=max")
+CASES[Op.ALL_GATHER] = text("%x: f32[3]",
+                            "%0 = f32[3,2] all_gather(%x), axis=1, axis_name=i, axis_size=2")
+CASES[Op.REDUCE_SCATTER] = text(
+    "%x: f32[2,3]", "%0 = f32[3] reduce_scatter(%x), axis=0, axis_name=i, axis_size=2")
+CASES[Op.COLLECTIVE_PERMUTE] = text(
+    "%x: f32[3]",
+    "%0 = f32[3] collective_permute(%x), axis_name=i, axis_size=3, pairs=[[0,1],[1,2]]")
+CASES[Op.AXIS_INDEX] = text("%x: f32[3]", "%0 = i32[] axis_index(), axis_name=i, axis_size=2",
+                            ret="%0")
 CASES.update({op: _unary_case(op) for op in O.UNARY})
 CASES.update({op: _binary_case(op) for op in O.BINARY})
 CASES.update({op: text(f"%x: {'bool' if op in (Op.REDUCE_AND, Op.REDUCE_OR) else 'f32'}[2,3]",

@@ -146,6 +146,9 @@ WRONG_KINDS = [
     (Op.COMPARE, dict(direction="UP"), "direction='UP' should be one of EQ"),
     (Op.SCATTER, dict(axis=0, mode="sub"), "mode='sub' should be one of add"),
     (Op.SORT, dict(dimension=0, indices=1), "indices=1 should be a bool"),
+    (Op.ALL_REDUCE, dict(axis_name="i", axis_size=2, reduction="mean"),
+     "reduction='mean' should be one of sum"),
+    (Op.ALL_REDUCE, dict(axis_name=0, axis_size=2, reduction="sum"), "axis_name=0 should be"),
     (Op.TRIANGULAR_SOLVE, dict(left_side=1, lower=True, transpose_a=False, unit_diagonal=False),
      "left_side=1 should be a bool"),
     (Op.QR, dict(output=0, full_matrices=False), "output=0 should be a str"),
@@ -195,7 +198,8 @@ def test_random_modules_verify(module):
 
 # random modules are real-valued (ir_strategies.accepts): the complex ops are tested by hand
 @pytest.mark.parametrize("op", [op for op in Op
-                                if op not in O.COMPLEX_PARTS | O.COMPLEX_ONLY | {Op.FFT}],
+                                if op not in O.COMPLEX_PARTS | O.COMPLEX_ONLY | {Op.FFT}
+                                | O.COLLECTIVE],
                          ids=str)
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())

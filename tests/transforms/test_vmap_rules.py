@@ -414,6 +414,20 @@ def test_every_op_with_a_rule_is_tested():
         sorted(set(batching.batch_rules) - COVERED)
 
 
+COVERED.update(ops.COLLECTIVE - ops.LEAF)   # by the refusal below
+
+
+@pytest.mark.parametrize("op", sorted(ops.COLLECTIVE - ops.LEAF))
+def test_a_batched_collective_is_refused_by_name(op):
+    x = B.parameter(0, (2,), F64, "x")
+    make = {Op.ALL_REDUCE: lambda: B.all_reduce(x, "sum", "i", 2),
+            Op.ALL_GATHER: lambda: B.all_gather(x, 0, "i", 2),
+            Op.REDUCE_SCATTER: lambda: B.reduce_scatter(x, 0, "i", 2),
+            Op.COLLECTIVE_PERMUTE: lambda: B.collective_permute(x, [(0, 1)], "i", 2)}[op]
+    with pytest.raises(UnsupportedError, match=f"vmap of {op} over axis 'i'"):
+        batching.batch_module(Module("m", [x], [make()]), [0], SIZE, [0])
+
+
 def test_out_axes_place_the_batch_dimension():
     x = B.parameter(0, (2, 3), F64, "x")
     module = Module("m", [x], [B.unary(Op.NEG, x), B.full(1.0, (2,), F64)])
