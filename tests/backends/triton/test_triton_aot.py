@@ -57,7 +57,7 @@ def test_every_program_kernel_compiles_for_sm90():
     assert compiled > 150
     # what is not generated is what the backend says it does not generate yet
     for name, reason in not_generated.items():
-        assert "opaque" in reason or "tl.dot of i" in reason, (name, reason)
+        assert any(w in reason for w in ("opaque", "tl.dot of i", "linear algebra")), (name, reason)
 
 
 @pytest.mark.parametrize("mode,name,atom", [("add", "i64", "add.u64"), ("max", "i32", "max.s32"),
