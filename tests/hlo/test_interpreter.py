@@ -627,7 +627,8 @@ def test_reduce_max_nan():
 covers(Op.ARGMAX, Op.ARGMIN)
 
 
-@pytest.mark.parametrize("op,fn", [(Op.ARGMAX, np.argmax), (Op.ARGMIN, np.argmin)], ids=str)
+@pytest.mark.parametrize("op,fn", [(Op.ARGMAX, np.argmax), (Op.ARGMIN, np.argmin)],
+                         ids=["argmax", "argmin"])
 @pytest.mark.parametrize("name", ALL)
 @pytest.mark.parametrize("axis", [0, 1])
 @pytest.mark.parametrize("index_name", ["i64", "i32", "u8"])
