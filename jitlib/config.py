@@ -82,13 +82,26 @@ def cpu_loader() -> str:
 
 
 def roll_loops() -> bool:
-    """JITLIB_ROLL_LOOPS: whether jit rolls a Python loop that traced into many copies of
-    one step back into a `while` op (jitlib/trace/rolling.py). "1" (the default): yes;
-    "0": keep the straight-line trace. Read at each trace."""
+    """JITLIB_ROLL_LOOPS: how jit turns a Python `for` loop back into one `while` op.
+    "1" (the default): trace a loop's body once where its trips provably repeat
+    (jitlib/trace/loop_capture.py), and roll what traced trip by trip afterwards
+    (jitlib/trace/rolling.py); "after": only the latter; "0": neither, the straight-line
+    trace. Read at each trace."""
+    return _roll_loops_mode() != "0"
+
+
+def capture_loops() -> bool:
+    """Whether JITLIB_ROLL_LOOPS lets jit trace a loop's body once (see roll_loops)."""
+    return _roll_loops_mode() == "1"
+
+
+def _roll_loops_mode() -> str:
     value = os.environ.get("JITLIB_ROLL_LOOPS", "1").strip().lower() or "1"
-    if value not in ("0", "1", "true", "false", "on", "off"):
-        raise ValueError(f"JITLIB_ROLL_LOOPS={value!r}: use 1 or 0")
-    return value in ("1", "true", "on")
+    modes = {"1": "1", "true": "1", "on": "1", "0": "0", "false": "0", "off": "0",
+             "after": "after"}
+    if value not in modes:
+        raise ValueError(f"JITLIB_ROLL_LOOPS={value!r}: use 1, after or 0")
+    return modes[value]
 
 
 # ---------------------------------------------------------------------------- settings

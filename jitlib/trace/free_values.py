@@ -28,7 +28,7 @@ import numpy as np
 
 from jitlib import errors
 from jitlib.array import Array
-from jitlib.trace import host_random
+from jitlib.trace import host_random, loop_capture
 
 SMALL_ARRAY = 64
 _MISSING = object()
@@ -166,7 +166,12 @@ def _clone(fn, free):
                 free.value_for(name, value, "closure variable")
             cells.append(types.CellType(seen))
         cells = tuple(cells)
-    clone = types.FunctionType(fn.__code__, _GlobalsView(fn.__globals__, free), fn.__name__,
+    code = loop_capture.function_code(fn)
+    if code is None:
+        code = fn.__code__
+    else:
+        cells = loop_capture.closure_for(code, fn.__code__, cells)
+    clone = types.FunctionType(code, _GlobalsView(fn.__globals__, free), fn.__name__,
                                fn.__defaults__, cells)
     clone.__kwdefaults__ = fn.__kwdefaults__
     clone.__dict__.update(fn.__dict__)

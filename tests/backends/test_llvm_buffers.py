@@ -65,7 +65,7 @@ def test_results_survive_later_calls(name):
                          err_msg=str(exe.optimized))
 
 
-def test_liveness_lets_intermediates_share_memory():
+def test_liveness_lets_intermediates_share_memory(no_loop_rolling):
     def layers(x, w):
         for _ in range(5):       # a dot kernel each (tanh is its epilogue): 4 temporaries
             x = np.tanh(x @ w)

@@ -1,6 +1,10 @@
 """Loop rolling (issue 22 part 3): a plain Python `for` loop over traced arrays whose trips
 trace to the same steps rolls back into one `while` (jitlib/trace/rolling.py).
 
+These tests trace every trip and roll afterwards (JITLIB_ROLL_LOOPS=after): with the
+default, most of these loops are traced once before the roller sees them
+(tests/trace/test_loop_capture.py).
+
 Each program runs eagerly and jitted on the interpreter, cpu and jax backends
 (jitlib.testing.check_backends); the IR tests say what rolled and what did not.
 """
@@ -13,6 +17,11 @@ from jitlib.testing import check_backends
 from jitlib.trace import rolling
 
 BACKENDS = ("interpreter", "cpu", "jax")
+
+
+@pytest.fixture(autouse=True)
+def _roll_after_tracing(monkeypatch):
+    monkeypatch.setenv("JITLIB_ROLL_LOOPS", "after")
 
 
 def rng():

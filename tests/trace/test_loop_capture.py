@@ -1,0 +1,246 @@
+"""Python `for` loops traced once (jitlib/trace/loop_capture.py): the same values and
+caller-visible state as eager NumPy on every backend, a trace whose size does not grow
+with the trip count, and Python's own loop wherever the trips do not provably repeat."""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib import errors
+from jitlib.hlo.ops import Op
+
+BACKENDS = ["interpreter", "cpu", "jax"]
+
+
+def _ops(module):
+    """Every instruction of `module` and of the regions inside it."""
+    count = 0
+    for instr in module.instructions:
+        count += 1
+        for attr in ("body", "cond"):
+            region = instr.attrs.get(attr) if instr.op is Op.WHILE else None
+            if region is not None:
+                count += _ops(region)
+    return count
+
+
+def _whiles(module):
+    return sum(instr.op is Op.WHILE for instr in module.instructions)
+
+
+def _check(fn, args, backend, static=(), rtol=1e-6):
+    """jit(fn) and fn agree on the results and on what they leave in the arguments."""
+    eager_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    jit_args = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    want = fn(*eager_args)
+    got = jitlib.jit(fn, backend=backend, static_argnums=static)(*jit_args)
+    for g, w in zip(_tuple(got), _tuple(want)):
+        np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6)
+        assert np.asarray(g).dtype == np.asarray(w).dtype
+    for g, w in zip(jit_args, eager_args):
+        if isinstance(w, np.ndarray):
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=1e-6)
+
+
+def _tuple(x):
+    return x if isinstance(x, tuple) else (x,)
+
+
+def _traced(fn, args, static=()):
+    return jitlib.jit(fn, static_argnums=static).lower(*args).module
+
+
+# -- loops that capture
+
+def jacobi(A, B, steps):
+    A, B = A.copy(), B.copy()
+    for _ in range(steps):
+        B[1:-1, 1:-1] = 0.2 * (A[1:-1, 1:-1] + A[1:-1, :-2] + A[1:-1, 2:]
+                              + A[2:, 1:-1] + A[:-2, 1:-1])
+        A[1:-1, 1:-1] = 0.2 * (B[1:-1, 1:-1] + B[1:-1, :-2] + B[1:-1, 2:]
+                              + B[2:, 1:-1] + B[:-2, 1:-1])
+    return A, B
+
+
+def leapfrog(pos, vel, steps):
+    dt = 0.01
+    for _ in range(steps):
+        vel = vel - 0.5 * dt * pos
+        pos = pos + dt * vel
+        vel = vel - 0.5 * dt * pos
+    return pos, vel
+
+
+def smooth_in_place(x, steps):
+    for _ in range(steps):        # writes into the caller's array every trip
+        x[1:-1] = 0.5 * x[1:-1] + 0.25 * (x[:-2] + x[2:])
+    return x.sum()
+
+
+def running_sum(xs):
+    acc = np.zeros(xs.shape[1], xs.dtype)
+    for t in range(xs.shape[0]):
+        acc = acc + xs[t] * 0.5
+    return acc, t
+
+
+def gather_rows(xs):
+    out = np.empty_like(xs)
+    for t in range(xs.shape[0]):
+        out[t] = np.tanh(xs[t]) * t
+    return out
+
+
+def nested(x, outer, inner):
+    for _ in range(outer):
+        for _k in range(inner):
+            x = x * 0.9 + 0.1
+        x = np.sqrt(np.abs(x))
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("case", ["jacobi", "leapfrog", "in_place", "index", "rows",
+                                  "nested"])
+def test_captured_loops_match_eager_numpy(case, backend):
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((12, 5)).astype(np.float32)
+    fn, args, static = {
+        "jacobi": (jacobi, (x, x[::-1].copy(), 9), (2,)),
+        "leapfrog": (leapfrog, (x, x * 0.1, 30), (2,)),
+        "in_place": (smooth_in_place, (x[:, 0].copy(), 25), (1,)),
+        "index": (running_sum, (x,), ()),
+        "rows": (gather_rows, (x,), ()),
+        "nested": (nested, (x, 6, 5), (1, 2)),
+    }[case]
+    _check(fn, args, backend, static)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (jacobi, lambda n: (np.ones((8, 8), np.float32), np.zeros((8, 8), np.float32), n)),
+    (leapfrog, lambda n: (np.ones(4), np.zeros(4), n)),
+    (smooth_in_place, lambda n: (np.ones(16), n)),
+])
+def test_the_trace_does_not_grow_with_the_trip_count(fn, make):
+    static = (len(make(1)) - 1,)
+    small, large = (_traced(fn, make(n), static) for n in (10, 1000))
+    assert _whiles(large) == 1, large
+    assert _ops(large) == _ops(small)
+
+
+def test_loop_variable_and_names_bound_in_the_loop_are_seen_after_it():
+    def f(x):
+        for i in range(7):
+            y = x * i
+        return y + i, np.float32(i)
+    for backend in BACKENDS:
+        _check(f, (np.arange(3, dtype=np.float32),), backend)
+    assert _whiles(_traced(f, (np.arange(3, dtype=np.float32),))) == 1
+
+
+def test_a_view_taken_before_the_loop_sees_the_in_place_writes():
+    def f(x):
+        x = x.copy()
+        head = x[:2]
+        for _ in range(10):
+            x[:] = x * 0.5 + 1.0
+        return head.copy(), x
+    for backend in BACKENDS:
+        _check(f, (np.arange(6, dtype=np.float64),), backend)
+
+
+# -- loops that stay Python loops, with Python's results
+
+def counter_carried(x):
+    t = 0.0
+    for _ in range(8):
+        x = x + t
+        t += 0.5        # a Python float that changes every trip: not a traced value
+    return x
+
+
+def growing(x):
+    for _ in range(5):
+        x = np.concatenate([x, x[-1:] + 1])
+    return x
+
+
+def collected(x):
+    hs = []
+    for _ in range(6):
+        x = np.tanh(x)
+        hs.append(x)
+    return np.stack(hs)
+
+
+def branch_on_index(x):
+    for i in range(8):
+        if i % 3 == 0:
+            x = x * 2.0
+        else:
+            x = x - 1.0
+    return x
+
+
+def early_exit(x):
+    for i in range(10):
+        x = x + i
+        if i == 4:
+            break
+    return x
+
+
+def swapped(a, b):
+    for _ in range(5):
+        a, b = b, a + b
+    return a, b
+
+
+def drawn(x):
+    for _ in range(6):
+        x = x + np.random.standard_normal(x.shape)
+    return x
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [counter_carried, growing, collected, branch_on_index,
+                                early_exit, swapped], ids=lambda f: f.__name__)
+def test_loops_that_do_not_repeat_run_as_python(fn, backend):
+    x = np.linspace(-1.0, 1.0, 6)
+    args = (x, x[::-1].copy()) if fn is swapped else (x,)
+    _check(fn, args, backend)
+
+
+def test_random_draws_inside_a_loop_are_new_every_trip_and_every_call():
+    x = np.zeros(4)
+    f = jitlib.jit(drawn)
+    np.random.seed(3)
+    got = [f(x), f(x)]
+    next_after_jit = np.random.standard_normal()
+    np.random.seed(3)
+    want = [drawn(x), drawn(x)]
+    assert np.random.standard_normal() == next_after_jit   # the caller's stream moved alike
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_an_error_inside_a_captured_body_names_the_users_line():
+    def f(x, y):
+        for _ in range(6):
+            x = x + y          # (3,) + (4,): raised on the first trip, as NumPy would
+        return x
+    with pytest.raises(errors.ShapeError) as info:
+        jitlib.jit(f)(np.ones(3), np.ones(4))
+    assert info.value.location.line == f.__code__.co_firstlineno + 2
+    assert "test_loop_capture.py" in info.value.location.file
+
+
+def test_the_while_region_carries_the_line_of_the_for():
+    text = jitlib.jit(leapfrog, static_argnums=2).lower(np.ones(3), np.ones(3), 50).as_text()
+    (line,) = [ln for ln in text.splitlines() if " while(" in ln]
+    assert f'test_loop_capture.py":{leapfrog.__code__.co_firstlineno + 2}' in line, line
+
+
+def test_roll_loops_off_keeps_the_straight_line_trace(monkeypatch):
+    monkeypatch.setenv("JITLIB_ROLL_LOOPS", "0")
+    module = _traced(leapfrog, (np.ones(3), np.ones(3), 20), (2,))
+    assert _whiles(module) == 0
