@@ -87,9 +87,11 @@ def _callable(spec):
     return f, args
 
 
-def child(spec):
-    """Time one (workload, tool, form, trips) in this fresh process; print one JSON line."""
-    f, args = _callable(spec)
+def child(spec, make=None):
+    """Time one (workload, tool, form, trips) in this fresh process; print one JSON line.
+    `make(spec) -> (f, args)` (default: this module's workloads) lets other benchmarks
+    time their own programs the same way."""
+    f, args = (make or _callable)(spec)
     t0 = time.perf_counter()
     out = _block(f(*args))
     rec = dict(first_s=time.perf_counter() - t0)
@@ -107,12 +109,13 @@ def child(spec):
     print("RESULT " + json.dumps(rec), flush=True)
 
 
-def run_child(spec, timeout):
-    """Run `child(spec)` in a fresh interpreter with an empty jitlib cache directory."""
+def run_child(spec, timeout, module="benchmarks.loops"):
+    """Run `module`'s `child(spec)` in a fresh interpreter with an empty jitlib cache
+    directory."""
     with tempfile.TemporaryDirectory(prefix="jitlib-loops-") as cache:
         env = dict(os.environ, JITLIB_CACHE_DIR=cache, XLA_PYTHON_CLIENT_PREALLOCATE="false")
         env.pop("JITLIB_LOG", None)
-        cmd = [sys.executable, "-m", "benchmarks.loops", "--child", json.dumps(spec)]
+        cmd = [sys.executable, "-m", module, "--child", json.dumps(spec)]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
                                   timeout=timeout)

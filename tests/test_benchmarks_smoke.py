@@ -123,3 +123,17 @@ def test_loops_quick_run_writes_json_and_markdown(tmp_path):
     md = next(tmp_path.glob("loops-cpu-*.md")).read_text()
     assert "Host:" in md and "## Targets (issue 22)" in md
     assert next(tmp_path.glob("loops-cpu-*.json"))
+
+
+def test_compile_time_quick_run_writes_json_and_markdown(tmp_path):
+    # the 4-layer forward at tiny sizes: 3 fresh child processes
+    import json
+    from benchmarks import compile_time
+    assert compile_time.main(["--quick", "--only", "gpt2_4", "--out", str(tmp_path)]) == 0
+    rows = json.loads(next(tmp_path.glob("compile-time-cpu-*.json")).read_text())["rows"]
+    for tool in ("jitlib", "jax"):
+        rec = rows["gpt2_4"][tool]
+        assert "first_s" in rec and "warm_s" in rec, (tool, rec)
+        assert rec["max_rel_err"] < 1e-4, (tool, rec)
+    md = next(tmp_path.glob("compile-time-cpu-*.md")).read_text()
+    assert "## Targets (issue 24 part 3)" in md and "| gpt2_4 |" in md
