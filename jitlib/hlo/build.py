@@ -132,6 +132,8 @@ def broadcast_to(x, shape, loc=None):
 
 def reshape(x, shape, loc=None):
     shape = _ints(shape)
+    if x.op is Op.RESHAPE:    # row-major reshapes compose: only the last one counts
+        x = x.operands[0]
     if x.shape == shape:
         return x
     return make(Op.RESHAPE, (x,), dict(shape=shape), loc)
@@ -159,10 +161,37 @@ def pad(x, value, low, high, interior=None, loc=None):
 
 
 def concatenate(xs, dim, loc=None):
-    xs = tuple(xs)
+    xs = _joined_slices(tuple(xs), int(dim))
     if len(xs) == 1:
         return xs[0]
     return make(Op.CONCATENATE, xs, dict(dim=int(dim)), loc)
+
+
+def _joined_slices(xs, dim):
+    """`xs` with each run of adjacent slices of one array along `dim` (np.stack of a loop's
+    per-trip rows of its stacked output) joined into one slice."""
+    if len(xs) < 2 or not any(x.op is Op.SLICE for x in xs):
+        return xs
+    out = [xs[0]]
+    for x in xs[1:]:
+        prev = out[-1]
+        if x.op is Op.SLICE and prev.op is Op.SLICE and _adjacent(prev, x, dim):
+            # the two agree off `dim`, so the joined slice spans prev's start to x's limit
+            out[-1] = slice(x.operands[0], prev.attrs["start"], x.attrs["limit"])
+        else:
+            out.append(x)
+    return tuple(out)
+
+
+def _adjacent(a, b, dim):
+    if a.operands[0] is not b.operands[0]:
+        return False
+    ones = (1,) * a.ndim
+    return a.attrs["strides"] == ones and b.attrs["strides"] == ones \
+        and a.attrs["limit"][dim] == b.attrs["start"][dim] \
+        and all(a.attrs["start"][d] == b.attrs["start"][d]
+                and a.attrs["limit"][d] == b.attrs["limit"][d]
+                for d in range(a.ndim) if d != dim)
 
 
 def reverse(x, dims, loc=None):

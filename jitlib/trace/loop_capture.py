@@ -32,6 +32,7 @@ Python loops, traced trip by trip and rolled afterwards where their trips repeat
 import ast
 import inspect
 import textwrap
+import threading
 import types
 
 from jitlib import config, errors
@@ -39,8 +40,9 @@ from jitlib import config, errors
 MIN_TRIPS = 4   # a shorter loop runs as Python: two trips and one traced trip save nothing
 PYTHON_TRIPS = 2
 
-_RUN, _STATE, _UNBOUND = "_jitlib_run_for", "_jitlib_state", "_jitlib_unbound"
-_HELPER_NAMES = (_RUN, _STATE, _UNBOUND)
+_RUN, _STATE, _UNBOUND, _APPEND = ("_jitlib_run_for", "_jitlib_state", "_jitlib_unbound",
+                                   "_jitlib_append")
+_HELPER_NAMES = (_RUN, _STATE, _UNBOUND, _APPEND)
 
 
 class _Unbound:
@@ -74,7 +76,7 @@ def function_code(fn):
 def closure_for(new_code, old_code, cells):
     """The closure of `new_code`: `cells` (for `old_code`'s free variables) by name, and
     the helpers the rewritten loops call."""
-    helpers = {_RUN: run_for, _STATE: state_of, _UNBOUND: UNBOUND}
+    helpers = {_RUN: run_for, _STATE: state_of, _UNBOUND: UNBOUND, _APPEND: append_to}
     by_name = dict(zip(old_code.co_freevars, cells or ()))
     return tuple(by_name[name] if name in by_name else types.CellType(helpers[name])
                  for name in new_code.co_freevars)
@@ -159,23 +161,45 @@ if hasattr(ast, "TryStar"):
 
 
 def _capturable(loop, nonlocal_names):
+    """The names of the lists the loop's body appends to (`hs.append(h)` statements), or
+    None where the loop is not rewritten."""
     if not isinstance(loop, ast.For) or loop.orelse or not isinstance(loop.target, ast.Name):
-        return False
-    stored = set()
+        return None
+    stored, appends, mentions = set(), {}, {}
     todo = [(node, False) for node in loop.body]   # (node, inside a nested loop)
     while todo:
         node, nested = todo.pop()
-        if isinstance(node, _REFUSED) or isinstance(node, (ast.Break, ast.Continue)) \
+        listed = _appended_list(node)
+        if listed is not None:
+            appends[listed] = appends.get(listed, 0) + 1
+        elif isinstance(node, _REFUSED) or isinstance(node, (ast.Break, ast.Continue)) \
                 and not nested:
-            return False
-        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            stored.add(node.id)
+            return None
+        if isinstance(node, ast.Name):
+            mentions[node.id] = mentions.get(node.id, 0) + 1
+            if isinstance(node.ctx, ast.Store):
+                stored.add(node.id)
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda,
                              ast.ClassDef)):
             continue
         inner = nested or isinstance(node, (ast.For, ast.While))
         todo.extend((child, inner) for child in ast.iter_child_nodes(node))
-    return not stored & nonlocal_names
+    # a list the body reads (hs[-1]) or rebinds would see the trips a traced body skips
+    if stored & nonlocal_names or any(mentions[n] != k or n in stored
+                                      for n, k in appends.items()):
+        return None
+    return set(appends)
+
+
+def _appended_list(node):
+    """N for a statement `N.append(value)`, else None."""
+    if isinstance(node, ast.Expr) and isinstance(node.value, ast.Call):
+        call = node.value
+        if isinstance(call.func, ast.Attribute) and call.func.attr == "append" \
+                and isinstance(call.func.value, ast.Name) and len(call.args) == 1 \
+                and not call.keywords and not isinstance(call.args[0], ast.Starred):
+            return call.func.value.id
+    return None
 
 
 class _Rewriter:
@@ -186,7 +210,7 @@ class _Rewriter:
     def statements(self, body):
         out = []
         for stmt in body:
-            if _capturable(stmt, self.nonlocal_names):
+            if _capturable(stmt, self.nonlocal_names) is not None:
                 out.extend(self._loop(stmt))
                 continue
             if isinstance(stmt, (ast.If, ast.For, ast.While)):
@@ -226,6 +250,12 @@ class _Rewriter:
         body_def.body[at:at + 1] = loop.body
         call = made[1].value
         call.args[0] = loop.iter
+        for node in (n for stmt in loop.body for n in ast.walk(stmt)):
+            listed = _appended_list(node)
+            if listed is not None:    # hs.append(v) -> _jitlib_append(hs, v)
+                node.value.args.insert(0, node.value.func.value)
+                node.value.func = ast.Name(_APPEND, ast.Load())
+                ast.copy_location(node.value.func, node.value)
         return made
 
 
@@ -234,6 +264,19 @@ class _Rewriter:
 def state_of(scope, names):
     """The values of `names` in `scope` (a locals() dict), UNBOUND where unbound."""
     return tuple(scope.get(n, UNBOUND) for n in names)
+
+
+_collecting = threading.local()   # .lists: id(list) -> values its body appended this trip
+
+
+def append_to(values, value):
+    """`values.append(value)`, except while a loop body is traced once for its trips:
+    then the value is one trip's entry of a stacked loop output."""
+    lists = getattr(_collecting, "lists", None)
+    if lists is not None and id(values) in lists:
+        lists[id(values)].append(value)
+    else:
+        values.append(value)
 
 
 class _NotSteady(Exception):
@@ -245,17 +288,22 @@ def run_for(iterable, body, state, index, index_used):
     first two traced once as a `while` where they provably repeat. `state[index]` is the
     loop variable; `index_used`: whether the body reads it."""
     from jitlib.trace.context import current_trace
+    from jitlib.trace.tracer import Tracer
     if type(iterable) is not range or len(iterable) < MIN_TRIPS \
             or current_trace() is None or not config.capture_loops() \
             or index_used and iterable.step != 1:
         return _python(iterable, body, state)
+    grown = []    # per Python trip, how many values each list in the state gained
     for i in iterable[:PYTHON_TRIPS]:
+        lengths = [len(x) if type(x) is list else 0 for x in state]
+        values = [x.instr if isinstance(x, Tracer) else None for x in state]
         before, state = state, body(i, *state)
+        grown.append([len(x) - n if type(x) is list else 0 for x, n in zip(state, lengths)])
     rest = iterable[PYTHON_TRIPS:]
-    plan = _steady(before, state, index)
-    if plan is None:
+    plan = _steady(before, state, index, values)
+    if plan is None or any(g != grown[0] for g in grown):
         return _python(rest, body, state)
-    captured = _captured(rest, body, state, plan, index)
+    captured = _captured(rest, body, state, plan, index, grown[-1])
     return captured if captured is not None else _python(rest, body, state)
 
 
@@ -265,9 +313,10 @@ def _python(iterable, body, state):
     return state
 
 
-def _steady(before, after, index):
+def _steady(before, after, index, values):
     """Per variable, how the last trip treated it ("inplace", "new" or "same"; "index"
-    for the loop variable), or None where the trips are not shown to repeat."""
+    for the loop variable), or None where the trips are not shown to repeat. `values`:
+    the traced variables' values before the trip (an array only read stays "same")."""
     from jitlib.trace.tracer import Tracer
     plan = []
     ids_before = {id(x) for x in before}
@@ -279,7 +328,7 @@ def _steady(before, after, index):
                     or a._base is not None or b._base is not None:
                 return None
             if b is a:
-                plan.append("inplace")
+                plan.append("same" if b.instr is values[j] else "inplace")
             elif id(b) not in ids_before:
                 plan.append("new")
             else:
@@ -300,35 +349,60 @@ def _root(x):
     return x
 
 
-def _captured(rest, body, state, plan, index):
+def _captured(rest, body, state, plan, index, appended):
     """The state after `rest` trips traced as one fori_loop, or None where the body did
-    something a loop cannot repeat (the trace is left as it was)."""
+    something a loop cannot repeat (the trace is left as it was). `appended[j]`: how
+    many values the list `state[j]` gains each trip; they become stacked loop outputs."""
     from jitlib.trace import control_flow
     from jitlib.trace.context import current_trace
-    from jitlib.trace.tracer import Tracer
+    from jitlib.trace.tracer import Tracer, broadcast
+    from jitlib.hlo import build
     root = current_trace()
     while getattr(root, "outer", None) is not None:
         root = root.outer
     mark = len(root.params), len(root.call_inputs), len(root.tracers)
     carried = [j for j, kind in enumerate(plan) if kind in ("inplace", "new")]
+    # one stacked buffer per value a list gains per trip, typed by the last Python trip's
+    stacks = [(j, q, state[j][len(state[j]) - n + q])
+              for j, n in enumerate(appended) for q in range(n)]
+    if any(not isinstance(item, Tracer) for _, _, item in stacks):
+        return None
+    n_trips = len(rest)
+    # with step 1 the counter is the loop variable; otherwise the body does not read it
+    lower, upper = (rest.start, rest.stop) if rest.step == 1 else (0, n_trips)
+    buffers = tuple(Tracer(broadcast(build.constant(0, item.dtype),
+                                     (n_trips, *item.shape)))
+                    for _, _, item in stacks)
 
     def step(i, carry):
         args = list(state)
         args[index] = i
         for j, value in zip(carried, carry):
             args[j] = value
-        out = body(i, *args)
+        lists = {id(state[j]): [] for j, n in enumerate(appended) if n}
+        _collecting.lists = lists
+        try:
+            out = body(i, *args)
+        finally:
+            _collecting.lists = None
         for j, kind in enumerate(plan):
             if kind == "same" and out[j] is not args[j] \
                     or kind in ("inplace", "new") and not isinstance(out[j], Tracer):
                 raise _NotSteady
-        return tuple(out[j] for j in carried)
+        filled = []
+        for buf, (j, q, item) in zip(carry[len(carried):], stacks):
+            got = lists[id(state[j])]
+            value = got[q] if len(got) == appended[j] else None
+            if not isinstance(value, Tracer) or value.shape != item.shape \
+                    or value.dtype != item.dtype:
+                raise _NotSteady
+            buf[i - lower] = value
+            filled.append(buf)
+        return tuple(out[j] for j in carried) + tuple(filled)
 
-    # with step 1 the counter is the loop variable; otherwise the body does not read it
-    lower, upper = (rest.start, rest.stop) if rest.step == 1 else (0, len(rest))
     try:
         result = control_flow.fori_loop(lower, upper, step,
-                                        tuple(state[j] for j in carried))
+                                        tuple(state[j] for j in carried) + buffers)
     except Exception:   # noqa: BLE001 - any failure: the trips run as Python instead
         result = None
     if result is None or (len(root.params), len(root.call_inputs), len(root.tracers)) \
@@ -343,5 +417,13 @@ def _captured(rest, body, state, plan, index):
             state[j]._assign(value.instr)
         else:
             out[j] = value
+    stacked = result[len(carried):]
+    for t in range(n_trips):     # each trip's values, in the order the trips made them
+        for (j, q, item), buf in zip(stacks, stacked):
+            start = (t,) + (0,) * item.ndim
+            limit = (t + 1,) + item.shape
+            state[j].append(Tracer(build.reshape(build.slice(buf.instr, start, limit),
+                                                 item.shape)))
     out[index] = rest[-1]
     return tuple(out)
+

@@ -148,6 +148,39 @@ def test_a_view_taken_before_the_loop_sees_the_in_place_writes():
         _check(f, (np.arange(6, dtype=np.float64),), backend)
 
 
+def collected(x):
+    hs = []
+    for _ in range(6):
+        x = np.tanh(x)
+        hs.append(x)
+    return np.stack(hs)
+
+
+def two_a_trip(x):
+    out, sums = [], []
+    for t in range(7):
+        x = x * 0.5 + t
+        out.append(x)
+        out.append(-x)
+        sums.append(x.sum())
+    return out, np.array(sums)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [collected, two_a_trip], ids=lambda f: f.__name__)
+def test_values_appended_each_trip_become_stacked_outputs(fn, backend):
+    x = np.linspace(-1.0, 1.0, 5).astype(np.float32)
+    _check(fn, (x,), backend)
+    assert _whiles(_traced(fn, (x,))) == 1
+
+
+def test_stacking_a_collected_list_reads_the_loop_output_whole():
+    module = jitlib.jit(collected).lower(np.ones(3)).module
+    # the four rows the loop made are one slice of its stacked output, not four
+    concat = [i for i in module.instructions if i.op is Op.CONCATENATE]
+    assert len(concat) == 1 and len(concat[0].operands) == 3, module
+
+
 # -- loops that stay Python loops, with Python's results
 
 def counter_carried(x):
@@ -162,14 +195,6 @@ def growing(x):
     for _ in range(5):
         x = np.concatenate([x, x[-1:] + 1])
     return x
-
-
-def collected(x):
-    hs = []
-    for _ in range(6):
-        x = np.tanh(x)
-        hs.append(x)
-    return np.stack(hs)
 
 
 def branch_on_index(x):
@@ -195,6 +220,21 @@ def swapped(a, b):
     return a, b
 
 
+def reads_its_list(x):
+    hs = [x]
+    for _ in range(6):
+        hs.append(np.tanh(hs[-1]))    # reads the list: not rewritten
+    return np.stack(hs)
+
+
+def appends_the_index(x):
+    ts = []
+    for t in range(6):
+        x = x + 1.0
+        ts.append(t)                  # a Python int per trip: stays a Python loop
+    return x * np.array(ts).sum()
+
+
 def drawn(x):
     for _ in range(6):
         x = x + np.random.standard_normal(x.shape)
@@ -202,8 +242,9 @@ def drawn(x):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("fn", [counter_carried, growing, collected, branch_on_index,
-                                early_exit, swapped], ids=lambda f: f.__name__)
+@pytest.mark.parametrize("fn", [counter_carried, growing, branch_on_index, early_exit,
+                                swapped, reads_its_list, appends_the_index],
+                         ids=lambda f: f.__name__)
 def test_loops_that_do_not_repeat_run_as_python(fn, backend):
     x = np.linspace(-1.0, 1.0, 6)
     args = (x, x[::-1].copy()) if fn is swapped else (x,)
