@@ -205,8 +205,9 @@ def render(rows, info, args):
              f"Host: {info.get('gpu') or info['cpu']}, {info['cores']} cores; numpy "
              f"{info['numpy']}, jax {info['jax']}, llvmlite {info['llvmlite']}; {info['date']}"
              + (" (--quick: tiny sizes, not a measurement)" if args.quick else ""), "",
-             "Each cell is a fresh Python process with an empty JITLIB_CACHE_DIR; first = "
-             "trace + compile + one run, warm = median of later calls.", "",
+             "Each cell is a fresh Python process with an empty JITLIB_CACHE_DIR (jitlib's "
+             "modules byte-compiled first, as pip does); first = trace + compile + one run, "
+             "warm = median of later calls.", "",
              "| program | jitlib 1st ms | jax 1st ms | jax / jitlib (1st) | jitlib warm ms | "
              "jax warm ms | numpy ms | max rel err (jitlib, jax) |",
              "|---|---|---|---|---|---|---|---|"]
@@ -245,6 +246,7 @@ def main(argv=None):
     if args.child:
         return child(json.loads(args.child))
     info = loops.machine_info(args.gpu)
+    loops.byte_compile_jitlib()
     names = args.only or list(PROGRAMS)
     if args.quick:
         names = [n for n in names if n != "gpt2_48"]

@@ -115,6 +115,7 @@ def run_child(spec, timeout, module="benchmarks.loops"):
     with tempfile.TemporaryDirectory(prefix="jitlib-loops-") as cache:
         env = dict(os.environ, JITLIB_CACHE_DIR=cache, XLA_PYTHON_CLIENT_PREALLOCATE="false")
         env.pop("JITLIB_LOG", None)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)   # see byte_compile_jitlib
         cmd = [sys.executable, "-m", module, "--child", json.dumps(spec)]
         try:
             proc = subprocess.run(cmd, env=env, capture_output=True, text=True,
@@ -129,6 +130,15 @@ def run_child(spec, timeout, module="benchmarks.loops"):
 
 
 # ---------------------------------------------------------------------------- parent
+
+def byte_compile_jitlib():
+    """Write jitlib's .pyc files, as `pip install` does, so that a child's first call does
+    not compile the modules it imports lazily from source (some hosts set
+    PYTHONDONTWRITEBYTECODE: about 55 ms of a cpu first call on the Intel VM)."""
+    import compileall
+    import jitlib
+    compileall.compile_dir(os.path.dirname(jitlib.__file__), quiet=2)
+
 
 def machine_info(gpu):
     info = dict(python=platform.python_version(), platform=platform.platform(),
@@ -251,7 +261,8 @@ def render(rows, info, args, notes):
              f"{info['llvmlite']}; {info['date']}" + ("; **--quick sizes**" if args.quick
                                                      else ""), "",
              "First call = trace + compile + one run, each in a fresh Python process with "
-             "an empty JITLIB_CACHE_DIR (imports not counted). Warm = median of repeated "
+             "an empty JITLIB_CACHE_DIR (imports not counted; jitlib's modules byte-compiled "
+             "first, as pip does). Warm = median of repeated "
              f"calls (budget {args.budget} s, 3-20 calls) at the larger trip count. Timings "
              "are from a shared machine and noisy: read them as rough.", "",
              "| workload | trips | jitlib plain 1st ms | jitlib loop 1st ms | jax 1st ms | "
@@ -316,6 +327,7 @@ def main(argv=None):
     except ImportError:
         notes.append("jax not installed: its columns are empty")
     info = machine_info(args.gpu)
+    byte_compile_jitlib()
     rows = {}
     for name in args.only or list(LW.WORKLOADS):
         w = LW.WORKLOADS[name]

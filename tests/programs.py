@@ -1019,6 +1019,48 @@ def cumulative_max_by_loop(x):
     return out
 
 
+# --- Python loops over time steps and epochs, with histories (issue 22) -----------------------
+# Long enough that jit traces each loop's body once (jitlib/trace/loop_capture.py), or, where
+# a Python number changes each trip, runs the trips as Python.
+
+
+@program(lambda rng: (uniform(rng, 32, dtype=np.float64), 12))
+def heat_diffusion_snapshots(u, steps):
+    """Explicit 1-D heat equation, fixed ends, a snapshot of the rod every step."""
+    u = u.copy()
+    snapshots = []
+    for _ in range(steps):
+        u[1:-1] = u[1:-1] + 0.4 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        snapshots.append(u.copy())
+    return np.stack(snapshots), u.mean()
+
+
+@program(lambda rng: (normal(rng, 40, 3, dtype=np.float64), uniform(rng, 40) > 0.5,
+                      np.zeros(3), 15), static_argnums=(3,))
+def logistic_regression_training(X, y, w, epochs):
+    """Full-batch gradient descent that keeps its loss history, updating w in place."""
+    losses = []
+    for epoch in range(epochs):
+        p = 1.0 / (1.0 + np.exp(-(X @ w)))
+        losses.append(-np.mean(y * np.log(p + 1e-12) + (1 - y) * np.log(1 - p + 1e-12)))
+        w -= 0.5 * X.T @ (p - y) / len(y)
+    return np.array(losses)
+
+
+@program(lambda rng: (normal(rng, 4, dtype=np.float64), normal(rng, 4, dtype=np.float64)))
+def damped_oscillator_trajectory(x, v):
+    """Semi-implicit Euler with a Python clock: t changes every trip, so the trips stay
+    Python trips."""
+    t, dt = 0.0, 0.05
+    xs = []
+    for _ in range(20):
+        v = v - dt * (x + 0.1 * v) + dt * 0.01 * t
+        x = x + dt * v
+        t += dt
+        xs.append(x)
+    return np.stack(xs), t
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they
