@@ -337,16 +337,10 @@ def _steady(before, after, index, values):
             return None
         else:
             plan.append("same")
-    roots = [_root(x) for x in after if isinstance(x, Tracer)]
-    if len({id(r) for r in roots}) != len(roots):
-        return None            # two variables share memory: separate carries would not
+    arrays = [id(x) for x in after if isinstance(x, Tracer)]   # none is a view (above)
+    if len(set(arrays)) != len(arrays):
+        return None            # two variables name one array: separate carries would not
     return plan
-
-
-def _root(x):
-    while x._base is not None:
-        x = x._base
-    return x
 
 
 def _captured(rest, body, state, plan, index, appended):
