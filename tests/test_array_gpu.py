@@ -239,10 +239,15 @@ def test_operators_on_the_device(dev, op, dtype):
     x, y = operands(dtype)
     a = dev.from_numpy(x)
     same(op(a, 2), op(x, 2))
+    if (op.__name__, dtype) == ("pow", np.int32):
+        # an integer exponent on the device may be negative, which NumPy refuses: jit
+        # cannot know, and says so (as test_array_ops.py checks on the host)
+        with pytest.raises(ValueError, match="negative"):
+            op(3, a)
+        return
     same(op(3, a), op(3, x))          # reflected (xfailed on the interpreter for float %)
-    if (op.__name__, dtype) != ("pow", np.int32):
-        same(op(a, dev.from_numpy(y)), op(x, y))
-        same(op(x, dev.from_numpy(y)), op(x, y))
+    same(op(a, dev.from_numpy(y)), op(x, y))
+    same(op(x, dev.from_numpy(y)), op(x, y))
 
 
 @pytest.mark.parametrize("name", FUNCTIONS)

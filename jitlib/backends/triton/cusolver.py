@@ -55,8 +55,10 @@ class CusolverRunner:
         with cp.cuda.ExternalStream(self.device.stream):
             try:
                 with cupyx.errstate(linalg="raise"):
-                    result = _RULES[self.instr.op](cp, self.instr,
-                                                   *[self._view(b) for b in buffers])
+                    # the op's operands are the body's parameters, one per distinct
+                    # kernel operand: solve(x, x) reads one buffer twice
+                    views = [self._view(buffers[p.attrs["index"]]) for p in self.instr.operands]
+                    result = _RULES[self.instr.op](cp, self.instr, *views)
             except np.linalg.LinAlgError:
                 return self.fallback(buffers)
             out = self.device.empty(self.instr.shape, self.instr.dtype)

@@ -161,6 +161,8 @@ class TritonExecutable(Executable):
             elif name in self.kernels:
                 kernel = self.kernels[name]
                 out.append(f"# ---- {compiler.source_path(kernel)}\n{kernel.source}")
+            elif name in self.library_calls:
+                out.append(f"# ---- {name}: {self.library_calls[name]}\n")
             else:
                 out.append(f"# ---- {name}: not generated, runs on the interpreter "
                            f"({self.fallbacks[name]})\n")
