@@ -428,7 +428,12 @@ def test_a_generation_loop_runs_unchanged_on_device_results(dev):
               rng.standard_normal((8, 16), dtype=np.float32))
     expected = generate(tiny_model, params, [1, 2, 3], 4)
     model = jitlib.jit(tiny_model, backend="gpu")
-    assert generate(model, jitlib.device_put(params, dev), [1, 2, 3], 4) == expected
+    on_device = jitlib.device_put(params, dev)
+    before = dev.to_host
+    assert generate(model, on_device, [1, 2, 3], 4) == expected
+    # per step only int(argmax) reaches the host: the cumsum is a kernel (scan.py), not
+    # a round trip through the interpreter
+    assert dev.to_host - before == 4
 
 
 # ---------------------------------------------------------------------------- inside jit

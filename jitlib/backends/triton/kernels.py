@@ -34,7 +34,7 @@ import re
 import numpy as np
 
 from jitlib.backends.elemental import Index
-from jitlib.backends.triton import configs, f32_products, scatter, sort
+from jitlib.backends.triton import configs, f32_products, scan, scatter, sort
 from jitlib.backends.triton.elemental import Elemental, store_value
 from jitlib.backends.triton.source import (
     F64, Unsupported, Writer, compute_type, literal, memory_type, narrow, pointer_signature,
@@ -531,6 +531,8 @@ def render(fusion):
                           "(LAPACK on the host)")
     if kind == "opaque" and any(i.op is Op.SORT for i in body.instructions):
         return render_sort(name, body, summary)
+    if kind == "opaque" and any(i.op in O.CUMULATIVE for i in body.instructions):
+        return render_scan(name, body, summary)
     if kind == "opaque":
         return render_scatter(name, body, summary)
     raise Unsupported(f"{kind} kernels are not generated; they run on the interpreter")
@@ -560,5 +562,20 @@ def render_sort(name, body, summary=""):
     return TritonKernel(
         name, fn, "sort", _module_text(fn, "sort", summary, params, w.text(), w.helpers),
         [0], [(result.shape, result.dtype)], config, lambda c: (programs,),
+        _signature(params, [(p.shape, p.dtype) for p in body.params],
+                   [(result.shape, result.dtype)]))
+
+
+# -- cumulative kernels (scan.py): each lane walks its axis in order
+
+def render_scan(name, body, summary=""):
+    w, config, programs = scan.source(body)   # raises Unsupported for the scans it leaves
+    fn = identifier(name)
+    params = _pointer_params(len(body.params), 1) + ["BLOCK: tl.constexpr"]
+    (result,) = body.results
+    return TritonKernel(
+        name, fn, "scan", _module_text(fn, "scan", summary, params, w.text(), w.helpers),
+        list(range(len(body.params))), [(result.shape, result.dtype)], config,
+        lambda c: (programs,),
         _signature(params, [(p.shape, p.dtype) for p in body.params],
                    [(result.shape, result.dtype)]))
