@@ -8,13 +8,17 @@ atomics' order does not show and the result is the interpreter's. Float sums dep
 the order (NumPy's is the index order), float max/min on NaN rules atomics do not keep,
 and 8/16-bit atomics do not exist: those scatters stay on the interpreter.
 
+A scatter of one index (a scan's `ys[i] = y`, `x[k] += v` with a traced k) has no
+duplicates, so no order to keep: any mode and dtype but bf16 arithmetic (which could
+round twice through f32) is generated as plain read-modify-writes.
+
 One program keeps the copy before the updates without a second launch; the updates of
 a tile still run in parallel across its threads.
 """
 import numpy as np
 
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.source import Unsupported, Writer
+from jitlib.backends.triton.source import BF16, Unsupported, Writer
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
@@ -27,9 +31,11 @@ def scatter_of(body):
     """The body's one scatter, or raise Unsupported."""
     ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
     if len(ops) != 1 or ops[0].op is not Op.SCATTER or list(body.results) != ops:
-        raise Unsupported("opaque kernels other than one scatter (scans) are not generated")
+        raise Unsupported("opaque kernels other than one scatter, sort or scan are not generated")
     (instr,) = ops
     mode, dt = instr.attrs["mode"], np.dtype(instr.dtype)
+    if instr.operands[1].size == 1 and (mode == "set" or dt not in (BF16, dtypes.BOOL)):
+        return instr     # one index: nothing to order
     if mode not in _ATOMIC or dt not in _ATOMIC_DTYPES:
         raise Unsupported(f"an opaque scatter-{mode} of {dtypes.name(dt)} depends on the "
                           "order (float sums, set) or needs atomics Triton lacks (8/16 "
@@ -63,8 +69,24 @@ def _body(instr, params):
     w.line(f"    inside = live & (target >= 0) & (target < {n})   # the others are dropped")
     w.line(f"    at = b * {n * after} + target * {after} + a")
     w.line(f"    value = tl.load({upd} + e, mask=inside)")
-    w.line(f"    {_ATOMIC[instr.attrs['mode']]}(out0 + at, value, mask=inside)")
+    mode = instr.attrs["mode"]
+    if count > 1:
+        w.line(f"    {_ATOMIC[mode]}(out0 + at, value, mask=inside)")
+    elif mode == "set":
+        w.line("    tl.store(out0 + at, value, mask=inside)")
+    else:   # one index: each target is written once, after its copy (the barrier)
+        w.line(f"    old = tl.load({x} + at, mask=inside)")
+        w.line(f"    tl.store(out0 + at, {_combine(mode, instr.dtype)}, mask=inside)")
     return w
+
+
+def _combine(mode, dt):
+    if mode == "add":
+        return "old + value"
+    if mode == "mul":
+        return "old * value"
+    nan = ", propagate_nan=tl.PropagateNan.ALL" if dtypes.is_float(dt) else ""
+    return f"tl.{'maximum' if mode == 'max' else 'minimum'}(old, value{nan})"
 
 
 def source(body):

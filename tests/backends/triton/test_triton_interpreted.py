@@ -149,6 +149,29 @@ def test_scatters_whose_order_shows_stay_on_the_interpreter(mode, name):
     assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0)
 
 
+@pytest.mark.parametrize("mode", ["set", "add", "mul", "max", "min"])
+@pytest.mark.parametrize("name", ["f32", "f64", "f16", "i8", "bool"])
+@pytest.mark.parametrize("axis", [0, 1])
+@pytest.mark.parametrize("index", [2, -1, 7])
+def test_scatters_of_one_index_are_generated_in_any_mode(mode, name, axis, index):
+    """One index has no duplicates to order (a scan's ys[i] = y): generated for every
+    mode, floats and NaN included; the -1 and 7 land outside and are dropped."""
+    if name == "bool" and mode != "set":
+        pytest.skip("bool scatters combine logically; only set is generated")
+    x = B.parameter(0, (4, 6), dtypes.from_name(name), "x")
+    idx = B.parameter(1, (1,), dtypes.INDEX, "idx")
+    upd = B.parameter(2, (1, 6) if axis == 0 else (4, 1), dtypes.from_name(name), "upd")
+    module = Module("s", [x, idx, upd], [B.scatter(x, idx, upd, axis, mode)])
+    a, u = _sample(name, (4, 6), 1), _sample(name, upd.shape, 2)
+    if dtypes.is_float(a.dtype):
+        a[2, 3], u.flat[0] = np.nan, np.nan
+    args = [a, np.array([index]), u]
+    exe, got = run(module, args)
+    assert not exe.fallbacks and [k.kind for k in exe.kernels.values()] == ["scatter"]
+    assert_allclose_tree(got, evaluate(module, args), rtol=0, atol=0,
+                         err_msg=f"{PATH}\n{exe.kernel_sources()}")
+
+
 @settings(max_examples=8)
 @given(fused_programs())
 def test_random_fused_programs(case):
