@@ -7,9 +7,9 @@ For each workload and trip count (10 and 1000, LU: 10 and 63, its row count of a
 matrix):
 
 - first call: trace + compile + one run, each measured in a **fresh Python process**
-  (imports done before the clock starts) with `JITLIB_CACHE_DIR` set to an empty
-  temporary directory, so neither jitlib's in-memory nor its on-disk cache, nor XLA's,
-  can serve it. jitlib is measured twice: the plain Python loop (which it unrolls) and
+  (imports done before the clock starts) with `JITLIB_CACHE_DIR` (and Triton's
+  `TRITON_CACHE_DIR`) set to an empty temporary directory, so neither jitlib's in-memory
+  nor its on-disk cache, nor Triton's or XLA's, can serve it. jitlib is measured twice: the plain Python loop (which it unrolls) and
   the fori_loop/scan form (one `while` op); jax once, with lax.fori_loop/lax.scan.
 - warm: the median of repeated calls at the larger trip count, after the first call, in
   the same child process (one warm-up call, then calls until `--budget` seconds, 3 to 20
@@ -113,7 +113,9 @@ def run_child(spec, timeout, module="benchmarks.loops"):
     """Run `module`'s `child(spec)` in a fresh interpreter with an empty jitlib cache
     directory."""
     with tempfile.TemporaryDirectory(prefix="jitlib-loops-") as cache:
-        env = dict(os.environ, JITLIB_CACHE_DIR=cache, XLA_PYTHON_CLIENT_PREALLOCATE="false")
+        # Triton's own kernel cache too: a GPU first call compiles every kernel
+        env = dict(os.environ, JITLIB_CACHE_DIR=cache, XLA_PYTHON_CLIENT_PREALLOCATE="false",
+                   TRITON_CACHE_DIR=os.path.join(cache, "triton-own"))
         env.pop("JITLIB_LOG", None)
         env.pop("PYTHONDONTWRITEBYTECODE", None)   # see byte_compile_jitlib
         cmd = [sys.executable, "-m", module, "--child", json.dumps(spec)]

@@ -1,7 +1,7 @@
 """Generated sources on disk, loaded as modules, and compiled ahead of time.
 
-Each kernel's source is written once to `<cache dir>/triton/<fn>_<hash>.py` (the cache
-dir is JITLIB_CACHE_DIR, else one temp dir per process) so a user can open the kernel
+Each kernel's source is written once to `<cache dir>/triton/<fn>_<hash>.py` (the disk
+cache's directory, else one temp dir per process) so a user can open the kernel
 they ran, and so Triton (which reads a kernel's source through `inspect`) and its
 interpreter see a real file. A module is imported from that file once per process.
 
@@ -10,20 +10,28 @@ ASTSource, no GPU needed: LLVM and the ptxas bundled in the wheel) and returns t
 compiled kernel with its `asm` dict (ttir, ttgir, llir, ptx, cubin).
 """
 import importlib.util
+import logging
 import os
 import sys
 import tempfile
 import threading
+from concurrent.futures import ThreadPoolExecutor
+
+log = logging.getLogger("jitlib")
 
 _lock = threading.Lock()
 _modules = {}      # (path, flavour) -> module
 _default_dir = None
+_pool = None       # the compile threads, made on first use
 
 
 def cache_dir():
-    """Where generated kernels (and tuned configs) live: JITLIB_CACHE_DIR or a temp dir."""
+    """Where generated kernels (and tuned configs) live: under the disk cache's directory
+    (cache/disk.py: JITLIB_CACHE_DIR, else ~/.cache/jitlib), so a config tuned once
+    holds in later processes; a temp dir of this process when the disk cache is off."""
+    from jitlib.cache import disk
     global _default_dir
-    base = os.environ.get("JITLIB_CACHE_DIR")
+    base = disk.cache_dir()
     if not base:
         if _default_dir is None:
             _default_dir = tempfile.mkdtemp(prefix="jitlib-")
@@ -69,7 +77,8 @@ SM90 = ("cuda", 90, 32)
 
 
 def compile_for(kernel, target=SM90, config=None):
-    """`kernel` compiled ahead of time for `target` (backend, arch, warp size)."""
+    """`kernel` compiled ahead of time for `target`: (backend, arch, warp size) or a
+    GPUTarget (a device's `target`)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
@@ -83,4 +92,38 @@ def compile_for(kernel, target=SM90, config=None):
     signature.update({name: "constexpr" for name in config.constexprs})
     src = ASTSource(fn=fn, signature=signature, constexprs=dict(config.constexprs),
                     attrs=attrs)
-    return triton.compile(src, target=GPUTarget(*target), options=config.options())
+    if not isinstance(target, GPUTarget):
+        target = GPUTarget(*target)
+    return triton.compile(src, target=target, options=config.options())
+
+
+def compile_all(launches, target):
+    """Compile every launch (launch.CompiledLaunch) for `target` at once, on a thread per
+    core: Triton's passes, LLVM and ptxas run outside the GIL for most of a compile, so a
+    program's kernels build side by side instead of one at each first launch. A compile
+    that fails here is left to the launch's own first call, which reports it in context."""
+    global _pool
+    launches = list(launches)
+    if len(launches) < 2:
+        workers = None
+    else:
+        with _lock:
+            if _pool is None:
+                cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                    else os.cpu_count()
+                _pool = ThreadPoolExecutor(max(1, cores or 1),
+                                           thread_name_prefix="jitlib-compile")
+        workers = _pool
+    for launch in launches:
+        jit_function(launch.kernel)    # import the modules here: the import lock is global
+
+    def build(launch):
+        try:
+            launch.precompile(target)
+        except Exception as e:   # noqa: BLE001 - the first launch raises it with context
+            log.debug("gpu: ahead-of-time compile of %s failed: %s", launch.kernel.name, e)
+    if workers is None:
+        for launch in launches:
+            build(launch)
+    else:
+        list(workers.map(build, launches))

@@ -110,9 +110,19 @@ class Device:
         self._event = self._check(
             cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
         self.host_to_device = self.device_to_host = 0
+        self._target = None
 
     def __repr__(self):
         return f"cuda:{self.ordinal}"
+
+    @property
+    def target(self):
+        """Triton's GPUTarget for this GPU (what ahead-of-time compiles build for)."""
+        if self._target is None:
+            from triton.runtime import driver
+            self._make_current()
+            self._target = driver.active.get_current_target()
+        return self._target
 
     # -- arrays
 

@@ -34,6 +34,7 @@ class KernelRunner:
                                      getattr(device, "name", "gpu"))
         host_launch = getattr(device, "launch", None)
         self._untuned = False
+        self._prepared = {}    # config key -> CompiledLaunch
         if host_launch is not None:
             self._launch = lambda buffers: host_launch(kernel, self.config, buffers)
         else:
@@ -47,8 +48,20 @@ class KernelRunner:
                      compiler.source_path(kernel), kernel.source)
 
     def _launcher(self, config):
-        from jitlib.backends.triton.launch import CompiledLaunch
-        return CompiledLaunch(self.kernel, config, self.device.stream)
+        launch = self._prepared.get(config.key())
+        if launch is None:
+            from jitlib.backends.triton.launch import CompiledLaunch
+            launch = CompiledLaunch(self.kernel, config, self.device.stream)
+            self._prepared[config.key()] = launch
+        return launch
+
+    def launches(self):
+        """What the first call compiles: the chosen config's launch and, where that call
+        times the candidates, theirs (none on the host device, which interprets)."""
+        if getattr(self.device, "launch", None) is not None:
+            return []
+        wanted = configs.candidates(self.kernel) if self._untuned else [self.config]
+        return [self._launcher(config) for config in wanted]
 
     def __call__(self, buffers):
         empty = self.device.empty
@@ -142,6 +155,11 @@ class TritonExecutable(Executable):
                                         lambda v: device.to_numpy(v).item())
             self._steps.append((instr, runner, operands))
         self._constants = {}
+        target = getattr(device, "target", None)
+        if target is not None:
+            compiler.compile_all([launch for _, runner, _ in self._steps
+                                  if isinstance(runner, KernelRunner)
+                                  for launch in runner.launches()], target)
 
     def _region_program(self, region):
         """A loop's or conditional's region (optimized already) on device buffers."""

@@ -22,6 +22,7 @@ class CompiledLaunch:
     and `dtype`) one per input then per output, in the kernel's parameter order."""
 
     def __init__(self, kernel, config, stream):
+        self.kernel = kernel
         self.fn = compiler.jit_function(kernel)
         self.config = config
         self.stream = stream
@@ -29,10 +30,18 @@ class CompiledLaunch:
         self.grid = grid
         self.grid3 = (grid + (1, 1, 1))[:3]
         self.empty = not all(n > 0 for n in grid)
-        n_ptr = len(kernel.inputs) + len(kernel.outputs)
+        self.n_ptr = n_ptr = len(kernel.inputs) + len(kernel.outputs)
         # the launcher takes every parameter, constexprs included (it ignores their values)
         self.tail = tuple(config.constexprs[name] for name in self.fn.arg_names[n_ptr:])
         self._compiled = {}     # alignment pattern -> CompiledKernel
+
+    def precompile(self, target):
+        """Compile for `target` before the first call, for 16-byte aligned buffers (every
+        allocation of the device is), so that a program's kernels can be compiled side by
+        side (compiler.compile_all) instead of one at each kernel's first launch."""
+        aligned = (True,) * self.n_ptr
+        if not self.empty and aligned not in self._compiled:
+            self._compiled[aligned] = compiler.compile_for(self.kernel, target, self.config)
 
     def __call__(self, buffers):
         if self.empty:

@@ -27,7 +27,10 @@ def row_sum_kernel(rows, cols):
     return kernels.render(fusion)
 
 
-def test_only_big_dots_and_reductions_are_timed(monkeypatch):
+def test_only_big_dots_and_reductions_are_timed_and_only_when_asked(monkeypatch):
+    monkeypatch.delenv("JITLIB_AUTOTUNE", raising=False)
+    assert not autotune.wanted(dot_kernel(1024, 1024, 1024))   # off by default
+    monkeypatch.setenv("JITLIB_AUTOTUNE", "1")
     assert autotune.wanted(dot_kernel(1024, 1024, 1024))
     assert autotune.wanted(row_sum_kernel(4096, 4096))
     assert not autotune.wanted(dot_kernel(17, 33, 9))

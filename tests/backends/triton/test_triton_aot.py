@@ -186,3 +186,32 @@ def test_a_float_multiply_add_is_not_contracted_into_an_fma():
     ((_, kernel),) = rendered(module)
     ptx = compile_sm90(kernel)
     assert "mul.rn.f32" in ptx and "fma.rn.f32" not in ptx, ptx
+
+
+def test_a_programs_kernels_compile_side_by_side_before_the_first_launch(monkeypatch):
+    """compiler.compile_all builds every launch of a program on the compile threads, so
+    the first launch finds its kernel compiled; a kernel that fails to compile there is
+    left to its first launch (which raises it in context), not raised by compile_all."""
+    from triton.backends.compiler import GPUTarget
+
+    from jitlib.backends.triton.launch import CompiledLaunch
+    gpt_block = next(p for p in programs.PROGRAMS if p.name == "gpt_block")
+    module = traced(gpt_block.fn, gpt_block.make_args(np.random.default_rng(0)))
+    launches = [CompiledLaunch(kernel, kernel.config, stream=0)
+                for _, kernel in rendered(module) if not isinstance(kernel, str)]
+    assert len(launches) >= 3
+    real = compiler.compile_for
+    broken = launches[1].kernel
+
+    def compile_for(kernel, target, config):
+        if kernel is broken:
+            raise RuntimeError("ptxas died")
+        return real(kernel, target, config)
+    monkeypatch.setattr(compiler, "compile_for", compile_for)
+    compiler.compile_all(launches, GPUTarget(*compiler.SM90))   # as a device reports it
+    for launch in launches:
+        compiled = launch._compiled.get((True,) * launch.n_ptr)
+        if launch.kernel is broken:
+            assert compiled is None
+        else:
+            assert ".target sm_90" in compiled.asm["ptx"], launch.kernel.name
