@@ -11,6 +11,11 @@ Inside jit a value cannot raise: where LAPACK fails (a matrix that is not positi
 definite, an iteration that does not converge) that matrix's results are NaN, as in
 JAX; a singular matrix's LU has a zero pivot and the solves through it give inf/NaN.
 """
+import contextlib
+import ctypes
+import glob
+import os
+import threading
 import warnings
 
 import numpy as np
@@ -66,7 +71,8 @@ def _triangular_solve(instr, a, b):
         return np.zeros(b.shape, b.dtype)
     flat_a, _ = _matrices(a)
     flat_b, restore = _matrices(b)
-    return restore([_trsm(m, r, instr.attrs) for m, r in zip(flat_a, flat_b)])
+    with _one_blas_thread():
+        return restore([_trsm(m, r, instr.attrs) for m, r in zip(flat_a, flat_b)])
 
 
 def _permutation(pivots):
@@ -77,22 +83,80 @@ def _permutation(pivots):
     return perm
 
 
-def _lu(instr, x):
+_blas = None      # SciPy's OpenBLAS (ctypes), once looked for; False where not found
+
+
+def _scipy_openblas():
+    """SciPy's bundled OpenBLAS, where its wheel ships one that can set a per-thread
+    thread count (OpenBLAS 0.3.27+), else None."""
+    global _blas
+    if _blas is None:
+        _blas = False
+        try:
+            import scipy
+            libs = os.path.join(os.path.dirname(os.path.dirname(scipy.__file__)), "scipy.libs")
+            for path in glob.glob(os.path.join(libs, "libscipy_openblas*.so*")):
+                lib = ctypes.CDLL(path)
+                if hasattr(lib, "openblas_set_num_threads_local"):
+                    _blas = lib
+                    break
+        except Exception:   # noqa: BLE001 - another build of SciPy: leave its threads be
+            pass
+    return _blas or None
+
+
+@contextlib.contextmanager
+def _one_blas_thread():
+    """SciPy's OpenBLAS on one thread (this thread's setting only) while a rule calls it.
+    Its calls here are per matrix and small, and NumPy's wheels ship a second OpenBLAS:
+    the threads of one spin after a call on the cores the other's next call needs. The
+    64 x 256x256 float32 cholesky + two solves ran 312 ms with both on 2 threads, 209
+    with both on one (NumPy's own: 155, 166)."""
+    lib = _scipy_openblas()
+    if lib is None:
+        yield
+        return
+    before = lib.openblas_set_num_threads_local(1)
+    try:
+        yield
+    finally:
+        lib.openblas_set_num_threads_local(before)
+
+
+_last_lu = threading.local()   # .operand (a copy), .factors: the last factorization
+
+
+def _lu_factors(x):
+    """[(packed, pivots)] per matrix of x. np.linalg.solve traces as two lu ops on one
+    operand (its factors, its permutation), which run as two kernels: the last
+    factorization is kept beside a copy of its operand, so the second kernel finds it
+    (an equality test of the operand, against an O(n^3) factorization)."""
     from scipy.linalg import lu_factor
+    last = getattr(_last_lu, "operand", None)
+    if last is not None and last.shape == x.shape and last.dtype == x.dtype \
+            and np.array_equal(last, x):
+        return _last_lu.factors
+    with _one_blas_thread():
+        factors = [_lu_factor(m, lu_factor) for m in _matrices(x)[0]]
+    _last_lu.operand, _last_lu.factors = np.array(x), factors
+    return factors
+
+
+def _lu_factor(m, lu_factor):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")     # a singular matrix: a zero pivot, no error
+        packed, pivots = lu_factor(m, check_finite=False)
+    return packed, pivots.astype(np.int64)
+
+
+def _lu(instr, x):
     output = instr.attrs["output"]
-    n = x.shape[-1]
-    flat, restore = _matrices(x)
-    outs = []
-    for m in flat:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")     # a singular matrix: a zero pivot, no error
-            packed, pivots = lu_factor(m, check_finite=False)
-        pivots = pivots.astype(np.int64)
-        outs.append({"lu": packed.astype(x.dtype), "pivots": pivots,
-                     "permutation": _permutation(pivots)}[output])
-    if not outs or n == 0:
+    if x.size == 0:
         return np.zeros(instr.shape, x.dtype if output == "lu" else np.int64)
-    return restore(outs)
+    outs = [{"lu": lambda: packed.astype(x.dtype), "pivots": lambda: pivots,
+             "permutation": lambda: _permutation(pivots)}[output]()
+            for packed, pivots in _lu_factors(x)]
+    return _matrices(x)[1](outs)
 
 
 def _qr(instr, x):

@@ -322,3 +322,26 @@ def test_non_square_and_half_precision_inputs_raise_naming_the_line():
 def test_empty_matrices_have_numpys_determinants():
     check(lambda x: tuple(np.linalg.slogdet(x)), np.zeros((2, 0, 0)))
     check(np.linalg.det, np.zeros((3, 0, 0)))
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "cpu"])
+def test_solve_factors_each_matrix_once_and_sees_new_values(backend, monkeypatch):
+    """np.linalg.solve is two lu ops on one operand (factors, permutation): the second
+    reuses the first's factorization (linalg_reference._lu_factors), and a call with
+    changed values factors again."""
+    import scipy.linalg
+    calls = []
+    real = scipy.linalg.lu_factor
+
+    def counted(m, **kwargs):
+        calls.append(m.shape)
+        return real(m, **kwargs)
+    monkeypatch.setattr(scipy.linalg, "lu_factor", counted)
+    rng = np.random.default_rng(3)
+    a, b = rng.standard_normal((3, 5, 5)), rng.standard_normal((3, 5, 2))
+    f = jitlib.jit(np.linalg.solve, backend=backend)
+    np.testing.assert_allclose(f(a, b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    assert len(calls) == 3, calls
+    a[1] = np.eye(5)[::-1]          # in place: the same array object, new values
+    np.testing.assert_allclose(f(a, b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
+    assert len(calls) == 6, calls
