@@ -2,7 +2,8 @@
 
 `WORKLOADS[name]` is `fn(xp, *arrays)`; `xp` is `numpy` (eager, and what jitlib traces:
 `jitlib.make_ir(lambda *a: fn(np, *a))(*arrays)`) or `jax.numpy` (under `jax.jit`), so every
-figure comes from the same math. `inputs(name, rng, scale)` makes the float32 arguments:
+figure comes from the same math. `inputs(name, rng, scale)` makes the float32 arguments
+(complex64 for the FFT):
 "small" for quick checks, "large" for timing (data well past the caches).
 """
 import math
@@ -54,19 +55,40 @@ def mse_loss(xp, w1, w2, x, y):
     return xp.mean((out - y) ** 2)
 
 
+def sort_values(xp, x):
+    return xp.sort(x)
+
+
+def fft_c64(xp, x):
+    return xp.fft.fft(x)
+
+
+def cholesky_solve(xp, a, b):
+    # a @ x = b for a batch of SPD systems through the Cholesky factor, as NumPy-only code
+    # writes it (NumPy has no triangular solve)
+    low = xp.linalg.cholesky(a)
+    y = xp.linalg.solve(low, b)
+    return xp.linalg.solve(xp.swapaxes(low, -1, -2), y)
+
+
+def histogram_256(xp, x):
+    return xp.histogram(x, bins=256, range=(-4.0, 4.0))[0]
+
+
 def tiny(xp, x):
     # dispatch overhead: the work is nothing, the call is everything
     return x + 1.0
 
 
 WORKLOADS = {f.__name__: f for f in (
-    ew_chain, gelu_tanh, softmax_rows, layernorm, logsumexp_rows, mlp, attention, mse_loss, tiny)}
+    ew_chain, gelu_tanh, softmax_rows, layernorm, logsumexp_rows, mlp, attention, mse_loss,
+    sort_values, fft_c64, cholesky_solve, histogram_256, tiny)}
 
 SIZES = {
     "small": dict(n=1 << 12, rows=64, cols=128, mm=64, hid=128, att=(4, 64, 32),
-                  batch=32, feat=64),
+                  batch=32, feat=64, sort=1 << 12, fft=1 << 12, spd=(4, 32, 4)),
     "large": dict(n=1 << 24, rows=4096, cols=4096, mm=1024, hid=4096, att=(32, 512, 64),
-                  batch=512, feat=784),
+                  batch=512, feat=784, sort=1 << 22, fft=1 << 20, spd=(64, 256, 16)),
 }
 
 
@@ -96,6 +118,18 @@ def inputs(name, rng, scale="large"):
         b, f = s["batch"], s["feat"]
         return [_normal(rng, f, 512, scale=0.05), _normal(rng, 512, 10, scale=0.05),
                 _normal(rng, b, f), _normal(rng, b, 10)]
+    if name == "sort_values":
+        return [_normal(rng, s["sort"])]
+    if name == "fft_c64":
+        n = s["fft"]
+        return [(_normal(rng, n) + 1j * _normal(rng, n)).astype(np.complex64)]
+    if name == "cholesky_solve":
+        batch, n, rhs = s["spd"]
+        g = _normal(rng, batch, n, n, scale=n ** -0.5)
+        spd = g @ np.swapaxes(g, -1, -2) + np.eye(n, dtype=np.float32)   # well conditioned
+        return [spd, _normal(rng, batch, n, rhs)]
+    if name == "histogram_256":
+        return [_normal(rng, s["n"])]
     if name == "tiny":
         return [_normal(rng, 4)]
     raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")

@@ -137,3 +137,18 @@ def test_compile_time_quick_run_writes_json_and_markdown(tmp_path):
         assert rec["max_rel_err"] < 1e-4, (tool, rec)
     md = next(tmp_path.glob("compile-time-cpu-*.md")).read_text()
     assert "## Targets (issue 24 part 3)" in md and "| gpt2_4 |" in md
+
+
+def test_cpu_run_measures_a_hang_prone_peer_in_a_child_with_a_time_limit():
+    """jax's batched cholesky + solve can hang on the CPU: the coverage rows run jax in a
+    child process, whose record comes back as JSON, or "hung" past --peer-timeout."""
+    import argparse
+
+    from benchmarks import run
+    args = argparse.Namespace(scale="small", budget=0.05, min_reps=2, max_reps=3,
+                              peer_timeout=120.0)
+    rec, why = run.jax_in_child("histogram_256", args)
+    assert why is None and rec["max_rel_err"] == 0.0 and 2 <= len(rec["times"]) <= 3
+    rec, why = run.jax_in_child("histogram_256",
+                                argparse.Namespace(**{**vars(args), "peer_timeout": 0.01}))
+    assert rec is None and why.startswith("hung")
