@@ -13,7 +13,7 @@ from jitlib.trace.registry import implements
 # dispatched: NumPy hands these a tracer, and their code runs on it
 _TRACED = ("isposinf", "isneginf", "isreal", "fix", "resize", "rollaxis", "logspace",
            "tril_indices_from", "triu_indices_from", "diag_indices_from",
-           "polyadd", "polysub")
+           "polyadd", "polysub", "dsplit", "put_along_axis")
 # not dispatched (no array argument): called with static values, they return constants
 _STATIC = ("tril_indices", "triu_indices", "diag_indices", "hamming", "hanning",
            "blackman", "bartlett",
