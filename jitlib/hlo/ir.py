@@ -3,9 +3,7 @@
 An `Instr` is immutable and interned: building the same op on the same
 operands with the same attributes returns the same object, so identity is
 structural equality, CSE is free, and instructions can key dicts cheaply.
-The source location is metadata, not identity: the latest builder's is kept, so a
-trace's errors name its own lines even where it meets an instruction another live
-trace built.
+The source location is metadata, not identity: the first builder wins.
 
 A `Module` is a function: typed parameters in order, and a tuple of results.
 Its instructions are everything reachable from the results, in a
@@ -119,11 +117,6 @@ class Instr:
             if ref is not None:
                 found = ref()
                 if found is not None:
-                    if loc is not None and found.loc is not loc:
-                        # the latest builder's line: an instruction still alive from
-                        # another function's trace (the same op on the same shapes)
-                        # must not name that function's line in this trace's errors
-                        _set_loc(found, loc)
                     return found
             return cls._new(key, op, shape, dtype, operands, attr_items, loc, typed)
 

@@ -212,24 +212,3 @@ def test_update_not_spanning_the_padded_axis_is_refused():
     jitted = jitlib.jit(f, backend="interpreter", buckets={"arg": "x", "sizes": [4, 8]})
     with pytest.raises(BucketRefusedError, match="updates a slice of a padded array"):
         jitted(_x(6), np.ones((3, 3)))
-
-
-def first_flip(x):
-    return np.flip(x, 0) + 1.0
-
-
-def second_flip(x):
-    return np.flip(x, 0) + 1.0                 # the same instructions, another line
-
-
-def test_a_refusal_names_this_functions_line_when_another_built_the_same_ops():
-    """Instructions are interned: a second function tracing the same ops on the same
-    shapes, while the first one's are alive, meets the first's instructions. Its error
-    names its own line, not the first function's."""
-    import inspect
-    buckets = {"arg": "x", "axis": 0, "sizes": [8]}
-    alive = jitlib.jit(first_flip, backend="interpreter").lower(_x(8))   # noqa: F841
-    with pytest.raises(BucketRefusedError) as info:
-        jitlib.jit(second_flip, backend="interpreter", buckets=buckets)(_x(5))
-    line = inspect.getsourcelines(second_flip)[1] + 1
-    assert f"test_padding.py:{line}" in str(info.value), str(info.value)
