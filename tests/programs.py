@@ -1382,3 +1382,25 @@ def batched_gaussian_log_density(factors, points):
     spread = np.linalg.norm(cov, ord=2, axis=(-2, -1)) / np.linalg.norm(cov, "nuc",
                                                                         axis=(-2, -1))
     return -0.5 * (mahalanobis + logdet + 3 * np.log(2 * np.pi)), spread, np.linalg.det(cov)
+
+
+@program(lambda rng: (uniform(rng, 5, 5, dtype=np.float64) + 0.1,))
+def markov_chain_long_run(counts):
+    transition = counts / counts.sum(axis=1, keepdims=True)
+    start = np.full(transition.shape[0], 1.0 / transition.shape[0])
+    after_64 = start @ np.linalg.matrix_power(transition, 64)
+    # the stationary distribution: (I - P^T) pi = 0 with sum(pi) = 1, as least squares
+    system = np.vstack([np.eye(5) - transition.T, np.ones((1, 5))])
+    stationary = np.linalg.lstsq(system, np.append(np.zeros(5), 1.0), rcond=None)[0]
+    return after_64, stationary, np.linalg.cond(np.eye(5) - 0.5 * transition)
+
+
+@program(_polyfit_data)
+def polynomial_motion_profile(t, y):
+    design = np.vander(t, 4)
+    coef = np.linalg.lstsq(design, y, rcond=None)[0]
+    velocity = np.polyval(np.polyder(coef), t)
+    position = np.polyint(coef, k=[0.0])
+    travelled = np.polyval(position, t[-1]) - np.polyval(position, t[0])
+    normal_eq = np.linalg.multi_dot([design.T, design, coef])    # = design.T @ y at the fit
+    return velocity, travelled, normal_eq
