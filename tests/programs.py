@@ -1391,7 +1391,7 @@ def markov_chain_long_run(counts):
     after_64 = start @ np.linalg.matrix_power(transition, 64)
     # the stationary distribution: (I - P^T) pi = 0 with sum(pi) = 1, as least squares
     system = np.vstack([np.eye(5) - transition.T, np.ones((1, 5))])
-    stationary = np.linalg.lstsq(system, np.append(np.zeros(5), 1.0), rcond=None)[0]
+    stationary = np.linalg.lstsq(system, np.r_[np.zeros(5), 1.0], rcond=None)[0]
     return after_64, stationary, np.linalg.cond(np.eye(5) - 0.5 * transition)
 
 

@@ -13,6 +13,8 @@ ends, so a process that is not tracing never calls through them. Only calls writ
 
 `np.vectorize.__call__` is swapped the same way: vectorize is a class NumPy never
 dispatches, so a vectorize object called on tracers is routed to functions/mapping.py.
+So is the `array` that NumPy's np.r_ and np.c_ code calls on each item: traced items
+stay traced, and NumPy's own indexing code does the rest.
 """
 import contextlib
 import functools
@@ -115,10 +117,28 @@ def _vectorize_wrapper(original):
     return __call__
 
 
+def _index_tricks_array(original):
+    """The `array` of NumPy's np.r_/np.c_ code, which makes each item an array of at
+    least `ndmin` dims (and the common dtype) before concatenating: a tracer cannot pass
+    NumPy's, so a traced item becomes a tracer of those dims and dtype; anything else
+    goes to NumPy's."""
+    def array(obj, *args, dtype=None, ndmin=0, **kwargs):
+        if not _has_tracer((obj,)):
+            return original(obj, *args, dtype=dtype, ndmin=ndmin, **kwargs)
+        import jitlib.numpy as jnp
+        t = jnp.asarray(obj)
+        t = t if dtype is None else t.astype(dtype)
+        return t.reshape((1,) * (ndmin - t.ndim) + t.shape) if t.ndim < ndmin else t
+    return array
+
+
 def _install():
     import jitlib.numpy as jnp
+    from numpy.lib import _index_tricks_impl as index_tricks
     _originals[(np.vectorize, "__call__")] = np.vectorize.__call__
     np.vectorize.__call__ = _vectorize_wrapper(np.vectorize.__call__)
+    _originals[(index_tricks, "array")] = index_tricks.array
+    index_tricks.array = _index_tricks_array(index_tricks.array)
     for name in NAMES:
         original = getattr(np, name)
         _originals[(np, name)] = original
