@@ -13,14 +13,8 @@ from numpy.linalg import _linalg as numpy_linalg
 
 from jitlib import errors
 from jitlib.trace.functions._common import tracer
+from jitlib.trace.functions.decompositions import check_matrices
 from jitlib.trace.registry import implements
-
-
-def _square_stacks(a, name):
-    if a.ndim < 2 or a.shape[-1] != a.shape[-2]:
-        raise errors.ShapeError("Last 2 dimensions of the array must be square",
-                                hint=f"{name} needs a square matrix (or a stack of them); "
-                                     f"this one has shape {a.shape}")
 
 
 @implements(np.linalg.multi_dot, name="multi_dot")
@@ -61,8 +55,7 @@ def multi_dot(arrays, *, out=None):
 def matrix_power(a, n):
     """a to the integer power n by NumPy's binary powering (inv first for n < 0; the
     identity in a's dtype for n == 0)."""
-    a = tracer(a)
-    _square_stacks(a, "np.linalg.matrix_power")
+    a = check_matrices(tracer(a))
     try:
         n = operator.index(n)
     except TypeError:
@@ -120,15 +113,11 @@ def cond(x, p=None):
     """The condition number: singular values' ratio (p None, 2, -2), else
     norm(x, p) * norm(inv(x), p); NaN from a singular matrix becomes inf where x itself
     holds no NaN, as NumPy does."""
-    x = tracer(x)
-    if x.ndim < 2:
-        raise errors.ShapeError(f"{x.ndim}-dimensional array given. Array must be at least "
-                                "two-dimensional", hint="pass a matrix (or a stack)")
+    x = check_matrices(tracer(x), square=p in (None, 2, -2), name="x")
     if p is None or p in (2, -2):
         s = np.linalg.svd(x, compute_uv=False)
         r = s[..., -1] / s[..., 0] if p == -2 else s[..., 0] / s[..., -1]
     else:
-        _square_stacks(x, "np.linalg.cond")
         r = np.linalg.norm(x, p, axis=(-2, -1)) * np.linalg.norm(np.linalg.inv(x), p,
                                                                   axis=(-2, -1))
     singular = np.isnan(r) & ~np.isnan(x).any(axis=(-2, -1))

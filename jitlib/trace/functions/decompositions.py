@@ -38,7 +38,12 @@ def _dtype(*ts):
 
 def _matrices(a, square=True, name="a"):
     """`a` as a float Tracer's instr, checked to be a (stack of) (square) matrices."""
-    t = tracer(a)
+    t = check_matrices(tracer(a), square, name)
+    return B.convert(t.instr, _dtype(t))
+
+
+def check_matrices(t, square=True, name="a"):
+    """Tracer `t`, after NumPy's checks that it is a (stack of) (square) matrices."""
     if t.ndim < 2:
         raise errors.ShapeError(f"{t.ndim}-dimensional array given. Array must be at least "
                                 "two-dimensional", hint=f"pass {name} as a 2-d matrix (or a "
@@ -46,7 +51,7 @@ def _matrices(a, square=True, name="a"):
     if square and t.shape[-1] != t.shape[-2]:
         raise errors.ShapeError("Last 2 dimensions of the array must be square",
                                 hint=f"{name} has shape {t.shape}")
-    return B.convert(t.instr, _dtype(t))
+    return t
 
 
 def _wrap(*instrs):
