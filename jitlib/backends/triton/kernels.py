@@ -538,44 +538,36 @@ def render(fusion):
     raise Unsupported(f"{kind} kernels are not generated; they run on the interpreter")
 
 
-# -- scatter kernels (scatter.py): one program, atomics
+# -- opaque kernels: scatters (scatter.py), sorts (sort.py), scans (scan.py)
+
+def _opaque_kernel(name, kind, summary, body, w, config, programs, constexprs=("BLOCK",)):
+    """The TritonKernel of an opaque body whose source `w` takes every body parameter and
+    then its outputs as pointers, then `constexprs`; launched on `programs` programs."""
+    fn = identifier(name)
+    inputs = [(p.shape, p.dtype) for p in body.params]
+    outputs = [(r.shape, r.dtype) for r in body.results]
+    params = _pointer_params(len(inputs), len(outputs)) + [f"{c}: tl.constexpr"
+                                                            for c in constexprs]
+    return TritonKernel(
+        name, fn, kind, _module_text(fn, kind, summary, params, w.text(), w.helpers),
+        list(range(len(inputs))), outputs, config, lambda c: (programs,),
+        _signature(params, inputs, outputs))
+
 
 def render_scatter(name, body, summary=""):
+    """One program, atomics."""
     w, config = scatter.source(body)   # raises Unsupported for scans and ordered scatters
-    fn = identifier(name)
-    params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
-    return TritonKernel(
-        name, fn, "scatter", _module_text(fn, "scatter", summary, params, w.text(), w.helpers),
-        list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
-        config, lambda c: (1,),
-        _signature(params, [(p.shape, p.dtype) for p in body.params],
-                   [(r.shape, r.dtype) for r in body.results]))
+    return _opaque_kernel(name, "scatter", summary, body, w, config, 1)
 
-
-# -- sort kernels (sort.py): one program per tile of rows, tl.sort of packed words
 
 def render_sort(name, body, summary=""):
+    """One program per tile of rows, tl.sort of packed words."""
     w, config, programs = sort.source(body)   # raises Unsupported for the sorts it leaves
-    fn = identifier(name)
-    params = _pointer_params(1, 1) + [f"{c}: tl.constexpr" for c in ("BLOCK", "ROWS", "LOG")]
-    (result,) = body.results
-    return TritonKernel(
-        name, fn, "sort", _module_text(fn, "sort", summary, params, w.text(), w.helpers),
-        [0], [(result.shape, result.dtype)], config, lambda c: (programs,),
-        _signature(params, [(p.shape, p.dtype) for p in body.params],
-                   [(result.shape, result.dtype)]))
+    return _opaque_kernel(name, "sort", summary, body, w, config, programs,
+                          ("BLOCK", "ROWS", "LOG"))
 
-
-# -- cumulative kernels (scan.py): each lane walks its axis in order
 
 def render_scan(name, body, summary=""):
+    """Each lane walks its axis in order."""
     w, config, programs = scan.source(body)   # raises Unsupported for the scans it leaves
-    fn = identifier(name)
-    params = _pointer_params(len(body.params), 1) + ["BLOCK: tl.constexpr"]
-    (result,) = body.results
-    return TritonKernel(
-        name, fn, "scan", _module_text(fn, "scan", summary, params, w.text(), w.helpers),
-        list(range(len(body.params))), [(result.shape, result.dtype)], config,
-        lambda c: (programs,),
-        _signature(params, [(p.shape, p.dtype) for p in body.params],
-                   [(result.shape, result.dtype)]))
+    return _opaque_kernel(name, "scan", summary, body, w, config, programs)
