@@ -125,6 +125,14 @@ def _max_rel_err(out, ref):
     return float(np.max(np.abs(out.astype(wide) - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
 
 
+def _add_timing(rec, times, min_bytes):
+    """A tool's record gains the median of its timed calls (returned, in s), the count
+    and the GB/s of the minimal traffic."""
+    med = statistics.median(times)
+    rec.update(median_ms=med * 1e3, reps=len(times), gbs=min_bytes / med / 1e9)
+    return med
+
+
 def _row_arrays(name, scale):
     base, _ = KEPT_RESULTS.get(name, (name, 0))
     return W.inputs(base, np.random.default_rng(zlib.crc32(base.encode())), scale)
@@ -406,8 +414,7 @@ def main(argv=None):
                 beside = triad_arrays.beside if name in MEMORY_BOUND else None
                 times, triads = time_calls(f, arrays, args.budget, args.min_reps,
                                            args.max_reps, beside, keep)
-                med = statistics.median(times)
-                rec.update(median_ms=med * 1e3, reps=len(times), gbs=row["min_bytes"] / med / 1e9)
+                med = _add_timing(rec, times, row["min_bytes"])
                 if triads:
                     best_triad_s = min(best_triad_s, min(triads))
                     rec.update(triad_beside_median_ms=statistics.median(triads) * 1e3,
@@ -431,10 +438,7 @@ def main(argv=None):
                 notes.append(f"jax on {name}: {why}")
                 print(f"  jax      {why}", flush=True)
             else:
-                times = rec.pop("times")
-                med = statistics.median(times)
-                rec.update(median_ms=med * 1e3, reps=len(times),
-                           gbs=row["min_bytes"] / med / 1e9)
+                _add_timing(rec, rec.pop("times"), row["min_bytes"])
                 row["tools"]["jax"] = rec
                 print(f"  jax      first {rec['first_ms']:9.1f} ms  {rec['median_ms']:.2f} ms "
                       f"(x{rec['reps']}, own process)  err {rec['max_rel_err']:.1e} "

@@ -153,10 +153,12 @@ def _lu(instr, x):
     output = instr.attrs["output"]
     if x.size == 0:
         return np.zeros(instr.shape, x.dtype if output == "lu" else np.int64)
-    outs = [{"lu": lambda: packed.astype(x.dtype), "pivots": lambda: pivots,
-             "permutation": lambda: _permutation(pivots)}[output]()
-            for packed, pivots in _lu_factors(x)]
-    return _matrices(x)[1](outs)
+
+    def part(packed, pivots):
+        if output == "lu":
+            return packed.astype(x.dtype)
+        return pivots if output == "pivots" else _permutation(pivots)
+    return _matrices(x)[1]([part(*factors) for factors in _lu_factors(x)])
 
 
 def _qr(instr, x):

@@ -102,18 +102,7 @@ def compile_all(launches, target):
     core: Triton's passes, LLVM and ptxas run outside the GIL for most of a compile, so a
     program's kernels build side by side instead of one at each first launch. A compile
     that fails here is left to the launch's own first call, which reports it in context."""
-    global _pool
     launches = list(launches)
-    if len(launches) < 2:
-        workers = None
-    else:
-        with _lock:
-            if _pool is None:
-                cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-                    else os.cpu_count()
-                _pool = ThreadPoolExecutor(max(1, cores or 1),
-                                           thread_name_prefix="jitlib-compile")
-        workers = _pool
     for launch in launches:
         jit_function(launch.kernel)    # import the modules here: the import lock is global
 
@@ -122,8 +111,17 @@ def compile_all(launches, target):
             launch.precompile(target)
         except Exception as e:   # noqa: BLE001 - the first launch raises it with context
             log.debug("gpu: ahead-of-time compile of %s failed: %s", launch.kernel.name, e)
-    if workers is None:
-        for launch in launches:
-            build(launch)
-    else:
-        list(workers.map(build, launches))
+    if len(launches) > 1:
+        list(_compile_pool().map(build, launches))
+    elif launches:
+        build(launches[0])
+
+
+def _compile_pool():
+    global _pool
+    with _lock:
+        if _pool is None:
+            cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+                else os.cpu_count()
+            _pool = ThreadPoolExecutor(cores or 1, thread_name_prefix="jitlib-compile")
+        return _pool
