@@ -254,8 +254,7 @@ def _rows_module():
 
 
 @pytest.mark.parametrize("make", [lambda: _modules()[0], _rows_module], ids=["flat", "rows"])
-def test_a_slow_worker_changes_no_bit_and_is_collected_before_its_next_job(
-        make, monkeypatch):
+def test_a_slow_worker_changes_no_bit_and_is_not_waited_for(make, monkeypatch):
     import time
     monkeypatch.setattr(parallel, "_pool", parallel.Pool(2))
     monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
@@ -265,19 +264,78 @@ def test_a_slow_worker_changes_no_bit_and_is_collected_before_its_next_job(
     assert runner._chunks >= 2
     want = [r.copy() for r in runner(args)]
     assert_allclose_tree(want, evaluate(module, args), rtol=1e-5, atol=1e-5)
+    parallel._pool._collect()
     claim, late = runner._claim, []
 
-    def slow(*claim_args):
+    def slow(*claim_args):    # a plain function: queued to the worker, never posted
         if claim_args[-1] != 0:   # the worker: starts after the caller is done
-            time.sleep(0.05)
+            time.sleep(0.2)
             late.append(claim_args[-1])
         return claim(*claim_args)
     runner._claim = slow
-    for _ in range(3):   # each call first collects the previous call's late report
+    start = time.perf_counter()
+    for _ in range(3):   # the 2nd and 3rd calls find the worker busy: the caller does all
         got = runner(args)
         for g, w in zip(got, want):
             _same_bits(g, w, f"{module.name} with a slow worker")
-    assert late == [1, 1]   # two reports collected; the third is still on its way
+    assert time.perf_counter() - start < 0.2 and late == []
+    parallel._pool._collect()    # waits out the one job the worker was given
+    assert late == [1]
+
+
+@pytest.fixture
+def lingering(monkeypatch):
+    """A two-thread pool whose worker has run one job and lingers until kicked; sent
+    back to sleep afterwards (a worker left spinning would hold a core)."""
+    from jitlib.backends.llvm import claiming
+    import time
+    monkeypatch.setattr(claiming, "LINGER_SPINS", 1 << 40)
+    pool = parallel.Pool(2)
+    monkeypatch.setattr(parallel, "_pool", pool)
+    monkeypatch.setattr(parallel, "MIN_PARALLEL_BYTES", 0)
+    pool._ensure_workers()
+    (worker,) = pool._workers
+
+    def idle():
+        pool._collect()
+        while claiming.state(worker.box) != claiming.IDLE:
+            time.sleep(1e-4)
+    worker.submit(lambda: None, ())
+    idle()
+    yield pool, worker
+    idle()
+    claiming.kick(worker.box)
+
+
+def test_a_lingering_worker_takes_posted_chunks_and_changes_no_bit(lingering, monkeypatch):
+    from jitlib.backends.llvm import claiming
+    pool, worker = lingering
+    module = _rows_module()
+    args = [RNG.standard_normal(p.shape).astype(F32) for p in module.params]
+    runner = _split_runner(module)
+    posted = []
+    post = claiming.Claim.post
+    monkeypatch.setattr(claiming.Claim, "post",
+                        lambda self, box, a: posted.append(post(self, box, a)) or posted[-1])
+    want = evaluate(module, args)
+    for _ in range(20):
+        assert_allclose_tree(runner(args), want, rtol=1e-5, atol=1e-5)
+    pool._collect()
+    # through the mailbox, never the queue: the worker never left it. (The first post
+    # finds it idle; later ones may find it still on the last job, under load.)
+    assert worker.pending == 0 and posted[0] is not None
+    assert worker.posted is None     # collected: no kernel is held for it
+    assert claiming.state(worker.box) == claiming.IDLE   # still there for the next one
+
+
+def test_a_static_split_kicks_a_lingering_worker_back_to_its_queue(lingering, monkeypatch):
+    # integer products split by parts: the worker must leave its mailbox for its part
+    a = RNG.integers(-50, 50, (256, 300)).astype(np.int32)
+    b = RNG.integers(-50, 50, (300, 200)).astype(np.int32)
+    from jitlib.backends.llvm import int_products
+    monkeypatch.setattr(int_products, "PARALLEL_MIN_MULTIPLY_ADDS", 0)
+    out = int_products.matmul(a, b, np.empty((256, 200), np.int32))
+    np.testing.assert_array_equal(out, a @ b)
 
 
 @pytest.mark.parametrize("fn, shape, extent", [

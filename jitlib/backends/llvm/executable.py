@@ -59,7 +59,7 @@ class NativeRunner:
         self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
         self._claim, self._chunks = None, 0   # the threads claim chunks (claiming.py)
         if self._pool is not None:
-            self._claim = functools.partial(claiming.entry(n_args), self.address)
+            self._claim = claiming.Claim(n_args, self.address)
             self._chunks = claiming.chunk_count(moved, kernel.split_extent, self._pool.threads)
 
     def __call__(self, arrays, outs=None):

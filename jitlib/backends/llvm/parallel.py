@@ -6,9 +6,11 @@ left. A large call runs on the calling thread and the pool's workers at the same
 each thread claiming chunks: ctypes releases the GIL for the length of a native call, so
 the threads really run in parallel, and a worker that wakes late does less of the work
 instead of holding the call up. The caller returns once every chunk is finished; the
-workers report afterwards, and their reports are collected before their next job (an
-error one met after the caller returned is raised by the next split call). Small calls
-never come here: waking a worker costs tens of microseconds.
+workers report afterwards (an error one met after the caller returned is raised by the
+next split call). A worker still busy with an earlier call's job is not waited for: the
+caller claims its chunks. After a job a worker lingers, spinning on its mailbox without
+the GIL (claiming.linger), so the next kernel is posted to it through memory instead of
+a wake-up, which costs 15-100 us on a VM. Small calls never come here.
 
 JITLIB_NUM_THREADS sets the number of threads (default: os.cpu_count()); 1 turns it off.
 """
@@ -17,6 +19,7 @@ import contextvars
 import os
 import queue
 import threading
+import time
 import weakref
 
 from jitlib.backends.llvm import claiming
@@ -62,29 +65,50 @@ def num_threads():
 
 
 class _Worker:
-    """A daemon thread that runs `fn(*args)` for each job, answering on `done`; `pending`
-    counts the answers not yet collected (the pool's caller keeps it)."""
+    """A daemon thread that runs `fn(*args)` for each job, answering on `done`, then
+    lingers on its mailbox for posted jobs; `pending` counts the answers not yet
+    collected (the pool's caller keeps it)."""
 
     def __init__(self, index):
         self.jobs = queue.SimpleQueue()
         self.done = queue.SimpleQueue()
         self.pending = 0
+        self.box = claiming.mailbox()
+        self.posted = None       # a posted job's arrays and code, kept while it may run
         thread = threading.Thread(target=self._serve, name=f"jitlib-cpu-{index}", daemon=True)
         thread.start()
 
     def submit(self, fn, args, keep=None):
-        """Queue fn(*args); `keep` (what its native code reads) lives as long as the job."""
+        """Queue fn(*args); `keep` (what its native code reads) lives as long as the job.
+        A lingering worker is sent back to its queue first."""
+        claiming.kick(self.box)
         self.pending += 1
         self.jobs.put((fn, args, keep))
 
-    def collect(self):
-        """Wait for every answer not yet collected; the errors among them."""
+    def post(self, claim, args, keep):
+        """claim(*args) by the lingering worker, if it is idle there: whether it took it."""
+        job = claim.post(self.box, args)
+        if job is None:
+            return False
+        self.posted = (job, keep)
+        return True
+
+    def posted_running(self):
+        return claiming.state(self.box) == claiming.POSTED
+
+    def collect(self, wait=True):
+        """The answers not yet collected (waiting for all of them, or taking those that
+        are there); the errors among them. A posted job is waited out too."""
         errors = []
-        while self.pending:
+        while self.pending and (wait or not self.done.empty()):
             error = self.done.get()
             self.pending -= 1
             if error is not None:
                 errors.append(error)
+        while wait and self.posted_running():
+            time.sleep(20e-6)
+        if not self.posted_running():
+            self.posted = None   # done with: its code may be unmapped
         return errors
 
     def _serve(self):
@@ -99,6 +123,7 @@ class _Worker:
             # idle, it kept a program's engine mapped after its eviction
             del job
             self.done.put(error)
+            claiming.linger(self.box)
 
 
 class Pool:
@@ -130,26 +155,43 @@ class Pool:
             return
         try:
             self._ensure_workers()
-            self._collect()    # the workers' last jobs are over: they may take new ones
-            work = None
             if claim is None:
-                jobs = [(fn, (*args, part, self.threads)) for part in range(self.threads)]
+                self._split_statically(fn, args)
             else:
-                work = claiming.work_area(chunks, self.threads)
-                jobs = [(claim, (*args, work.ctypes.data, t)) for t in range(self.threads)]
-            for worker, (job_fn, job_args) in zip(self._workers, jobs[1:]):
-                worker.submit(job_fn, job_args, keep=(work, code))
-            finished = 0
-            try:
-                finished = jobs[0][0](*jobs[0][1])   # a claiming entry: 1 once all are done
-            finally:   # the workers write into the caller's buffers: wait unless all done
-                if finished != 1:
-                    self._collect()
+                self._claim_chunks(claim, args, chunks, code)
         finally:
             self._lock.release()
 
-    def _collect(self):
-        errors = [e for worker in self._workers for e in worker.collect()]
+    def _split_statically(self, fn, args):
+        """Part t on thread t: every worker must take its part, so each is waited for."""
+        self._collect()
+        for part, worker in enumerate(self._workers, 1):
+            worker.submit(fn, (*args, part, self.threads))
+        try:
+            fn(*args, 0, self.threads)
+        finally:
+            self._collect()
+
+    def _claim_chunks(self, claim, args, chunks, code):
+        self._collect(wait=False)   # reports already in; a worker's error is raised
+        work = claiming.work_area(chunks, self.threads)
+        keep = (work, code)
+        for t, worker in enumerate(self._workers, 1):
+            job_args = (*args, work.ctypes.data, t)
+            if isinstance(claim, claiming.Claim) and worker.post(claim, job_args, keep):
+                continue
+            if worker.pending == 0 and not worker.posted_running():
+                worker.submit(claim, job_args, keep=keep)
+            # else still on an earlier call's job: the caller claims its chunks
+        finished = 0
+        try:
+            finished = claim(*args, work.ctypes.data, 0)   # 1 once every chunk is done
+        finally:   # the workers write into the caller's buffers: wait unless all done
+            if finished != 1:
+                self._collect()
+
+    def _collect(self, wait=True):
+        errors = [e for worker in self._workers for e in worker.collect(wait)]
         if errors:
             raise errors[0]
 
