@@ -174,7 +174,8 @@ def test_simplifier_preserves_every_catalogue_program(prog):
     module, inputs = _flat_args(prog)
     simplified = run_pipeline(module, verify_each=True)
     assert _work(simplified) <= _work(module)
-    golden.assert_same_bits(evaluate(module, inputs), evaluate(simplified, inputs), prog.name)
+    golden.assert_same_bits_but_blas(module, evaluate(module, inputs),
+                                     evaluate(simplified, inputs), prog.name)
 
 
 def test_the_catalogue_gives_the_simplifier_work():
