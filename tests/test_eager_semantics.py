@@ -76,7 +76,21 @@ def clip_in_place(x):
     return x[0]
 
 
+def fill_argument(out, x):
+    out[...] = (x - 0.5) * 2.0      # never reads out: its kernel fills the caller's array
+
+
+def read_then_fill(out, x):
+    before = out + 1.0              # the old contents, read in a kernel of its own
+    out[...] = x * 3.0
+    return before
+
+
 ARGUMENT_CASES = [
+    (fill_argument, lambda r: (np.zeros((64, 33), np.float32),
+                               r.standard_normal((64, 33)).astype(np.float32))),
+    (fill_argument, lambda r: (np.zeros(12), r.standard_normal(12).astype(np.float32))),
+    (read_then_fill, lambda r: (r.standard_normal(300), r.standard_normal(300))),
     (update_row, lambda r: (np.zeros((3, 4)), np.arange(4.0))),
     (ufunc_out, lambda r: (r.standard_normal(7).astype(np.float32),
                            np.empty(7, np.float32))),
@@ -96,6 +110,29 @@ ARGUMENT_CASES = [
 @pytest.mark.parametrize("fn, make", ARGUMENT_CASES, ids=lambda v: getattr(v, "__name__", ""))
 def test_argument_writes_match_eager(fn, make):
     check_backends(fn, *make(rng()), backends=BACKENDS)
+
+
+@pytest.mark.parametrize("fn", [fill_argument, read_then_fill])
+def test_a_kernel_that_fills_an_argument_writes_the_callers_array_itself(fn, monkeypatch):
+    # large enough for the kernel-by-kernel executor, which places a `fills` output in
+    # the caller's contiguous array: nothing is copied back after the call
+    x = rng().standard_normal(1 << 18).astype(np.float32)
+    out, eager = x[::-1].copy(), x[::-1].copy()
+    want = fn(eager, x)
+    jitted = jitlib.jit(fn, backend="cpu")
+    assert "fills=[[0,0]]" in jitted.lower(out, x).as_text("optimized")
+    jitted(out.copy(), x)                       # traced and compiled: later calls only run
+    copies = []
+    monkeypatch.setattr(writeback.np, "copyto", lambda *a, **k: copies.append(a))
+    got = jitted(out, x)
+    assert copies == []
+    np.testing.assert_array_equal(out, eager)
+    if want is not None:
+        np.testing.assert_array_equal(got, want)
+    strided = np.zeros(2 << 18, np.float32)[::2]    # not contiguous: copied back instead
+    monkeypatch.undo()
+    jitted(strided, x)
+    np.testing.assert_array_equal(strided, eager)
 
 
 def test_every_call_writes_again():

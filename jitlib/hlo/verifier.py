@@ -90,12 +90,12 @@ ATTRS.update({op: dict(axis=INT, dtype=DTYPE) for op in O.ARG_REDUCE})
 ATTRS.update({op: dict(axis=INT, reverse=BOOL) for op in O.CUMULATIVE})
 assert set(ATTRS) == set(Op), sorted(set(Op) - set(ATTRS))
 # Attributes an op may carry or leave out: a kernel's outputs that may overwrite an
-# operand's memory (fusion/in_place.py).
+# operand's memory, or fill a written parameter's (fusion/in_place.py).
 # A loop's trip count, where it is known (fori_loop, scan, a rolled Python loop): what
 # reverse-mode differentiation and the backends' counted loops need.
 # A product's precision where it is below NumPy's (jit's matmul_precision).
 PRECISION = ("one of " + ", ".join(O.PRECISIONS[1:]), lambda v: v in O.PRECISIONS[1:])
-OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS), Op.WHILE: dict(trip_count=INT),
+OPTIONAL = {Op.FUSION: dict(overwrites=PAIRS, fills=PAIRS), Op.WHILE: dict(trip_count=INT),
             Op.DOT_GENERAL: dict(precision=PRECISION)}
 
 

@@ -23,7 +23,7 @@ from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels,
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, RESULTS, BufferPlan
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
-from jitlib.fusion.in_place import overwritten
+from jitlib.fusion.in_place import filled, overwritten
 from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate
 from jitlib.hlo import ops as O
@@ -451,6 +451,8 @@ def _in_place_writes(optimized, writing_steps):
             operand = kernel.operands[i]
             if operand.op is Op.PARAMETER:
                 found[(kernel, j)] = operand.attrs["index"]
+        for j, index in filled(kernel).items():
+            found[(kernel, j)] = index
     return found
 
 
