@@ -16,6 +16,16 @@ def _detected_backend() -> str:
     return name
 
 
+def num_threads() -> int:
+    """JITLIB_NUM_THREADS if it is a positive integer, else the number of CPUs: the
+    threads a large cpu kernel or a batch of LAPACK calls is shared between."""
+    try:
+        n = int(os.environ.get("JITLIB_NUM_THREADS", ""))
+    except ValueError:
+        n = 0
+    return n if n > 0 else (os.cpu_count() or 1)
+
+
 def compile_worker() -> str:
     """JITLIB_COMPILE_WORKER: where the cpu backend runs LLVM's optimizer. "auto" (the
     default): in this process for its first compiles, then in a worker process (llvmlite

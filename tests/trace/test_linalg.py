@@ -345,3 +345,28 @@ def test_solve_factors_each_matrix_once_and_sees_new_values(backend, monkeypatch
     a[1] = np.eye(5)[::-1]          # in place: the same array object, new values
     np.testing.assert_allclose(f(a, b), np.linalg.solve(a, b), rtol=1e-10, atol=1e-12)
     assert len(calls) == 6, calls
+
+
+def test_batches_shared_between_threads_keep_their_bits(monkeypatch):
+    # large enough that the cpu backend's LAPACK rules share the batch between threads;
+    # one matrix is not positive definite: its factor is NaN, the others are untouched
+    rng = np.random.default_rng(5)
+    g = rng.standard_normal((12, 128, 128)).astype(np.float32) / 12
+    a = g @ np.swapaxes(g, -1, -2) + np.eye(128, dtype=np.float32)
+    a[3] = -np.eye(128, dtype=np.float32)
+    b = rng.standard_normal((12, 128, 5)).astype(np.float32)
+
+    def factor_and_solve(a, b):
+        low = np.linalg.cholesky(a)
+        return low, np.linalg.solve(low, b), np.linalg.solve(a, b)
+    monkeypatch.setenv("JITLIB_NUM_THREADS", "2")
+    shared = jitlib.jit(factor_and_solve, backend="cpu")(a, b)
+    monkeypatch.setenv("JITLIB_NUM_THREADS", "1")
+    alone = jitlib.jit(factor_and_solve, backend="cpu")(a, b)
+    for x, y in zip(shared, alone):
+        np.testing.assert_array_equal(x, y)
+    ok = np.arange(12) != 3
+    np.testing.assert_array_equal(shared[0][ok], np.linalg.cholesky(a[ok]))
+    assert np.isnan(shared[0][3][np.tril_indices(128)]).all()
+    np.testing.assert_allclose(shared[2][ok], np.linalg.solve(a[ok], b[ok]), rtol=1e-4,
+                               atol=1e-5)

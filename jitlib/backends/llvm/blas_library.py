@@ -30,7 +30,8 @@ import threading
 import numpy as np
 
 from jitlib import config, forksafe, logs
-from jitlib.backends.llvm import blas_threads, parallel
+from jitlib import blas_threads
+from jitlib.backends.llvm import parallel
 from jitlib.backends.llvm.compiler import get_compiler
 
 

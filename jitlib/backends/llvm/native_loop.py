@@ -31,7 +31,8 @@ import ctypes
 
 import numpy as np
 
-from jitlib.backends.llvm import blas_threads, kernels, opaque, program
+from jitlib import blas_threads
+from jitlib.backends.llvm import kernels, opaque, program
 from jitlib.backends.llvm.buffers import ALIGN, BufferPlan, Slot
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.hlo.ir import output_types

@@ -22,6 +22,7 @@ import threading
 import time
 import weakref
 
+from jitlib import config
 from jitlib.backends.llvm import claiming
 
 # Below this many bytes read and written a kernel runs on the calling thread alone: at
@@ -57,11 +58,7 @@ def loop_body():
 
 def num_threads():
     """JITLIB_NUM_THREADS if it is a positive integer, else the number of CPUs."""
-    try:
-        n = int(os.environ.get("JITLIB_NUM_THREADS", ""))
-    except ValueError:
-        n = 0
-    return n if n > 0 else (os.cpu_count() or 1)
+    return config.num_threads()
 
 
 class _Worker:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import jitlib
-from jitlib.backends.llvm import blas_threads
+from jitlib import blas_threads
 
 RNG = np.random.default_rng(11)
 
