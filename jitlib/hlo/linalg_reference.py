@@ -58,32 +58,10 @@ def _in_threads(fn, items, work):
     wrappers release the GIL. A batch of 64 256x256 float32 matrices on the Zen 3 VM
     (2 vCPUs): lu factors 29 -> 16 ms; NumPy's own batched cholesky took 55 ms on one
     OpenBLAS thread and 94 on two."""
-    from jitlib import config
-    threads = min(config.num_threads(), len(items)) if work >= _SHARED_WORK else 1
+    from jitlib import config, host_threads
+    threads = config.num_threads() if work >= _SHARED_WORK else 1
     with _one_blas_thread():
-        if threads <= 1:
-            return [fn(item) for item in items]
-        groups = np.array_split(np.arange(len(items)), threads)
-        done = [None] * threads
-
-        def run(k):
-            try:
-                done[k] = [fn(items[i]) for i in groups[k]]
-            except BaseException as e:   # raised on the calling thread below
-                done[k] = e
-        helpers = [threading.Thread(target=run, args=(k,), daemon=True)
-                   for k in range(1, threads)]
-        for helper in helpers:
-            helper.start()
-        run(0)
-        for helper in helpers:
-            helper.join()
-    out = []
-    for part in done:
-        if isinstance(part, BaseException):
-            raise part
-        out.extend(part)
-    return out
+        return host_threads.map_in_threads(fn, items, threads)
 
 
 # below this many multiply-adds a batch stays on the calling thread (a thread's start

@@ -18,8 +18,8 @@ import numpy as np
 from jitlib import forksafe, logs
 from jitlib.backends import control
 from jitlib.backends.base import Executable
-from jitlib.backends.llvm import (blas_library, claiming, int_products, kernels, parallel,
-                                  native_loop, program, rendered)
+from jitlib.backends.llvm import (blas_library, claiming, host_fft, int_products, kernels,
+                                  native_loop, parallel, program, rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, RESULTS, BufferPlan
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
@@ -265,6 +265,9 @@ def make_runner(fusion, made=None, code=None):
     body = fusion.attrs["body"]
     kernel, reason = made or render(fusion)
     if kernel is None:
+        fft = host_fft.runner(body)
+        if fft is not None:
+            return fft, None
         return InterpretedRunner(body), reason
     if isinstance(kernel, kernels.DotKernel):
         return DotRunner(body, kernel, code), None

@@ -3,7 +3,9 @@ the slicing or zero-padding `n`/`s` ask for and transposes that bring `axes` las
 
 The interpreter runs the op with NumPy's own pocketfft, so the default norm is NumPy's
 answer bit for bit; norm="ortho" and "forward" scale the result afterwards (within an
-ulp or two of NumPy's, which scales inside the transform). The result dtype is the one
+ulp or two of NumPy's, which scales inside the transform). The cpu backend runs long 1-D
+complex transforms in six steps on all cores (backends/llvm/host_fft.py): as accurate as
+NumPy's, not its bits. The result dtype is the one
 NumPy's loop picks (float32 and complex64 stay single precision, integers go double).
 """
 import functools

@@ -1,0 +1,71 @@
+"""Long 1-D complex FFTs on the cpu backend run in six steps on all threads (host_fft.py):
+as accurate as NumPy's single call against the exact transform, the same bits for any
+thread count, and NumPy's own call below the size where that pays."""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib.backends.llvm import host_fft
+
+pytest.importorskip("llvmlite.binding")
+
+TRANSFORMS = {"fft": np.fft.fft, "ifft": np.fft.ifft,
+              "fft_ortho": lambda a: np.fft.fft(a, norm="ortho")}
+
+
+def _signal(shape, dtype, seed=0):
+    rng = np.random.default_rng(seed)
+    return (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+
+
+def _relative_error(got, exact):
+    return np.abs(got - exact).max() / np.abs(exact).max()
+
+
+@pytest.mark.parametrize("name", list(TRANSFORMS))
+@pytest.mark.parametrize("n, dtype", [(1 << 18, np.complex64), (3 << 16, np.complex64),
+                                      (1 << 17, np.complex128)])
+def test_six_step_transforms_are_as_accurate_as_numpys(name, n, dtype):
+    fn = TRANSFORMS[name]
+    x = _signal((2, n), dtype)
+    jitted = jitlib.jit(fn, backend="cpu")
+    got = jitted(x)
+    assert got.dtype == fn(x).dtype and got.shape == x.shape
+    assert "fft" not in " ".join(jitted.lower(x).compile().fallbacks)
+    exact = fn(x.astype(np.complex128))
+    if dtype == np.complex128:      # NumPy's double transform is the reference itself
+        assert _relative_error(got, exact) < 1e-14
+    else:
+        assert _relative_error(got, exact) <= 2 * _relative_error(fn(x), exact) + 1e-8
+
+
+def test_six_step_bits_do_not_depend_on_the_thread_count(monkeypatch):
+    x = _signal((3, 1 << 16), np.complex64, seed=1)
+    monkeypatch.setenv("JITLIB_NUM_THREADS", "2")
+    two = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    monkeypatch.setenv("JITLIB_NUM_THREADS", "3")
+    three = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    monkeypatch.setenv("JITLIB_NUM_THREADS", "1")
+    one = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    np.testing.assert_array_equal(two, one)
+    np.testing.assert_array_equal(three, one)
+
+
+@pytest.mark.parametrize("n", [host_fft.MIN_POINTS // 2, 65537])   # short; prime
+def test_short_and_prime_transforms_are_numpys_call(n):
+    x = _signal(n, np.complex64, seed=2)
+    np.testing.assert_array_equal(jitlib.jit(np.fft.fft, backend="cpu")(x), np.fft.fft(x))
+
+
+def test_only_long_one_dimensional_complex_transforms_take_the_six_steps():
+    from jitlib.fusion import optimize
+
+    def body_of(fn, x):
+        (kernel,) = [i for i in optimize(jitlib.make_ir(fn)(x)).instructions
+                     if i.op.name == "FUSION"]
+        return kernel.attrs["body"]
+    long = _signal(1 << 16, np.complex64)
+    assert host_fft.runner(body_of(np.fft.fft, long)) is not None
+    assert host_fft.runner(body_of(np.fft.rfft, long.real.copy())) is None
+    assert host_fft.runner(body_of(np.fft.fft2, long.reshape(256, 256))) is None
+    assert host_fft.runner(body_of(np.fft.fft, long[:4096])) is None
