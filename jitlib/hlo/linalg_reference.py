@@ -34,20 +34,22 @@ def _matrices(x):
     return flat, restore
 
 
-def _batched(fn, x, nan_shape):
+def _batched(fn, x, nan_shape, failed=None):
     """fn over x's batch (NumPy's gufuncs take it whole); a matrix where LAPACK fails
-    gives NaN of `nan_shape` instead of raising."""
+    gives `failed` (default: NaN of `nan_shape`) instead of raising."""
     try:
         return fn(x)
     except np.linalg.LinAlgError:
         pass
+    if failed is None:
+        failed = np.full(nan_shape, np.nan, x.dtype)
     flat, restore = _matrices(x)
     outs = []
     for m in flat:
         try:
             outs.append(np.asarray(fn(m), x.dtype))
         except np.linalg.LinAlgError:
-            outs.append(np.full(nan_shape, np.nan, x.dtype))
+            outs.append(failed)
     return restore(outs)
 
 
@@ -76,17 +78,17 @@ def _work(x, extra=1):
 
 
 def _cholesky(instr, x):
-    # NumPy reads the lower triangle, as potrf('L') does; a failed factor is NaN on and
-    # below the diagonal and 0 above, as JAX's
+    # NumPy reads the lower triangle, as potrf('L') does, and zeroes the upper; a failed
+    # factor is NaN on and below the diagonal and 0 above, as JAX's
     from jitlib import config
+    above = np.triu(np.ones(x.shape[-2:], bool), 1)
+    failed = np.where(above, np.zeros((), x.dtype), np.array(np.nan, x.dtype))
     flat, _ = _matrices(x)
     parts = np.array_split(flat, max(1, min(config.num_threads(), len(flat))))
-    factor = _in_threads(lambda part: _batched(np.linalg.cholesky, part, x.shape[-2:]),
+    factor = _in_threads(lambda part: _batched(np.linalg.cholesky, part, None, failed),
                          [p for p in parts if len(p)], _work(x))
     lower = (np.concatenate(factor) if factor else flat).reshape(x.shape)
-    lower = lower.astype(x.dtype, copy=False)
-    above = np.triu(np.ones(x.shape[-2:], bool), 1)
-    return np.where(above, np.zeros((), x.dtype), lower)
+    return lower.astype(x.dtype, copy=False)
 
 
 def _trsm(a, b, attrs):
@@ -189,7 +191,7 @@ def _lu(instr, x):
 
     def part(packed, pivots):
         if output == "lu":
-            return packed.astype(x.dtype)
+            return packed.astype(x.dtype, copy=False)
         return pivots if output == "pivots" else _permutation(pivots)
     return _matrices(x)[1]([part(*factors) for factors in _lu_factors(x)])
 
