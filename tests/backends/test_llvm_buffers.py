@@ -118,8 +118,15 @@ def test_matmul_into_memory_equals_the_interpreters_dot(dtype, into):
 
 # -- large results reused once the caller lets go of them (buffers.ResultPool)
 
+@pytest.fixture
+def pooled_from_1_mib(monkeypatch):
+    # the pool serves results from 32 MiB: these tests lower that to keep arrays small
+    from jitlib.backends.llvm import executable
+    monkeypatch.setattr(executable, "RECYCLE_MIN_BYTES", 1 << 20)
+
+
 def _big_exe():
-    x = B.parameter(0, (512, 1024), F32)               # 2 MiB: above RECYCLE_MIN_BYTES
+    x = B.parameter(0, (512, 1024), F32)               # 2 MiB: pooled from 1 MiB
     module = Module("big", [x], [B.unary(Op.EXP, x), B.reduce(Op.REDUCE_SUM, x, (1,))])
     exe = LLVM.compile(module)
     assert exe.program is None
@@ -130,7 +137,7 @@ def _address(a):
     return a.__array_interface__["data"][0]
 
 
-def test_a_dropped_result_is_reused():
+def test_a_dropped_result_is_reused(pooled_from_1_mib):
     exe, module = _big_exe()
     x = RNG.standard_normal((512, 1024)).astype(F32)
     first = exe(x)[0]
@@ -141,7 +148,7 @@ def test_a_dropped_result_is_reused():
     assert_allclose_tree([second], evaluate(module, [x])[:1], rtol=1e-6, atol=0)
 
 
-def test_results_the_caller_keeps_a_while_reuse_memory_once_dropped():
+def test_results_the_caller_keeps_a_while_reuse_memory_once_dropped(pooled_from_1_mib):
     # a solver keeping its last two states: the third call's memory is the first's
     exe, module = _big_exe()
     x = RNG.standard_normal((512, 1024)).astype(F32)
@@ -175,7 +182,7 @@ def _first_floats(kept):
 
 
 @pytest.mark.parametrize("hold", ["array", "view", "memoryview", "ctypes"])
-def test_a_result_still_reachable_is_never_reused(hold):
+def test_a_result_still_reachable_is_never_reused(hold, pooled_from_1_mib):
     exe, _ = _big_exe()
     x = RNG.standard_normal((512, 1024)).astype(F32)
     first = exe(x)[0]
@@ -190,7 +197,7 @@ def test_a_result_still_reachable_is_never_reused(hold):
     np.testing.assert_allclose(second, np.exp(-x), rtol=1e-6)
 
 
-def test_a_result_reshaped_in_place_is_not_reused_as_is():
+def test_a_result_reshaped_in_place_is_not_reused_as_is(pooled_from_1_mib):
     exe, _ = _big_exe()
     x = RNG.standard_normal((512, 1024)).astype(F32)
     first = exe(x)[0]
@@ -201,7 +208,7 @@ def test_a_result_reshaped_in_place_is_not_reused_as_is():
     np.testing.assert_allclose(second, np.exp(x), rtol=1e-6)
 
 
-def test_threads_never_share_a_recycled_result():
+def test_threads_never_share_a_recycled_result(pooled_from_1_mib):
     exe, _ = _big_exe()
     inputs = [RNG.standard_normal((512, 1024)).astype(F32) for _ in range(3)]
     want = [exe(x)[0] for x in inputs]
