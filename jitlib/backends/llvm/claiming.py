@@ -33,6 +33,8 @@ import platform
 
 import numpy as np
 
+from jitlib.backends.llvm.pointers import data_pointer
+
 # Chunks of about this many bytes moved (inputs and outputs): small enough that the
 # threads finish within microseconds of each other, large enough that claiming one (an
 # atomic compare-exchange on the thread's own line) costs nothing measurable.
@@ -190,7 +192,7 @@ class Claim:
         """Hand claim(*args) to the worker lingering on `box`: the job's array (to keep
         alive until the worker has left it), or None where the worker is not idle."""
         job = np.array([self._entry_address, self.kernel, *args], np.int64)
-        if _helpers().post(box.ctypes.data, self._job_entry, job.ctypes.data) != 1:
+        if _helpers().post(data_pointer(box), self._job_entry, data_pointer(job)) != 1:
             return None
         return job
 

@@ -21,6 +21,7 @@ from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, host_fft, int_products, kernels,
                                   native_loop, parallel, program, rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, RESULTS, BufferPlan
+from jitlib.backends.llvm.pointers import data_pointer
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.fusion.in_place import filled, overwritten
@@ -69,7 +70,7 @@ class NativeRunner:
         buffers = [_contiguous(a) for a in arrays]
         buffers += [np.empty(shape, dtype) if outs is None or outs[j] is None else outs[j]
                     for j, (shape, dtype) in enumerate(self._outputs)]
-        pointers = [b.ctypes.data for b in buffers]
+        pointers = [data_pointer(b) for b in buffers]
         if self._pool is None:
             self._fn(*pointers, 0, 1)
         else:

@@ -24,6 +24,7 @@ import weakref
 
 from jitlib import config
 from jitlib.backends.llvm import claiming
+from jitlib.backends.llvm.pointers import data_pointer
 
 # Below this many bytes read and written a kernel runs on the calling thread alone: at
 # memory speed 1 MiB takes tens of microseconds, about what handing work to another
@@ -172,9 +173,9 @@ class Pool:
     def _claim_chunks(self, claim, args, chunks, code):
         self._collect(wait=False)   # reports already in; a worker's error is raised
         work = claiming.work_area(chunks, self.threads)
-        keep = (work, code)
+        keep, work_at = (work, code), data_pointer(work)
         for t, worker in enumerate(self._workers, 1):
-            job_args = (*args, work.ctypes.data, t)
+            job_args = (*args, work_at, t)
             if isinstance(claim, claiming.Claim) and worker.post(claim, job_args, keep):
                 continue
             if worker.pending == 0 and not worker.posted_running():
@@ -182,7 +183,7 @@ class Pool:
             # else still on an earlier call's job: the caller claims its chunks
         finished = 0
         try:
-            finished = claim(*args, work.ctypes.data, 0)   # 1 once every chunk is done
+            finished = claim(*args, work_at, 0)   # 1 once every chunk is done
         finally:   # the workers write into the caller's buffers: wait unless all done
             if finished != 1:
                 self._collect()

@@ -21,22 +21,11 @@ import numpy as np
 
 from jitlib.backends.llvm.buffers import BufferPlan
 from jitlib.backends.llvm.compiler import get_compiler
+from jitlib.backends.llvm.pointers import DATA_OFFSET
 from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.ops import Op
 
 
-def _data_offset():
-    """Where an ndarray object keeps its data pointer, in bytes, or None if not found."""
-    probes = [np.empty(3), np.empty((2, 5), np.int8)]
-    offsets = None
-    for a in probes:
-        words = (ctypes.c_size_t * 6).from_address(id(a))
-        found = {8 * i for i, w in enumerate(words) if w == a.ctypes.data}
-        offsets = found if offsets is None else offsets & found
-    return min(offsets) if offsets else None
-
-
-DATA_OFFSET = _data_offset()
 
 
 class Program:
