@@ -1253,6 +1253,20 @@ def _periodic_samples(rng):
     return (np.sin(3 * x) + 0.5 * np.cos(5 * x) + normal(rng, 64, dtype=np.float64, scale=0.01),)
 
 
+def _long_noise(rng):
+    return ((normal(rng, 1 << 16) + 1j * normal(rng, 1 << 16)).astype(np.complex64),)
+
+
+@complex_program(_long_noise)
+def spectral_lowpass_long(z):
+    # a 2^16-point transform and its inverse: long enough for the cpu backend's six-step
+    # FFT on all cores
+    spectrum = np.fft.fft(z)
+    freqs = np.fft.fftfreq(z.size)
+    smooth = np.fft.ifft(np.where(np.abs(freqs) < 0.05, spectrum, 0))
+    return smooth, np.abs(spectrum).max() / z.size
+
+
 @complex_program(_periodic_samples)
 def spectral_derivative(u):
     # d/dx of a periodic signal: multiply its spectrum by i*k and transform back
@@ -1393,6 +1407,42 @@ def markov_chain_long_run(counts):
     system = np.vstack([np.eye(5) - transition.T, np.ones((1, 5))])
     stationary = np.linalg.lstsq(system, np.r_[np.zeros(5), 1.0], rcond=None)[0]
     return after_64, stationary, np.linalg.cond(np.eye(5) - 0.5 * transition)
+
+
+def _bodies(rng):
+    return (normal(rng, 48, 3, dtype=np.float64), normal(rng, 48, 3, dtype=np.float64, scale=0.1),
+            np.empty((48, 3)), uniform(rng, 48, low=0.5, high=1.5, dtype=np.float64))
+
+
+@program(_bodies)
+def leapfrog_into_buffers(pos, vel, acc, mass):
+    # a simulation keeping its state in arrays it was handed: acc is filled, never read
+    # first; r ** -3 is a constant integer power
+    dt = 0.01
+    for _ in range(3):
+        d = pos[None, :, :] - pos[:, None, :]
+        dist = np.sqrt((d ** 2).sum(-1) + 0.05)
+        acc[...] = (d * (mass[None, :] * dist ** -3)[:, :, None]).sum(1)
+        vel += dt * acc
+        pos += dt * vel
+    return 0.5 * ((vel ** 2).sum(-1) * mass).sum()
+
+
+def _ridge_batches(rng):
+    return (normal(rng, 16, 96, 64, dtype=np.float64), normal(rng, 16, 96, dtype=np.float64))
+
+
+@program(_ridge_batches)
+def batched_ridge_regression(X, y):
+    # one ridge fit per batch through the normal equations' Cholesky factor, as NumPy-only
+    # code writes it (no triangular solve in NumPy): enough work for the LAPACK batch to
+    # be shared between threads
+    gram = np.swapaxes(X, -1, -2) @ X + 0.5 * np.eye(X.shape[-1])
+    rhs = np.swapaxes(X, -1, -2) @ y[..., None]
+    low = np.linalg.cholesky(gram)
+    coef = np.linalg.solve(np.swapaxes(low, -1, -2), np.linalg.solve(low, rhs))[..., 0]
+    residual = y - (X @ coef[..., None])[..., 0]
+    return coef, (residual ** 2).mean(-1)
 
 
 @program(_polyfit_data)
