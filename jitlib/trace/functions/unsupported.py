@@ -33,6 +33,14 @@ _refuse(np.trim_zeros, "trim_zeros", _SHAPE, "slice with static bounds, or trim 
 for _fn in (np.setdiff1d, np.intersect1d, np.union1d, np.setxor1d):
     _refuse(_fn, _fn.__name__, _SHAPE + " (np.unique)",
             "np.isin(a, b) gives a fixed-shape mask of the same membership")
+# NumPy 2's array-API spellings of np.unique: each has a static-size form in jitlib.numpy
+for _name, _returns in (("unique_values", ""), ("unique_counts", ", return_counts=True"),
+                        ("unique_inverse", ", return_inverse=True"),
+                        ("unique_all", ", return_index=True, return_inverse=True, "
+                                       "return_counts=True")):
+    _refuse(getattr(np, _name), _name, _SHAPE + " (np.unique)",
+            f"jitlib.numpy.unique(x, size=N{_returns}) returns N sorted values, padded "
+            "with fill_value (default: the smallest value)")
 _refuse(np.asarray_chkfinite, "asarray_chkfinite", "checking finiteness reads the values, "
         "and a compiled program cannot raise", "use np.asarray, and check "
         "np.isfinite(x).all() on the result outside jit")
