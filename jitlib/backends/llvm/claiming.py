@@ -200,16 +200,17 @@ class Claim:
 def linger(box):
     """Run the jobs posted to `box` until LINGER_SPINS pass with none, or until `kick`;
     returns how many ran. Called by a worker without the GIL (ctypes releases it)."""
-    return _helpers().linger(box.ctypes.data, LINGER_SPINS)
+    return _helpers().linger(data_pointer(box), LINGER_SPINS)
 
 
 def kick(box):
     """Send the worker lingering on `box` back to its queue (waiting out a posted job
     first): a job queued for it is then taken at once."""
-    _helpers().kick(box.ctypes.data)
+    _helpers().kick(data_pointer(box))
 
 
 def state(box):
+    """ASLEEP, IDLE or POSTED: where the worker on `box` is (a plain read: a hint)."""
     return int(box[0])
 
 
