@@ -1,6 +1,7 @@
-"""Long 1-D complex FFTs on the cpu backend run in six steps on all threads (host_fft.py):
-as accurate as NumPy's single call against the exact transform, the same bits for any
-thread count, and NumPy's own call below the size where that pays."""
+"""Long 1-D FFTs on the cpu backend run in six steps on all threads (host_fft.py), real
+ones through a complex transform of half the length: as accurate as NumPy's single call
+against the exact transform (within a small factor), the same bits for any thread count,
+and NumPy's own call below the size where that pays."""
 import numpy as np
 import pytest
 
@@ -39,14 +40,34 @@ def test_six_step_transforms_are_as_accurate_as_numpys(name, n, dtype):
         assert _relative_error(got, exact) <= 2 * _relative_error(fn(x), exact) + 1e-8
 
 
-def test_six_step_bits_do_not_depend_on_the_thread_count(monkeypatch):
-    x = _signal((3, 1 << 16), np.complex64, seed=1)
+@pytest.mark.parametrize("n, dtype", [(1 << 17, np.float32), (3 << 17, np.float64),
+                                      (1 << 19, np.float32)])
+def test_real_transforms_through_half_length_ones_are_accurate(n, dtype):
+    x = np.random.default_rng(3).standard_normal((2, n)).astype(dtype)
+    jitted = jitlib.jit(np.fft.rfft, backend="cpu")
+    got = jitted(x)
+    want = np.fft.rfft(x)
+    assert got.dtype == want.dtype and got.shape == want.shape == (2, n // 2 + 1)
+    assert "fft" not in " ".join(jitted.lower(x).compile().fallbacks)
+    exact = np.fft.rfft(x.astype(np.float64))
+    if dtype == np.float64:
+        assert _relative_error(got, exact) < 1e-14
+    else:
+        assert _relative_error(got, exact) <= 3 * _relative_error(want, exact) + 1e-8
+    assert got[:, 0].imag.max() == 0 and got[:, -1].imag.max() == 0   # real at 0 and N/2
+
+
+@pytest.mark.parametrize("fn, x", [
+    (np.fft.fft, _signal((3, 1 << 16), np.complex64, seed=1)),
+    (np.fft.rfft, np.random.default_rng(4).standard_normal((2, 1 << 17)).astype(np.float32))],
+    ids=["fft", "rfft"])
+def test_six_step_bits_do_not_depend_on_the_thread_count(fn, x, monkeypatch):
     monkeypatch.setenv("JITLIB_NUM_THREADS", "2")
-    two = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    two = jitlib.jit(fn, backend="cpu")(x)
     monkeypatch.setenv("JITLIB_NUM_THREADS", "3")
-    three = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    three = jitlib.jit(fn, backend="cpu")(x)
     monkeypatch.setenv("JITLIB_NUM_THREADS", "1")
-    one = jitlib.jit(np.fft.fft, backend="cpu")(x)
+    one = jitlib.jit(fn, backend="cpu")(x)
     np.testing.assert_array_equal(two, one)
     np.testing.assert_array_equal(three, one)
 
@@ -66,6 +87,10 @@ def test_only_long_one_dimensional_complex_transforms_take_the_six_steps():
         return kernel.attrs["body"]
     long = _signal(1 << 16, np.complex64)
     assert host_fft.runner(body_of(np.fft.fft, long)) is not None
-    assert host_fft.runner(body_of(np.fft.rfft, long.real.copy())) is None
+    assert host_fft.runner(body_of(np.fft.rfft, _signal(1 << 17, np.complex64).real.copy()))
+    assert host_fft.runner(body_of(np.fft.rfft, long.real.copy())) is None      # short
+    odd = _signal((1 << 17) + 1, np.complex64).real.copy()
+    assert host_fft.runner(body_of(np.fft.rfft, odd)) is None
+    assert host_fft.runner(body_of(np.fft.irfft, long)) is None
     assert host_fft.runner(body_of(np.fft.fft2, long.reshape(256, 256))) is None
     assert host_fft.runner(body_of(np.fft.fft, long[:4096])) is None

@@ -12,10 +12,11 @@ an N1 x N2 matrix (x[n1 * N2 + n2]):
 
 Steps 1-2 share the columns between the threads, step 3 the rows: each thread calls
 pocketfft on a block that fits in cache, and pocketfft releases the GIL. The inverse uses
-pocketfft's inverse transforms, whose 1/N1 and 1/N2 make XLA's 1/N. The result is not
-NumPy's bit for bit: its error against the exact transform is NumPy's own size
-(tests/backends/test_llvm_host_fft.py). Other FFTs (real, several dims, short) keep the
-interpreter's rule.
+pocketfft's inverse transforms, whose 1/N1 and 1/N2 make XLA's 1/N. A real transform of
+even length N runs as the complex one of N/2 points (`RealRunner`). The result is not
+NumPy's bit for bit: its error against the exact transform is within a small factor of
+NumPy's own (tests/backends/test_llvm_host_fft.py). Other FFTs (inverse real, several
+dims, short, odd real lengths) keep the interpreter's rule.
 """
 import functools
 
@@ -27,20 +28,28 @@ from jitlib.hlo.ops import Op
 
 # Below this many points a transform stays NumPy's single call (in cache already).
 MIN_POINTS = 1 << 16
+# Points of a real transform's final combination per block.
+COMBINE_BLOCK = 1 << 14
 
 
 def runner(body):
-    """A runner for a fused body that is one long 1-D complex FFT or IFFT, else None."""
+    """A runner for a fused body that is one long 1-D FFT, IFFT or RFFT (of an even
+    length), else None."""
     ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
     if len(ops) != 1 or list(body.results) != ops or ops[0].op is not Op.FFT:
         return None
     fft = ops[0]
     kind, lengths = fft.attrs["fft_type"], fft.attrs["fft_length"]
     (x,) = fft.operands
-    if kind not in ("FFT", "IFFT") or len(lengths) != 1 or x.shape[-1] != lengths[0] \
-            or lengths[0] < MIN_POINTS or x.dtype != fft.dtype:
+    if len(lengths) != 1 or x.shape[-1] != lengths[0]:
         return None
-    return SixStepRunner(kind == "IFFT", lengths[0], np.dtype(fft.dtype))
+    n = lengths[0]
+    if kind in ("FFT", "IFFT") and n >= MIN_POINTS and x.dtype == fft.dtype:
+        return SixStepRunner(kind == "IFFT", n, np.dtype(fft.dtype))
+    if kind == "RFFT" and n >= 2 * MIN_POINTS and n % 2 == 0 \
+            and np.dtype(fft.dtype) == np.result_type(x.dtype, np.complex64):
+        return RealRunner(n, np.dtype(fft.dtype))
+    return None
 
 
 class SixStepRunner:
@@ -89,6 +98,50 @@ class SixStepRunner:
         host_threads.map_in_threads(along, _blocks(n1, threads), threads)
 
 
+class RealRunner:
+    """The transform of N real points (N = 2M) through the complex one of M points: the
+    pairs (x[2m], x[2m+1]) are z[m] = x[2m] + i x[2m+1] as they lie in memory, and with
+    Z = FFT(z), X[k] = ((Z[k] + conj Z[M-k]) - i w^k (Z[k] - conj Z[M-k])) / 2 for
+    0 < k < M (w = exp(-2 pi i / N)), X[0] = Re Z[0] + Im Z[0], X[M] = Re Z[0] - Im Z[0]:
+    half the transform work of a complex FFT of the padded input."""
+
+    writes_into = False
+
+    def __init__(self, n, dtype):
+        self.m, self.dtype = n // 2, dtype
+        self.half = SixStepRunner(False, self.m, dtype)
+        self._spectrum = None
+
+    def __call__(self, arrays, outs=None):
+        (x,) = arrays
+        rows = np.ascontiguousarray(x.reshape(-1, 2 * self.m), self.dtype.char.lower())
+        out = np.empty((rows.shape[0], self.m + 1), self.dtype)
+        with self.half._lock:
+            if self._spectrum is None:
+                self._spectrum = np.empty(self.m, self.dtype)
+            for r in range(rows.shape[0]):
+                self._real(rows[r].view(self.dtype), out[r])
+        return [out.reshape(x.shape[:-1] + (self.m + 1,))]
+
+    def _real(self, z, out):
+        m, spectrum = self.m, self._spectrum
+        self.half._transform(z, spectrum)
+        w = _half_twiddles(m)          # in double, as the combination runs: one rounding
+
+        def combine(block):         # k in [block.start, block.stop), 0 < k < M
+            lo, hi = block.start, block.stop
+            zk = spectrum[lo:hi].astype(np.complex128)
+            mirror = np.conj(spectrum[m - hi + 1:m - lo + 1][::-1])
+            out[lo:hi] = ((zk + mirror) - 1j * w[lo:hi] * (zk - mirror)) * 0.5
+        threads = config.num_threads()
+        # blocks of ~16K points: each one's double-precision temporaries stay in cache
+        parts = max(threads, (m - 1) // COMBINE_BLOCK)
+        blocks = [slice(b.start + 1, b.stop + 1) for b in _blocks(m - 1, parts)]
+        host_threads.map_in_threads(combine, blocks, threads)
+        z0 = spectrum[0]
+        out[0], out[m] = z0.real + z0.imag, z0.real - z0.imag
+
+
 def _blocks(n, parts):
     """`parts` contiguous slices covering range(n)."""
     edges = np.linspace(0, n, max(1, min(parts, n)) + 1).astype(int)
@@ -119,3 +172,10 @@ def _twiddles(n1, n2, inverse, dtype):
     threads = config.num_threads()
     host_threads.map_in_threads(rows, _blocks(n1, 8 * threads), threads)
     return table
+
+
+@functools.lru_cache(maxsize=4)
+def _half_twiddles(m):
+    """w^k = exp(-2 pi i k / 2M) for k in [0, M], in double."""
+    angle = (-np.pi / m) * np.arange(m + 1, dtype=np.float64)
+    return np.cos(angle) + 1j * np.sin(angle)
