@@ -15,8 +15,10 @@ pocketfft on a block that fits in cache, and pocketfft releases the GIL. The inv
 pocketfft's inverse transforms, whose 1/N1 and 1/N2 make XLA's 1/N. A real transform of
 even length N runs as the complex one of N/2 points (`RealRunner`). The result is not
 NumPy's bit for bit: its error against the exact transform is within a small factor of
-NumPy's own (tests/backends/test_llvm_host_fft.py). Other FFTs (inverse real, several
-dims, short, odd real lengths) keep the interpreter's rule.
+NumPy's own (tests/backends/test_llvm_host_fft.py). Other FFTs (several dims, short, odd
+real lengths) keep the interpreter's rule; so does irfft, whose pocketfft c2r beat a
+split through a half-length inverse on the Zen 3 VM up to 2^20 points (7.5 against 14.1
+ms), losing only past the 32 MiB L3 (2^22: 61.7 against 36.3).
 """
 import functools
 
