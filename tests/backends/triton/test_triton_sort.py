@@ -69,7 +69,11 @@ def _run_and_compare(module, args):
 @pytest.mark.parametrize("name", NAMES)
 @pytest.mark.parametrize("indices", [False, True], ids=["values", "argsort"])
 def test_sort_matches_the_interpreter_bit_for_bit(name, indices):
+    # argsort runs the same network with an index payload whatever the key type: half
+    # the shapes (each one a program on Triton's interpreter, 0.5-1 s) cover it
     for seed, shape in enumerate(SHAPES):
+        if indices and seed % 2 == 0:
+            continue
         module = _sort_module(name, shape, indices)
         _run_and_compare(module, [_keys(name, shape, seed)])
 
