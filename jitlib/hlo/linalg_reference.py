@@ -53,15 +53,13 @@ def _batched(fn, x, nan_shape, failed=None):
     return restore(outs)
 
 
-def _in_threads(fn, items, work):
+def _in_threads(fn, items, threads):
     """[fn(item) for item in items], the items shared out in contiguous groups between
-    the threads (`config.num_threads()`) where the whole is worth it (`work` multiply-
-    adds), each group's LAPACK and BLAS calls on one thread of their library: their
-    wrappers release the GIL. A batch of 64 256x256 float32 matrices on the Zen 3 VM
-    (2 vCPUs): lu factors 29 -> 16 ms; NumPy's own batched cholesky took 55 ms on one
+    `threads` threads, each group's LAPACK and BLAS calls on one thread of their library:
+    their wrappers release the GIL. A batch of 64 256x256 float32 matrices on the Zen 3
+    VM (2 vCPUs): lu factors 29 -> 16 ms; NumPy's own batched cholesky took 55 ms on one
     OpenBLAS thread and 94 on two."""
-    from jitlib import config, host_threads
-    threads = config.num_threads() if work >= _SHARED_WORK else 1
+    from jitlib import host_threads
     with _one_blas_thread():
         return host_threads.map_in_threads(fn, items, threads)
 
@@ -69,6 +67,12 @@ def _in_threads(fn, items, work):
 # below this many multiply-adds a batch stays on the calling thread (a thread's start
 # and join cost ~0.1 ms)
 _SHARED_WORK = 1 << 22
+
+
+def _threads_for(work):
+    """How many threads a batch of `work` multiply-adds is shared between."""
+    from jitlib import config
+    return config.num_threads() if work >= _SHARED_WORK else 1
 
 
 def _work(x, extra=1):
@@ -80,13 +84,13 @@ def _work(x, extra=1):
 def _cholesky(instr, x):
     # NumPy reads the lower triangle, as potrf('L') does, and zeroes the upper; a failed
     # factor is NaN on and below the diagonal and 0 above, as JAX's
-    from jitlib import config
     above = np.triu(np.ones(x.shape[-2:], bool), 1)
     failed = np.where(above, np.zeros((), x.dtype), np.array(np.nan, x.dtype))
     flat, _ = _matrices(x)
-    parts = np.array_split(flat, max(1, min(config.num_threads(), len(flat))))
+    threads = _threads_for(_work(x))
+    parts = np.array_split(flat, max(1, min(threads, len(flat))))   # one gufunc call each
     factor = _in_threads(lambda part: _batched(np.linalg.cholesky, part, None, failed),
-                         [p for p in parts if len(p)], _work(x))
+                         [p for p in parts if len(p)], threads)
     lower = (np.concatenate(factor) if factor else flat).reshape(x.shape)
     return lower.astype(x.dtype, copy=False)
 
@@ -103,8 +107,9 @@ def _triangular_solve(instr, a, b):
         return np.zeros(b.shape, b.dtype)
     flat_a, _ = _matrices(a)
     flat_b, restore = _matrices(b)
+    threads = _threads_for(_work(a, b.shape[-1]))
     return restore(_in_threads(lambda pair: _trsm(*pair, instr.attrs),
-                               list(zip(flat_a, flat_b)), _work(a, b.shape[-1])))
+                               list(zip(flat_a, flat_b)), threads))
 
 
 def _permutation(pivots):
@@ -172,7 +177,7 @@ def _lu_factors(x):
             and np.array_equal(last, x):
         return _last_lu.factors
     factors = _in_threads(lambda m: _lu_factor(m, lu_factor), list(_matrices(x)[0]),
-                          _work(x))
+                          _threads_for(_work(x)))
     _last_lu.operand, _last_lu.factors = np.array(x), factors
     return factors
 

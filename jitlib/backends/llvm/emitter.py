@@ -731,17 +731,18 @@ def _float_int_power(fn, t, x, n):
     (±0, ±inf and NaN bases, overflow, underflow), so double keeps it wherever it or the
     pair is zero or not finite: there the pair's error terms are NaN or lose the sign of
     zero."""
-    wide = x if t == "double" else fn.op(f"fpext float {x} to double")
+    def multiply(a, b):
+        return fn.op(f"fmul double {a}, {b}")
     if t == "float":
-        p = _square_and_multiply(lambda a, b: fn.op(f"fmul double {a}, {b}"), wide, abs(n))
+        p = _square_and_multiply(multiply, fn.op(f"fpext float {x} to double"), abs(n))
         if n < 0:
             p = fn.op(f"fdiv double 1.0, {p}")
         return fn.op(f"fptrunc double {p} to float")
-    base, pair = wide, (x, "0.0")
+    base, pair = x, (x, "0.0")
     if n < 0:
         base = fn.op(f"fdiv double 1.0, {x}")
         pair = _pair_reciprocal(fn, x, "0.0")
-    plain = _square_and_multiply(lambda a, b: fn.op(f"fmul double {a}, {b}"), base, abs(n))
+    plain = _square_and_multiply(multiply, base, abs(n))
     if n in (-1, 2):             # one correctly rounded operation already
         return plain
     hi, lo = _square_and_multiply(lambda a, b: _pair_mul(fn, a, b), pair, abs(n))

@@ -21,9 +21,9 @@ from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, host_fft, int_products, kernels,
                                   native_loop, parallel, program, rendered)
 from jitlib.backends.llvm.buffers import RECYCLE_MIN_BYTES, RESULTS, BufferPlan
-from jitlib.backends.llvm.pointers import data_pointer
 from jitlib.backends.llvm.compiler import get_compiler
 from jitlib.backends.llvm.emitter import Unsupported
+from jitlib.backends.llvm.pointers import data_pointer
 from jitlib.fusion.in_place import filled, overwritten
 from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate

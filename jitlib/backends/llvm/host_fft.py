@@ -63,7 +63,7 @@ class SixStepRunner:
 
     def __init__(self, inverse, n, dtype):
         self.inverse, self.n, self.dtype = inverse, n, dtype
-        self.n1 = 1 << ((n.bit_length() - 1) // 2) if n & (n - 1) == 0 else _split(n)
+        self.n1 = _split(n)
         self.n2 = n // self.n1
         self._scratch = None
         self._lock = forksafe.lock()     # one call at a time owns the scratch

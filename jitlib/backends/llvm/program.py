@@ -26,8 +26,6 @@ from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.ops import Op
 
 
-
-
 class Program:
     """The driver of one optimised module whose FUSION steps all run compiled kernels:
     `kernels` maps each FUSION instruction to its runner (`.outputs`, the kernel's output
