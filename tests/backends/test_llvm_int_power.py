@@ -2,7 +2,8 @@
 
 The reference is the exact power rounded once to the dtype (Python's rationals: int / int
 rounds correctly, subnormals included). NumPy's own float32 and float64 powers are up to
-1 ulp off it, so NumPy is the reference only for the special values.
+1 ulp off it (which ulp depends on the host's SIMD loops), so NumPy is the reference
+only for zeros, infinities and NaN.
 """
 from fractions import Fraction
 
@@ -84,6 +85,11 @@ def test_integer_power_special_values_are_numpys(dtype, n):
     x = np.array(SPECIAL, dtype)
     with np.errstate(all="ignore"):
         want = x ** dtype(n)
+    if dtype != np.float16:
+        # NumPy's SIMD float64 pow on AVX-512 hosts is 1 ulp off for 1e-30**-7: the
+        # finite values are held to the exact power, as in the test above
+        finite = np.isfinite(x) & (x != 0)
+        want[finite] = _exact(x[finite], n)
     got = _power(n)(x)
     np.testing.assert_array_equal(got, want)
     assert (np.signbit(got) == np.signbit(want)).all(), (x, got, want)
