@@ -27,6 +27,9 @@ from jitlib import forksafe
 # below this many multiply-adds (well under a millisecond on one core) threads cost
 # more than they save
 SMALL_PRODUCT = 1 << 23
+# ... and a matrix times a vector, which reads its matrix once at memory speed: one core
+# streams ~1.5 G float64 multiply-adds a second, so the same time is 32x fewer
+SMALL_MATVEC = SMALL_PRODUCT >> 5
 
 
 def _openblas_paths():
@@ -120,8 +123,10 @@ def single_threaded():
 
 
 def matmul(left, right, out, multiply_adds):
-    """np.matmul(left, right, out=out), on this thread alone when the product is small."""
-    if _set_threads is None or multiply_adds >= SMALL_PRODUCT:
+    """np.matmul(left, right, out=out), on this thread alone when the product is small
+    (a matrix-vector product, one operand 1-D, by its own measure)."""
+    small = SMALL_MATVEC if min(left.ndim, right.ndim) == 1 else SMALL_PRODUCT
+    if _set_threads is None or multiply_adds >= small:
         return np.matmul(left, right, out=out)
     _enter()
     try:

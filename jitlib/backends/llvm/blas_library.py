@@ -185,6 +185,14 @@ def matmul(left, right, out, multiply_adds):
     The copy runs single-threaded: a large product is split by rows between jitlib's
     own threads (parallel.py), so no second pool of OpenBLAS threads spins beside
     NumPy's."""
+    if left.ndim == 2 and (right.shape[1] == 1 or left.shape[0] == 1):
+        # a matrix and a vector: NumPy's gemv, as eager `M @ x` calls it (its bits too),
+        # threaded from a smaller size than a gemm (blas_threads.SMALL_MATVEC)
+        if right.shape[1] == 1:
+            blas_threads.matmul(left, right[:, 0], out[:, 0], multiply_adds)
+        else:
+            blas_threads.matmul(left[0], right, out[0], multiply_adds)
+        return out
     library = _loader.library() if uses_copy(multiply_adds) else None
     if (library is None or out.dtype not in library.gemm or not out.flags.c_contiguous
             or not left.flags.c_contiguous or not right.flags.c_contiguous

@@ -111,3 +111,24 @@ def test_a_count_set_during_a_jitted_call_is_kept(user_count, monkeypatch):
     changed.set()
     worker.join()
     assert _process_count() == 2
+
+
+@pytest.mark.parametrize("form", ["matrix @ vector", "vector @ matrix"])
+def test_matrix_vector_products_are_numpys_gemv_with_its_bits(monkeypatch, form):
+    # a gemm with one column packs the whole matrix first (half NumPy's speed on a large
+    # float64 pair); the product goes to np.matmul with a 1-D operand, as eager `M @ x`
+    # does, and is threaded from a matrix-vector's own size
+    calls = []
+    real = blas_threads.matmul
+
+    def spy(left, right, out, multiply_adds):
+        calls.append((left.ndim, right.ndim, multiply_adds >= blas_threads.SMALL_MATVEC))
+        return real(left, right, out, multiply_adds)
+    monkeypatch.setattr(blas_threads, "matmul", spy)
+    m = RNG.standard_normal((700, 600))
+    v = RNG.standard_normal(700 if form == "vector @ matrix" else 600)
+    fn = (lambda m, v: m @ v) if form == "matrix @ vector" else (lambda m, v: v @ m)
+    got = jitlib.jit(fn, backend="cpu")(m, v)
+    want = (2, 1, True) if form == "matrix @ vector" else (1, 2, True)
+    assert calls == [want], calls
+    np.testing.assert_array_equal(got, fn(m, v))
