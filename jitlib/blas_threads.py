@@ -30,6 +30,10 @@ SMALL_PRODUCT = 1 << 23
 # ... and a matrix times a vector, which reads its matrix once at memory speed: one core
 # streams ~1.5 G float64 multiply-adds a second, so the same time is 32x fewer
 SMALL_MATVEC = SMALL_PRODUCT >> 5
+# below this OpenBLAS runs every product on the calling thread by itself (its gemm's
+# SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD; gemv's is lower still): setting the
+# count to 1 and back would cost more than an 8x8 product
+OPENBLAS_ALONE = 1 << 13
 
 
 def _openblas_paths():
@@ -126,7 +130,7 @@ def matmul(left, right, out, multiply_adds):
     """np.matmul(left, right, out=out), on this thread alone when the product is small
     (a matrix-vector product, one operand 1-D, by its own measure)."""
     small = SMALL_MATVEC if min(left.ndim, right.ndim) == 1 else SMALL_PRODUCT
-    if _set_threads is None or multiply_adds >= small:
+    if _set_threads is None or multiply_adds >= small or multiply_adds < OPENBLAS_ALONE:
         return np.matmul(left, right, out=out)
     _enter()
     try:

@@ -216,8 +216,8 @@ def uses_copy(multiply_adds):
     overhead, and a program of small products, like a served MLP's batch, then never
     waits for the copy to load in a new process. The choice is by size alone, so
     a program gives the same bits on every call."""
-    return (config.cpu_blas() == "private"
-            and multiply_adds >= blas_threads.SMALL_PRODUCT)
+    return (multiply_adds >= blas_threads.SMALL_PRODUCT
+            and config.cpu_blas() == "private")
 
 
 def _rows_part(gemm, a, b, c, m, n, k, size, rows, part, parts):
