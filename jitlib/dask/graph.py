@@ -68,6 +68,12 @@ class _Builder:
         self.name = plan.final.modules["full"].name.rsplit("_", 1)[0]   # the function's
         self.crossed = [None] * len(plan.crosses)   # combined reductions, one chunk each
         self.out = [None] * len(proof.results)
+        # results are blocks of the arguments' kind: CuPy arrays for CuPy-backed arguments
+        self.like = next(iter(arrays.values()))._meta
+
+    def _meta(self, ndim, dtype):
+        from dask.array.utils import meta_from_array
+        return meta_from_array(self.like, ndim=ndim, dtype=dtype)
 
     def results(self):
         for s, stage in enumerate(self.plan.stages):
@@ -110,7 +116,7 @@ class _Builder:
                 task.single = True
                 self.out[stage.results[0]] = da.blockwise(
                     task, out_ind, *pairs, new_axes=new_axes, concatenate=True,
-                    name=name, meta=np.empty((0,) * len(out_ind), results[0][0].dtype))
+                    name=name, meta=self._meta(len(out_ind), results[0][0].dtype))
                 return
         blocks = da.blockwise(task, letters, *pairs, concatenate=True, name=name,
                               meta=np.empty((0,) * len(letters), object))
@@ -120,7 +126,7 @@ class _Builder:
             self.out[i] = da.blockwise(
                 Pick(pos), out_ind, blocks, letters, new_axes=new_axes,
                 name=f"{name}-out{i}",
-                meta=np.empty((0,) * len(out_ind), self.proof.results[i][0].dtype))
+                meta=self._meta(len(out_ind), self.proof.results[i][0].dtype))
         for c, pos in zip(stage.partials, itertools.accumulate([0] + slots)):
             self._reduce(c, blocks, letters, pos, name)
 
@@ -181,6 +187,7 @@ class _Builder:
         b = t[0]
         if not kept:
             self.crossed[c] = da.from_delayed(trees[()], b.shape, dtype=b.dtype,
+                                              meta=self._meta(len(b.shape), b.dtype),
                                               name=f"{name}-reduced{c}")
         else:
             self.crossed[c] = da.block(self._grid(trees, kept, b, f"{name}-reduced{c}"))
@@ -196,6 +203,7 @@ class _Builder:
             shape = tuple(true.get(a, n) for a, n in enumerate(b.shape))
             cut = dask.delayed(Cut(shape), pure=True)(trees[where])
             return da.from_delayed(cut, shape, dtype=b.dtype,
+                                   meta=self._meta(len(shape), b.dtype),
                                    name="-".join([name, *map(str, where)]))
 
         def nest(prefix):
@@ -252,4 +260,5 @@ class _Builder:
         for pos, i in enumerate(final.results):
             b = self.proof.results[i][0]
             self.out[i] = da.from_delayed(done[pos], b.shape, dtype=b.dtype,
+                                          meta=self._meta(len(b.shape), b.dtype),
                                           name=f"{name}-out{i}")

@@ -16,9 +16,8 @@ import hashlib
 import json
 import threading
 
-import numpy as np
-
 from jitlib import errors
+from jitlib.dask import blocks
 from jitlib.hlo import serial
 
 _cache = collections.OrderedDict()   # (backend, sha256 of module data) -> (module, exe)
@@ -80,10 +79,12 @@ class Program:
         return exe
 
     def __call__(self, *arrays):
-        """The results as NumPy arrays (a device backend's are copied to the host: Dask
-        blocks are host arrays)."""
+        """The results, where the blocks live (blocks.py): NumPy arrays for host blocks (a
+        device backend's results are copied to the host), CuPy arrays or jitlib Arrays on
+        the device for device blocks."""
         from jitlib.api import _run
-        return [np.asarray(out) for out in _run(self.executable(), list(arrays))]
+        inputs, home = blocks.program_inputs(arrays, [p.dtype for p in self.module.params])
+        return blocks.program_outputs(_run(self.executable(), inputs), home)
 
     def __reduce__(self):
         return _load, (self.backend, self.digest, serial.to_data(self.module),

@@ -1,8 +1,10 @@
 """What each task of a jitted call's Dask graph runs: small picklable callables around
 the stage programs (programs.py), so a graph shipped to workers holds plain data and
-references to these classes, never the user's Python.
+references to these classes, never the user's Python. Blocks may live on a GPU (blocks.py): nothing here copies them.
 """
 import numpy as np
+
+from jitlib.dask import blocks
 
 
 class StageTask:
@@ -14,8 +16,6 @@ class StageTask:
         self.starts = starts   # argument positions of blocks of positions: pass the first
         self.ragged = ragged
         self.single = False
-        self.dtypes = {k: [p.dtype for p in program.module.params]
-                       for k, program in programs.items()}
 
     def __call__(self, *args):
         lengths = list(self.main)
@@ -25,9 +25,7 @@ class StageTask:
         which = "full" if tuple(lengths) == tuple(self.main) else "masked"
         if which == "masked":
             args = self.ragged.pad(args, lengths, self.main)
-        dtypes = self.dtypes[which]
-        outs = self.programs[which](*[np.asarray(x, dtype=dt)
-                                      for x, dt in zip(args, dtypes)])
+        outs = self.programs[which](*args)
         if which == "masked":
             outs = self.ragged.cut(outs, lengths)
         return outs[0] if self.single else tuple(outs)
@@ -44,14 +42,11 @@ class Ragged:
     def pad(self, args, lengths, main):
         args = list(args)
         for p, axes in self.pads.items():
-            block = np.asarray(args[p])
-            shape = list(block.shape)
+            shape = list(args[p].shape)
             for a, g in axes:
                 shape[a] = main[g]
-            if tuple(shape) != block.shape:
-                padded = np.zeros(shape, block.dtype)
-                padded[tuple(slice(0, n) for n in block.shape)] = block
-                args[p] = padded
+            if tuple(shape) != tuple(args[p].shape):
+                args[p] = blocks.pad_to(args[p], shape)
         for p, g in self.lengths:
             args[p] = np.int64(lengths[g])
         return args
@@ -118,5 +113,4 @@ class Final:
         self.program = program
 
     def __call__(self, *args):
-        dtypes = [p.dtype for p in self.program.module.params]
-        return tuple(self.program(*[np.asarray(x, dtype=dt) for x, dt in zip(args, dtypes)]))
+        return tuple(self.program(*args))
