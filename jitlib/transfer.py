@@ -46,7 +46,8 @@ def _put(leaf: Any, device: Any) -> Any:
                               f"{device}; jitlib moves arrays between a GPU and the host "
                               "only", hint="device_get it first, then device_put")
         return leaf
-    host = np.array(leaf, copy=True)
+    # the device copy is the new array; only the host needs one of its own
+    host = np.array(leaf, copy=True) if device is None else np.asarray(leaf)
     if host.dtype == object:
         from jitlib.errors import JitlibTypeError
         raise JitlibTypeError(f"device_put takes arrays and numbers, got a "

@@ -229,6 +229,39 @@ def test_a_returned_argument_is_the_argument(gpu_backend_on_host):
     np.testing.assert_array_equal(np.asarray(doubled), 2 * np.arange(5))
 
 
+def test_a_reshape_at_the_boundary_is_a_view_not_a_kernel(gpu_backend_on_host):
+    from jitlib.backends.triton import TritonBackend
+    dev = gpu_backend_on_host
+
+    def products(a, x, y):
+        return a @ x, (y @ a).reshape(4, 6), a.reshape(-1), (a * 2.0).reshape(6, 12)
+
+    rng = np.random.default_rng(3)
+    args = [rng.standard_normal(s) for s in ((3, 24), 24, 3)]
+    module = jitlib.make_ir(products)(*args)
+    executable = TritonBackend(device=dev).compile(module)
+    assert not [name for name in executable.kernels if "reshape" in name], \
+        str(executable.optimized)
+    assert "a reshape, run as a view of its operand" in executable.kernel_sources()
+    arrays = [dev.from_numpy(a) for a in args]
+    matvec, vecmat, flat, doubled = dev.run_executable(executable, arrays)
+    for got, want in zip((matvec, vecmat, flat, doubled), products(*args)):
+        np.testing.assert_allclose(view(got), want, rtol=1e-12)
+    # the argument's reshape is handed out as a copy: writing it leaves `a` alone
+    assert flat.data_ptr() != arrays[0].data_ptr()
+    view(flat)[0] = 99.0
+    assert view(arrays[0])[0, 0] == args[0][0, 0]
+
+
+def test_results_over_one_buffer_are_separate_arrays(gpu_backend_on_host):
+    f = jitlib.jit(lambda x: ((x + 1.0).reshape(2, 3), (x + 1.0).reshape(3, 2)),
+                   backend="gpu")
+    a, b = f(gpu_backend_on_host.from_numpy(np.arange(6.0)))
+    assert a.data_ptr() != b.data_ptr()
+    view(a)[0, 0] = -1.0
+    np.testing.assert_array_equal(view(b), np.arange(1.0, 7.0).reshape(3, 2))
+
+
 def test_writes_reach_array_and_host_arguments_on_the_gpu_backend(gpu_backend_on_host):
     dev = gpu_backend_on_host
 

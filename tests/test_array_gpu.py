@@ -297,6 +297,16 @@ def test_repeated_eager_operations_compile_nothing(dev):
     assert eager.cache_info().misses == compiles
 
 
+def test_a_reshaped_product_is_a_view_not_a_copy_kernel(dev):
+    f = jitlib.jit(lambda a, x: (a @ x).reshape(10, 40), backend="gpu")
+    rng = np.random.default_rng(4)
+    a, x = rng.standard_normal((400, 30)), rng.standard_normal(30)
+    out = f(a, x)
+    np.testing.assert_allclose(np.asarray(out), (a @ x).reshape(10, 40), rtol=1e-12)
+    kernels = f.lower(a, x).as_text("kernels")
+    assert "run as a view of its operand" in kernels and "def fused_reshape" not in kernels
+
+
 def test_device_put_and_get_on_the_gpu(dev):
     tree = jitlib.device_put({"w": X, "b": [np.ones(3, np.float32)]})
     assert isinstance(tree["w"], Array) and tree["w"].device is dev

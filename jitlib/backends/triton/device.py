@@ -21,8 +21,8 @@ import threading
 import numpy as np
 
 from jitlib.array import Array, DeviceError
+from jitlib.backends.triton import staging
 from jitlib.errors import JitlibTypeError
-from jitlib.hlo.ops import Op
 
 log = logging.getLogger("jitlib")
 
@@ -103,7 +103,8 @@ class Device:
                                     "cuDevicePrimaryCtxRetain")
         self._thread = threading.local()
         self._make_current()
-        self.stream = _triton_launch_stream(ordinal)
+        self._stream = _triton_launch_stream(ordinal)
+        self._capture_stream = None
         self._pool = self._check(cu.cuDeviceGetDefaultMemPool(self._handle),
                                  "cuDeviceGetDefaultMemPool")
         self._keep_freed_memory()
@@ -111,9 +112,17 @@ class Device:
             cu.cuEventCreate(int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate")
         self.host_to_device = self.device_to_host = 0
         self._target = None
+        self._staging = None
 
     def __repr__(self):
         return f"cuda:{self.ordinal}"
+
+    @property
+    def stream(self):
+        """The stream work is queued on: Triton's launch stream, or on a thread capturing
+        a CUDA graph (`capture`), the capture stream."""
+        capture = getattr(self._thread, "capture", None)
+        return self._stream if capture is None else capture.stream
 
     @property
     def target(self):
@@ -139,13 +148,48 @@ class Device:
         # not np.ascontiguousarray: it makes a 0-d array 1-d
         a = np.asarray(a, order="C")
         out = self.empty(a.shape, a.dtype)
-        if a.nbytes:
+        stager = self._stager() if a.nbytes >= staging.MIN_BYTES else None
+        if stager is not None:
+            try:
+                stager.copy_in(out.data_ptr(), a)
+                stager = "done"
+            except DeviceError as e:   # the driver's path below still copies it all
+                log.warning("jitlib: pinned staging failed (%s); copying from pageable "
+                            "memory from now on", e)
+                self._staging = False
+        if stager != "done" and a.nbytes:
             # pageable source: the call returns once the driver has staged the bytes, so
             # `a` may go right after
             self._check(self._cu.cuMemcpyHtoDAsync(out.data_ptr(), a.ctypes.data, a.nbytes,
                                                    self.stream), "cuMemcpyHtoDAsync")
         self.host_to_device += 1
         return out
+
+    def _stager(self):
+        """The pinned staging pipeline (staging.py), made on the first large copy; None
+        where page-locked memory cannot be had (then copies go the driver's way)."""
+        if self._staging is None:
+            cu, events = self._cu, []
+            try:
+                for _ in range(staging.SLOTS):
+                    events.append(self._check(cu.cuEventCreate(
+                        int(cu.CUevent_flags.CU_EVENT_DISABLE_TIMING)), "cuEventCreate"))
+                self._staging = staging.Staging(
+                    pinned_alloc=lambda n: int(self._check(cu.cuMemHostAlloc(n, 0),
+                                                           f"cuMemHostAlloc({n} bytes)")),
+                    queue_copy=lambda dst, src, n: self._check(
+                        cu.cuMemcpyHtoDAsync(dst, src, n, self.stream), "cuMemcpyHtoDAsync"),
+                    record=lambda slot: self._check(cu.cuEventRecord(events[slot],
+                                                                     self.stream),
+                                                    "cuEventRecord"),
+                    wait=lambda slot: self._check(cu.cuEventSynchronize(events[slot]),
+                                                  "cuEventSynchronize"))
+                self._staging.copy_in(0, np.empty(0, np.uint8))   # allocates the buffers
+            except DeviceError as e:
+                log.warning("jitlib: no pinned staging buffers (%s); host arrays are copied "
+                            "from pageable memory", e)
+                self._staging = False
+        return self._staging or None
 
     def to_numpy(self, array):
         """A host copy of `array`, after all work queued on it so far."""
@@ -158,6 +202,10 @@ class Device:
             self.synchronize()
         self.device_to_host += 1
         return host
+
+    def view(self, array, shape):
+        """An Array over `array`'s memory with another shape of the same size."""
+        return Array(array.data_ptr(), shape, array.dtype, array._keepalive, self)
 
     def copy(self, array):
         """A new Array with `array`'s contents, copied on the device."""
@@ -212,10 +260,10 @@ class Device:
                                   hint="move it with jitlib.from_dlpack or np.asarray")
             buffers.append(x if type(x) is Array else self.from_numpy(x))
         results = executable.run_buffers(buffers)
-        # a result that is an argument or a cached constant is copied: the caller owns
-        # what it gets and may write to it through DLPack
-        return [self.copy(buf) if r.op in (Op.PARAMETER, Op.CONSTANT) else buf
-                for r, buf in zip(executable.optimized.results, results)]
+        # a result over an argument's or a cached constant's memory is copied: the caller
+        # owns what it gets and may write to it through DLPack
+        return [self.copy(buf) if copy else buf
+                for copy, buf in zip(executable.results_to_copy, results)]
 
     # -- ordering
 

@@ -78,6 +78,41 @@ class KernelRunner:
         return outs
 
 
+class ViewRunner:
+    """A fusion that only reshapes its operand: the result is a view of the operand's
+    memory (a C-contiguous buffer reshaped stays C-contiguous), not a copy kernel."""
+
+    def __init__(self, shape, device):
+        self.shape = shape
+        self.device = device
+
+    def __call__(self, buffers):
+        return [self.device.view(buffers[0], self.shape)]
+
+
+def is_reshape_only(instr):
+    """True for a fusion whose body is its one parameter passed through reshapes."""
+    body = instr.attrs.get("body")
+    if instr.op is not Op.FUSION or body is None or len(body.results) != 1:
+        return False
+    value = body.results[0]
+    while value.op is Op.RESHAPE:
+        value = value.operands[0]
+    return value.op is Op.PARAMETER and value is not body.results[0]
+
+
+def storage_roots(instructions, results):
+    """For each result, the instruction whose buffer it lives in: itself, or what a chain
+    of reshape views starts from."""
+    viewed = {i: i.operands[0] for i in instructions if is_reshape_only(i)}
+    roots = []
+    for r in results:
+        while r in viewed:
+            r = viewed[r]
+        roots.append(r)
+    return roots
+
+
 class InterpretedRunner:
     """The kernel's body on the reference interpreter, through host memory."""
 
@@ -120,6 +155,7 @@ class TritonExecutable(Executable):
         self.device = device
         self.kernels, self.fallbacks, self.absorbed = {}, {}, {}
         self.library_calls = {}   # kernels run by a library on the device (cusolver.py)
+        self.views = set()        # reshape-only fusions: views of their operand, no kernel
         self._steps = []     # (instruction, runner or None, the operands it reads)
         self.regions = []    # the executables of loops' and conditionals' regions
         fused = {}
@@ -135,6 +171,9 @@ class TritonExecutable(Executable):
                 kernel, operands = fused[instr].kernel, fused[instr].operands
                 runner = KernelRunner(kernel, device)
                 self.kernels[kernel.name] = kernel
+            elif is_reshape_only(instr):
+                runner = ViewRunner(instr.shape, device)
+                self.views.add(instr.attrs["name"])
             elif instr.op is Op.FUSION:
                 name = instr.attrs["name"]
                 try:
@@ -153,8 +192,13 @@ class TritonExecutable(Executable):
             elif instr.op in O.CONTROL:
                 runner = control.runner(instr, self._region_program,
                                         lambda v: device.to_numpy(v).item())
+                if instr.op is Op.WHILE and instr.attrs.get("trip_count") is not None \
+                        and hasattr(device, "capture"):
+                    from jitlib.backends.triton.graphs import GraphLoop
+                    runner = GraphLoop(instr, runner, self.regions[-1], device)
             self._steps.append((instr, runner, operands))
         self._constants = {}
+        self.results_to_copy = _results_to_copy(optimized)
         target = getattr(device, "target", None)
         if target is not None:
             compiler.compile_all([launch for _, runner, _ in self._steps
@@ -181,6 +225,8 @@ class TritonExecutable(Executable):
                 out.append(f"# ---- {compiler.source_path(kernel)}\n{kernel.source}")
             elif name in self.library_calls:
                 out.append(f"# ---- {name}: {self.library_calls[name]}\n")
+            elif name in self.views:
+                out.append(f"# ---- {name}: a reshape, run as a view of its operand\n")
             else:
                 out.append(f"# ---- {name}: not generated, runs on the interpreter "
                            f"({self.fallbacks[name]})\n")
@@ -208,9 +254,18 @@ class TritonExecutable(Executable):
     def _execute(self, arrays):
         results = self.run_buffers([self.device.from_numpy(a) for a in arrays])
         out = []
-        for r, buf in zip(self.optimized.results, results):
+        for copy, buf in zip(self.results_to_copy, results):
             value = self.device.to_numpy(buf)
-            # arguments and constants are not ours to hand out
-            fresh = r.op not in (Op.PARAMETER, Op.CONSTANT)
-            out.append(np.asarray(value) if fresh else np.array(value, order="C"))
+            out.append(np.array(value, order="C") if copy else np.asarray(value))
         return out
+
+
+def _results_to_copy(module):
+    """Per result, whether the caller must get a copy of its buffer: one that is (a view
+    of) an argument or a cached constant is not ours to hand out, and two results over
+    one buffer would see each other's writes."""
+    out, owners = [], {}
+    for r, root in zip(module.results, storage_roots(module.instructions, module.results)):
+        shared = owners.setdefault(root, r) is not r
+        out.append(shared or root.op in (Op.PARAMETER, Op.CONSTANT))
+    return out

@@ -61,6 +61,9 @@ class HostDevice:
     def to_numpy(self, buf):
         return buf.array
 
+    def view(self, buf, shape):
+        return HostBuffer(buf.array.reshape(shape))
+
     def launch(self, kernel, config, buffers):
         launch_interpreted(kernel, config, buffers)
 

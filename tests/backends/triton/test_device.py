@@ -54,6 +54,28 @@ def test_non_contiguous_host_arrays_are_copied_in_c_order(dev):
     np.testing.assert_array_equal(np.asarray(dev.from_numpy(x[:, ::2])), x[:, ::2])
 
 
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8, np.bool_], ids=str)
+def test_large_host_arrays_arrive_whole_through_the_staging_buffers(dev, dtype):
+    from jitlib.backends.triton import staging
+    n = (2 * staging.CHUNK_BYTES + staging.MIN_BYTES + 13) // np.dtype(dtype).itemsize
+    x = sample(dtype, (n,), seed=5)
+    before = dev._stager().chunks_copied
+    a = dev.from_numpy(x)
+    x_copy = x.copy()
+    x[:] = x[::-1]      # the caller may reuse its array as soon as the call returns
+    assert dev._staging.chunks_copied == before + 3
+    assert np.asarray(a).tobytes() == x_copy.tobytes()
+
+
+def test_many_large_arguments_in_one_call(dev):
+    import jitlib
+    rng = np.random.default_rng(2)
+    xs = [rng.standard_normal((1024, 1024 + k)) for k in range(5)]   # 8 MiB each
+    f = jitlib.jit(lambda *xs: [x.sum() for x in xs], backend="gpu")
+    for got, x in zip(f(*xs), xs):
+        np.testing.assert_allclose(np.asarray(got), x.sum(), rtol=1e-10)
+
+
 def test_copies_are_counted(dev):
     before = (dev.host_to_device, dev.device_to_host)
     a = dev.from_numpy(np.ones(8, np.float32))
