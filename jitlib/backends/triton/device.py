@@ -136,7 +136,11 @@ class Device:
     # -- arrays
 
     def empty(self, shape, dtype):
-        """An uninitialised Array of `shape` and `dtype`."""
+        """An uninitialised Array of `shape` and `dtype` (while capturing a graph, from
+        the capture's arena)."""
+        capture = getattr(self._thread, "capture", None)
+        if capture is not None:
+            return capture.take(shape, dtype)
         dtype = np.dtype(dtype)
         shape = tuple(int(d) for d in shape)
         nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
@@ -312,8 +316,28 @@ class Device:
 
     def _free(self, ptr):
         if ptr:
+            capture = getattr(self._thread, "capture", None)
+            if capture is not None:   # not part of the graph: freed once capture ends
+                capture.deferred_frees.append(ptr)
+                return
             self._make_current()
-            self._check(self._cu.cuMemFreeAsync(ptr, self.stream), "cuMemFreeAsync")
+            self._check(self._cu.cuMemFreeAsync(ptr, self._stream), "cuMemFreeAsync")
+
+    # -- CUDA graphs
+
+    def capture(self, take):
+        """A context manager: work this thread queues inside it is recorded into a CUDA
+        graph instead of run; its `graph` attribute is then the instantiated graph (run
+        it with `launch_graph`). `take(shape, dtype) -> Array` supplies the memory kernels
+        ask for meanwhile (the graph replays with the same addresses)."""
+        return _Capture(self, take)
+
+    def capturing(self):
+        """Whether this thread is capturing a graph now."""
+        return getattr(self._thread, "capture", None) is not None
+
+    def launch_graph(self, graph):
+        self._check(self._cu.cuGraphLaunch(graph.handle, self._stream), "cuGraphLaunch")
 
     def _keep_freed_memory(self):
         cu = self._cu
@@ -342,6 +366,63 @@ class Device:
         if not values:
             return None
         return values[0] if len(values) == 1 else tuple(values)
+
+
+class _Capture:
+    """One stream capture on a private stream (device.capture)."""
+
+    def __init__(self, device, take):
+        self.device, self.take = device, take
+        self.deferred_frees, self.graph = [], None
+
+    def __enter__(self):
+        d, cu = self.device, self.device._cu
+        if getattr(d._thread, "capture", None) is not None:
+            raise DeviceError("a CUDA graph capture is already running on this thread")
+        d._make_current()
+        if d._capture_stream is None:
+            d._capture_stream = int(d._check(cu.cuStreamCreate(
+                int(cu.CUstream_flags.CU_STREAM_NON_BLOCKING)), "cuStreamCreate"))
+        self.stream = d._capture_stream
+        d._check(cu.cuStreamBeginCapture(
+            self.stream, cu.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+            "cuStreamBeginCapture")
+        d._thread.capture = self
+        return self
+
+    def __exit__(self, kind, error, tb):
+        d, cu = self.device, self.device._cu
+        d._thread.capture = None
+        # always leave capture mode, also when the work inside failed
+        err, graph = cu.cuStreamEndCapture(self.stream)
+        for ptr in self.deferred_frees:
+            d._free(ptr)
+        if kind is not None:
+            if err == cu.CUresult.CUDA_SUCCESS:
+                cu.cuGraphDestroy(graph)
+            return False
+        d._check((err, graph), "cuStreamEndCapture")
+        try:
+            handle = d._check(cu.cuGraphInstantiate(graph, 0), "cuGraphInstantiate")
+        finally:
+            cu.cuGraphDestroy(graph)
+        self.graph = _Graph(d, handle)
+        return False
+
+
+class _Graph:
+    """An instantiated CUDA graph, destroyed with its last reference."""
+
+    __slots__ = ("device", "handle")
+
+    def __init__(self, device, handle):
+        self.device, self.handle = device, handle
+
+    def __del__(self):
+        try:
+            self.device._cu.cuGraphExecDestroy(self.handle)
+        except Exception:
+            pass   # interpreter shutdown
 
 
 class _Allocation:

@@ -51,7 +51,7 @@ class KernelRunner:
         launch = self._prepared.get(config.key())
         if launch is None:
             from jitlib.backends.triton.launch import CompiledLaunch
-            launch = CompiledLaunch(self.kernel, config, self.device.stream)
+            launch = CompiledLaunch(self.kernel, config, self.device)
             self._prepared[config.key()] = launch
         return launch
 

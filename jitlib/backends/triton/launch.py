@@ -19,13 +19,15 @@ log = logging.getLogger("jitlib")
 
 class CompiledLaunch:
     """`launch(buffers)`: run `kernel` with `config` on `stream`; buffers (with `data_ptr()`
-    and `dtype`) one per input then per output, in the kernel's parameter order."""
+    and `dtype`) one per input then per output, in the kernel's parameter order. `stream`
+    is a CUstream handle, or the device, whose `stream` is read at each launch (it differs
+    while a thread captures a CUDA graph)."""
 
     def __init__(self, kernel, config, stream):
         self.kernel = kernel
         self.fn = compiler.jit_function(kernel)
         self.config = config
-        self.stream = stream
+        self._stream = stream
         grid = tuple(kernel.grid(config))
         self.grid = grid
         self.grid3 = (grid + (1, 1, 1))[:3]
@@ -43,12 +45,22 @@ class CompiledLaunch:
         if not self.empty and aligned not in self._compiled:
             self._compiled[aligned] = compiler.compile_for(self.kernel, target, self.config)
 
+    @property
+    def stream(self):
+        s = self._stream
+        return s if type(s) is int else s.stream
+
     def __call__(self, buffers):
         if self.empty:
             return
         pointers = [b.data_ptr() for b in buffers]
         aligned = tuple(p % 16 == 0 for p in pointers)
         compiled = self._compiled.get(aligned)
+        if compiled is None and type(self._stream) is not int and self._stream.capturing():
+            # Triton's own path launches on its current stream, not a capture's
+            from jitlib.array import DeviceError
+            raise DeviceError(f"kernel {self.fn.__name__} is not compiled for these "
+                              "pointers yet, which a CUDA graph capture cannot do")
         if compiled is None:
             # Triton's own path: compiles (or finds) the kernel and launches it this once
             # on its current stream, which is ours (device.py takes the stream from it).
@@ -60,13 +72,14 @@ class CompiledLaunch:
             self._compiled[aligned] = compiled
             return
         args = (*pointers, *self.tail)
+        stream = self.stream
         enter = exit_ = metadata = None
         if _hooks_set():     # profilers (proton) add launch hooks; pass them on as Triton does
             enter, exit_ = knobs.runtime.launch_enter_hook, knobs.runtime.launch_exit_hook
-            metadata = compiled.launch_metadata(self.grid, self.stream, *args)
+            metadata = compiled.launch_metadata(self.grid, stream, *args)
         g0, g1, g2 = self.grid3
         try:
-            compiled.run(g0, g1, g2, self.stream, compiled.function, compiled.packed_metadata,
+            compiled.run(g0, g1, g2, stream, compiled.function, compiled.packed_metadata,
                          metadata, enter, exit_, *args)
         except TypeError as e:
             # the launcher's calling convention is Triton-internal; if a Triton version
