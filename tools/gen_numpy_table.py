@@ -302,8 +302,8 @@ same results:
   per transform (`jnp.fft` too). `np.float_power` of complex values is refused by name.
   The cpu backend does not
   compile complex kernels yet: they run on the reference interpreter (NumPy, so the
-  results are NumPy's), as does every fft; the gpu backend refuses complex values at the
-  line that makes the first one. `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention
+  results are NumPy's), as does every fft; the gpu backend runs those kernels the same
+  way through host memory (complex Arrays stay on the device between them). `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention
   for complex values.
 
 """

@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 
 import jitlib
+from array_devices import gpu_backend_on_host  # noqa: F401
 from jitlib.errors import JitlibTypeError, UnsupportedError
 from jitlib.testing import check_backends
 
@@ -163,15 +164,20 @@ def test_round_and_rint_take_each_part():
     check(lambda z: (np.rint(z), np.round(z), np.round(z, 1), np.round(z, -1)), z)
 
 
-def test_gpu_backend_refuses_at_the_users_line():
+def test_the_gpu_backend_runs_complex_kernels_through_the_host(gpu_backend_on_host):
     pytest.importorskip("triton")
 
-    def f(z):
-        return z * 2        # the first complex value comes from the argument's line
+    def f(z, w, x):
+        u = np.exp(z) * w + np.conj(z) / (w + 3)
+        spectrum = np.fft.fft(u)
+        return np.abs(spectrum) + x, spectrum.real.sum(), np.fft.ifft(spectrum * 2)
 
-    with pytest.raises(UnsupportedError, match="gpu backend does not run complex") as info:
-        jitlib.jit(f, backend="gpu")(values(C64, 3))
-    assert info.value.location is not None
+    z, w = values(C64, 8), values(C64, 8, seed=3)
+    x = np.linspace(0, 1, 8, dtype=np.float32)
+    got = jitlib.jit(f, backend="gpu")(z, w, x)
+    for g, want in zip(got, f(z, w, x)):
+        assert np.asarray(g).dtype == want.dtype
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
 
 
 def test_grad_of_a_real_function_of_complex_inputs_matches_jax():

@@ -44,10 +44,8 @@ class CusolverRunner:
         self.cp, self.instr, self.device, self.fallback = cp, instr, device, fallback
 
     def _view(self, array):
-        cp = self.cp
-        nbytes = int(np.prod(array.shape, dtype=np.int64)) * np.dtype(array.dtype).itemsize
-        memory = cp.cuda.UnownedMemory(array.data_ptr(), nbytes, array)
-        return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(memory, 0))
+        from jitlib.backends.triton.cufft import cupy_view
+        return cupy_view(self.cp, array)
 
     def __call__(self, buffers):
         import cupyx

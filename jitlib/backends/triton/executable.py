@@ -13,7 +13,8 @@ import numpy as np
 
 from jitlib import logs
 from jitlib.backends.base import Executable
-from jitlib.backends.triton import attention, autotune, compiler, configs, cusolver, kernels
+from jitlib.backends.triton import (attention, autotune, compiler, configs, cufft, cusolver,
+                                    kernels)
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
 from jitlib.backends import control
@@ -183,8 +184,11 @@ class TritonExecutable(Executable):
                 except Unsupported as e:
                     interpreted = InterpretedRunner(instr.attrs["body"], device)
                     runner = cusolver.runner(instr, device, interpreted)
+                    library = "cuSOLVER"
+                    if runner is None:
+                        runner, library = cufft.runner(instr, device, interpreted), "cuFFT"
                     if runner is not None:
-                        self.library_calls[name] = f"{runner.instr.op} through CuPy (cuSOLVER)"
+                        self.library_calls[name] = f"{runner.instr.op} through CuPy ({library})"
                     else:
                         self.fallbacks[name] = str(e)
                         log.debug("gpu: kernel %s runs on the interpreter: %s", name, e)

@@ -517,7 +517,7 @@ def render(fusion):
     from jitlib.backends.complex_values import first_complex
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
     if first_complex(body) is not None:
-        raise Unsupported("complex values are not generated (the backend refuses them)")
+        raise Unsupported("complex values are not generated yet")
     summary = kernel_summary(fusion)
     if kind == "loop":
         return render_loop(name, body, summary)

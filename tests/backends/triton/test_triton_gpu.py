@@ -141,3 +141,53 @@ def test_linear_algebra_runs_through_host_lapack_by_default(gpu, monkeypatch):
     exe = check(gpu, traced(prog.fn, args), args, rtol=1e-8, atol=1e-8)
     assert not exe.library_calls and exe.kernels
     assert [why for why in exe.fallbacks.values() if "linear algebra" in why]
+
+
+@pytest.mark.parametrize("steps", [5, 40])
+def test_counted_loops_replay_as_cuda_graphs(gpu, monkeypatch, steps):
+    import jitlib
+    import jitlib.numpy as jnp
+    from jitlib.backends.triton import graphs
+    from jitlib.backends.triton.device import Device
+    monkeypatch.setattr(graphs, "MAX_KERNELS", 16)    # several graphs and a remainder
+    launched = []
+    real = Device.launch_graph
+    monkeypatch.setattr(Device, "launch_graph",
+                        lambda self, g: (launched.append(g), real(self, g))[1])
+
+    def step(i, c):
+        a, b = c
+        a2 = a.copy()
+        a2[1:-1, 1:-1] = 0.25 * (a[1:-1, :-2] + a[1:-1, 2:] + a[:-2, 1:-1] + a[2:, 1:-1])
+        return b[::-1] * 0.5 + a2, a2      # a pass-through read reversed: arena reuse shows
+
+    f = jitlib.jit(lambda a, b: jnp.fori_loop(0, steps, step, (a, b)), backend="gpu")
+    ref = jitlib.jit(lambda a, b: jnp.fori_loop(0, steps, step, (a, b)),
+                     backend="interpreter")
+    rng = np.random.default_rng(steps)
+    for call in range(3):
+        a, b = (rng.standard_normal((64, 48)).astype(np.float32) for _ in range(2))
+        for got, want in zip(f(a, b), ref(a, b)):
+            np.testing.assert_allclose(np.asarray(got), want, rtol=2e-5, atol=2e-5,
+                                       err_msg=f"call {call}")
+    assert launched, "the loop never ran as a graph"
+
+
+def test_complex_kernels_run_through_the_host_and_stay_arrays(gpu):
+    import jitlib
+    from jitlib.array import Array
+
+    def spectral(x, h):
+        spectrum = np.fft.rfft(x) * h
+        return np.fft.irfft(spectrum, n=x.shape[-1]), np.abs(spectrum).max()
+
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((4, 64))
+    h = np.exp(-np.arange(33) / 8.0) * (1 + 0.5j)
+    f = jitlib.jit(spectral, backend="gpu")
+    got = f(x, h)
+    assert all(isinstance(g, Array) for g in got)
+    kernels = f.lower(x, h).as_text("kernels")
+    assert kernels.count("fft through CuPy (cuFFT)") == 2, kernels
+    for g, want in zip(got, spectral(x, h)):
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-12, atol=1e-12)
