@@ -8,22 +8,12 @@ the interpreter through host memory (complex_values.py).
 """
 import logging
 
-import numpy as np
-
+from jitlib.backends.triton.cupy_bridge import cupy_or_none, cupy_view
 from jitlib.hlo.ops import Op
 
 log = logging.getLogger("jitlib")
 
 _FFTN = {"FFT": "fftn", "IFFT": "ifftn", "RFFT": "rfftn", "IRFFT": "irfftn"}
-
-
-def _cupy():
-    try:
-        import cupy
-        import cupy.fft  # noqa: F401
-    except Exception:   # not installed, or no CUDA runtime under it
-        return None
-    return cupy
 
 
 def runner(fusion, device, fallback):
@@ -34,15 +24,8 @@ def runner(fusion, device, fallback):
     if (len(ops) != 1 or ops[0].op is not Op.FFT or list(body.results) != ops
             or getattr(device, "interpreted", False) or ops[0].size == 0):
         return None
-    cp = _cupy()
+    cp = cupy_or_none("cupy.fft")
     return None if cp is None else FftRunner(cp, ops[0], device, fallback)
-
-
-def cupy_view(cp, array):
-    """A CuPy array over a jitlib Array's memory (no copy; the Array stays alive)."""
-    nbytes = int(np.prod(array.shape, dtype=np.int64)) * np.dtype(array.dtype).itemsize
-    memory = cp.cuda.UnownedMemory(array.data_ptr(), nbytes, array)
-    return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(memory, 0))
 
 
 class FftRunner:

@@ -10,17 +10,9 @@ pivot as the other backends do; so does every kernel where CuPy is missing.
 import numpy as np
 
 from jitlib import config
+from jitlib.backends.triton.cupy_bridge import cupy_or_none, cupy_view
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
-
-
-def _cupy():
-    try:
-        import cupy
-        import cupyx.scipy.linalg  # noqa: F401 - lu_factor, solve_triangular
-    except Exception:   # not installed, or no CUDA runtime under it
-        return None
-    return cupy
 
 
 def runner(fusion, device, fallback):
@@ -33,7 +25,7 @@ def runner(fusion, device, fallback):
     if (len(ops) != 1 or ops[0].op not in O.LINALG or list(body.results) != ops
             or getattr(device, "interpreted", False) or ops[0].size == 0):
         return None
-    cp = _cupy()
+    cp = cupy_or_none("cupyx.scipy.linalg")   # lu_factor, solve_triangular
     return None if cp is None else CusolverRunner(cp, ops[0], device, fallback)
 
 
@@ -44,7 +36,6 @@ class CusolverRunner:
         self.cp, self.instr, self.device, self.fallback = cp, instr, device, fallback
 
     def _view(self, array):
-        from jitlib.backends.triton.cufft import cupy_view
         return cupy_view(self.cp, array)
 
     def __call__(self, buffers):
