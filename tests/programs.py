@@ -1428,6 +1428,25 @@ def leapfrog_into_buffers(pos, vel, acc, mass):
     return 0.5 * ((vel ** 2).sum(-1) * mass).sum()
 
 
+def _link_matrix(rng):
+    return ((rng.random((300, 300)) < 0.05).astype(np.float64),)
+
+
+@program(_link_matrix)
+def pagerank_power_method(adj):
+    # a web graph's ranks by repeated vector-matrix products (gemv both ways), with the
+    # dangling pages' zero out-degree patched through a mask first
+    out_degree = adj.sum(axis=1)
+    out_degree[out_degree == 0] = 1.0
+    transition = adj / out_degree[:, None]
+    n = adj.shape[0]
+    rank = np.full(n, 1.0 / n)
+    for _ in range(30):
+        rank = 0.15 / n + 0.85 * (rank @ transition)
+    hubs = transition @ rank
+    return rank, hubs / hubs.sum()
+
+
 def _ridge_batches(rng):
     return (normal(rng, 16, 96, 64, dtype=np.float64), normal(rng, 16, 96, dtype=np.float64))
 
