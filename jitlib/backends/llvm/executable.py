@@ -15,7 +15,7 @@ import math
 
 import numpy as np
 
-from jitlib import forksafe, logs
+from jitlib import blas_threads, forksafe, logs
 from jitlib.backends import control
 from jitlib.backends.base import Executable
 from jitlib.backends.llvm import (blas_library, claiming, host_fft, int_products, kernels,
@@ -101,6 +101,7 @@ class DotRunner:
         self._results = kernel.results
         self._scratch = Scratch()
         self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
+        self._tiny = _tiny_matrix_product(kernel.dot)
 
     def __call__(self, arrays, outs=None):
         outs = outs or [None] * len(self._results)
@@ -116,7 +117,14 @@ class DotRunner:
             if dot_out is None and None not in self._results:
                 scratch, owned = self._scratch.acquire(self._dot_bytes)
                 dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
-            product = matmul(self._dot, *[env[o] for o in self._dot.operands], dot_out)
+            lhs, rhs = [env[o] for o in self._dot.operands]
+            if (self._tiny and dot_out is not None and lhs.flags.c_contiguous
+                    and rhs.flags.c_contiguous):
+                # what matmul() below ends in for this case, without its checks: they
+                # cost several times a tiny product's own time
+                product = np.matmul(lhs, rhs, out=dot_out)
+            else:
+                product = matmul(self._dot, lhs, rhs, dot_out)
             if self._epilogue is None:
                 return [product] * len(self._results)
             epilogue_outs = [None] * len(self._epilogue.outputs)
@@ -128,6 +136,20 @@ class DotRunner:
         finally:
             self._scratch.release(owned)
         return [product if r is None else done[r] for r in self._results]
+
+
+def _tiny_matrix_product(dot):
+    """Whether `dot` is a plain float32/float64 2-D matrix product small enough that
+    OpenBLAS runs it on the calling thread by itself (blas_threads.OPENBLAS_ALONE), with
+    both operands more than one row and column: matmul() sends exactly that case to
+    np.matmul on the operands as they are."""
+    a = dot.attrs
+    lhs, rhs = dot.operands
+    return (a["lhs_contract"] == (1,) and a["rhs_contract"] == (0,) and not a["lhs_batch"]
+            and lhs.ndim == rhs.ndim == 2 and lhs.dtype == rhs.dtype == dot.dtype
+            and np.dtype(dot.dtype) in (np.float32, np.float64)
+            and min(lhs.shape[0], rhs.shape[1]) > 1
+            and multiply_adds(dot) < blas_threads.OPENBLAS_ALONE)
 
 
 def matmul(dot, lhs, rhs, out=None):

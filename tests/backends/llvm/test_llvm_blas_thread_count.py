@@ -132,3 +132,14 @@ def test_matrix_vector_products_are_numpys_gemv_with_its_bits(monkeypatch, form)
     want = (2, 1, True) if form == "matrix @ vector" else (1, 2, True)
     assert calls == [want], calls
     np.testing.assert_array_equal(got, fn(m, v))
+
+
+def test_tiny_matrix_products_call_numpy_directly_with_its_bits(monkeypatch):
+    # a product OpenBLAS keeps on one thread anyway skips matmul()'s checks, which cost
+    # several times an 8x8 product; the bits are np.matmul's either way
+    from jitlib.backends.llvm import executable
+    monkeypatch.setattr(executable, "matmul",
+                        lambda *args, **kwargs: pytest.fail("took the general path"))
+    a, b = RNG.standard_normal((8, 5)), RNG.standard_normal((5, 8))
+    got = jitlib.jit(lambda a, b: (a @ b) * 2.0 - 1.0, backend="cpu")(a, b)
+    np.testing.assert_array_equal(got, (a @ b) * 2.0 - 1.0)
