@@ -33,6 +33,7 @@ class Program:
 
     def __init__(self, module, backend, digest=None, shipped=None):
         self.module, self.backend = module, backend
+        self.param_dtypes = [p.dtype for p in module.params]
         self.digest = digest or _sha256(serial.dumps(module))
         self.shipped = shipped   # (saved key, entry as JSON text, its sha256, context)
 
@@ -83,7 +84,7 @@ class Program:
         device backend's results are copied to the host), CuPy arrays or jitlib Arrays on
         the device for device blocks."""
         from jitlib.api import _run
-        inputs, home = blocks.program_inputs(arrays, [p.dtype for p in self.module.params])
+        inputs, home = blocks.program_inputs(arrays, self.param_dtypes)
         return blocks.program_outputs(_run(self.executable(), inputs), home)
 
     def __reduce__(self):

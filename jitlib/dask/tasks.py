@@ -1,6 +1,7 @@
 """What each task of a jitted call's Dask graph runs: small picklable callables around
 the stage programs (programs.py), so a graph shipped to workers holds plain data and
-references to these classes, never the user's Python. Blocks may live on a GPU (blocks.py): nothing here copies them.
+references to these classes, never the user's Python. Blocks may live on a GPU
+(blocks.py): nothing here copies them.
 """
 import numpy as np
 

@@ -4,6 +4,8 @@ Promotion is NumPy 2's own (NEP 50): we ask `np.result_type`, passing Python
 scalars as the weak values they are, so traced code promotes exactly as eager
 NumPy does.
 """
+import math
+
 import ml_dtypes
 import numpy as np
 
@@ -49,6 +51,11 @@ def canonicalize(dtype) -> np.dtype:
         raise TypeError(f"jitlib does not support dtype {dt}; supported: "
                         + ", ".join(str(d) for d in SUPPORTED))
     return dt
+
+
+def nbytes(shape, dtype) -> int:
+    """Bytes of a C-contiguous array of `shape` and `dtype`."""
+    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def is_supported(dtype) -> bool:

@@ -17,6 +17,7 @@ import weakref
 import numpy as np
 
 from jitlib import forksafe
+from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
 
@@ -29,10 +30,6 @@ class Slot:
     `at` is the parameter, constant or result number, or the arena byte offset."""
     kind: str
     at: int
-
-
-def _nbytes(shape, dtype):
-    return math.prod(shape) * np.dtype(dtype).itemsize
 
 
 def plan_arena(sizes, lives):
@@ -96,7 +93,7 @@ class BufferPlan:
                 last[self.key(o)] = step_of[f]
         temps = [(f, j) for f in self.steps for j in range(len(outputs_of[f]))
                  if (f, j) not in slots and placeable(f, j)]
-        sizes = [_nbytes(*outputs_of[f][j]) for f, j in temps]
+        sizes = [dtypes.nbytes(*outputs_of[f][j]) for f, j in temps]
         lives = [(step_of[f], last.get((f, j), step_of[f])) for f, j in temps]
         offsets, self.arena_bytes = plan_arena(sizes, lives)
         slots.update({t: Slot("arena", at) for t, at in zip(temps, offsets)})
@@ -168,7 +165,7 @@ class ResultPool:
     def array(self, shape, dtype):
         """A C-contiguous array of `shape` and `dtype` over pooled memory."""
         dtype = np.dtype(dtype)
-        nbytes = _nbytes(shape, dtype)
+        nbytes = dtypes.nbytes(shape, dtype)
         block = None
         with self._lock:
             blocks = self._free.get(nbytes)

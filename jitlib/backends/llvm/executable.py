@@ -100,7 +100,7 @@ class DotRunner:
         self._epilogue_params = kernel.epilogue.inputs[:-1] if kernel.epilogue else []
         self._results = kernel.results
         self._scratch = Scratch()
-        self._dot_bytes = _nbytes(kernel.dot.shape, kernel.dot.dtype)
+        self._dot_bytes = dtypes.nbytes(kernel.dot.shape, kernel.dot.dtype)
         self._tiny = _tiny_matrix_product(kernel.dot)
 
     def __call__(self, arrays, outs=None):
@@ -372,7 +372,7 @@ class LLVMExecutable(Executable):
                                  if isinstance(k, tuple) and k in plan.slots)
             if slot.kind == "result" and runners[f].writes_into
             and (f, j) not in self._in_place
-            and _nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
+            and dtypes.nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
         return places
 
     def _driver(self):
@@ -482,12 +482,8 @@ def _in_place_writes(optimized, writing_steps):
     return found
 
 
-def _nbytes(shape, dtype):
-    return math.prod(shape) * np.dtype(dtype).itemsize
-
-
 def _view(memory, offset, shape, dtype):
-    return memory[offset:offset + _nbytes(shape, dtype)].view(dtype).reshape(shape)
+    return memory[offset:offset + dtypes.nbytes(shape, dtype)].view(dtype).reshape(shape)
 
 
 def _last_uses(module):

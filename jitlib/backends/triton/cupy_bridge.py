@@ -2,8 +2,6 @@
 (cusolver.py, cufft.py) run on the device buffers themselves."""
 import importlib
 
-import numpy as np
-
 
 def cupy_or_none(*submodules):
     """The cupy module with `submodules` imported, or None where it cannot be had."""
@@ -18,6 +16,5 @@ def cupy_or_none(*submodules):
 
 def cupy_view(cp, array):
     """A CuPy array over a jitlib Array's memory (no copy; the Array stays alive)."""
-    nbytes = int(np.prod(array.shape, dtype=np.int64)) * np.dtype(array.dtype).itemsize
-    memory = cp.cuda.UnownedMemory(array.data_ptr(), nbytes, array)
+    memory = cp.cuda.UnownedMemory(array.data_ptr(), array.nbytes, array)
     return cp.ndarray(array.shape, array.dtype, cp.cuda.MemoryPointer(memory, 0))

@@ -23,6 +23,7 @@ import numpy as np
 from jitlib.array import Array, DeviceError
 from jitlib.backends.triton import staging
 from jitlib.errors import JitlibTypeError
+from jitlib.hlo import dtypes
 
 log = logging.getLogger("jitlib")
 
@@ -121,7 +122,7 @@ class Device:
     def stream(self):
         """The stream work is queued on: Triton's launch stream, or on a thread capturing
         a CUDA graph (`capture`), the capture stream."""
-        capture = getattr(self._thread, "capture", None)
+        capture = self._capture_now()
         return self._stream if capture is None else capture.stream
 
     @property
@@ -138,13 +139,12 @@ class Device:
     def empty(self, shape, dtype):
         """An uninitialised Array of `shape` and `dtype` (while capturing a graph, from
         the capture's arena)."""
-        capture = getattr(self._thread, "capture", None)
+        capture = self._capture_now()
         if capture is not None:
             return capture.take(shape, dtype)
         dtype = np.dtype(dtype)
         shape = tuple(int(d) for d in shape)
-        nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
-        allocation = _Allocation(self, self._alloc(nbytes))
+        allocation = _Allocation(self, self._alloc(dtypes.nbytes(shape, dtype)))
         return Array(allocation.ptr, shape, dtype, allocation, self)
 
     def from_numpy(self, a):
@@ -152,22 +152,29 @@ class Device:
         # not np.ascontiguousarray: it makes a 0-d array 1-d
         a = np.asarray(a, order="C")
         out = self.empty(a.shape, a.dtype)
-        stager = self._stager() if a.nbytes >= staging.MIN_BYTES else None
-        if stager is not None:
-            try:
-                stager.copy_in(out.data_ptr(), a)
-                stager = "done"
-            except DeviceError as e:   # the driver's path below still copies it all
-                log.warning("jitlib: pinned staging failed (%s); copying from pageable "
-                            "memory from now on", e)
-                self._staging = False
-        if stager != "done" and a.nbytes:
+        staged = a.nbytes >= staging.MIN_BYTES and self._staged_copy(out, a)
+        if not staged and a.nbytes:
             # pageable source: the call returns once the driver has staged the bytes, so
             # `a` may go right after
             self._check(self._cu.cuMemcpyHtoDAsync(out.data_ptr(), a.ctypes.data, a.nbytes,
                                                    self.stream), "cuMemcpyHtoDAsync")
         self.host_to_device += 1
         return out
+
+    def _staged_copy(self, out, a):
+        """Copy `a` into `out` through the pinned staging buffers; False where there are
+        none, or where a staged copy failed (the driver's path then copies it all)."""
+        stager = self._stager()
+        if stager is None:
+            return False
+        try:
+            stager.copy_in(out.data_ptr(), a)
+        except DeviceError as e:
+            log.warning("jitlib: pinned staging failed (%s); copying from pageable memory "
+                        "from now on", e)
+            self._staging = False
+            return False
+        return True
 
     def _stager(self):
         """The pinned staging pipeline (staging.py), made on the first large copy; None
@@ -316,7 +323,7 @@ class Device:
 
     def _free(self, ptr):
         if ptr:
-            capture = getattr(self._thread, "capture", None)
+            capture = self._capture_now()
             if capture is not None:   # not part of the graph: freed once capture ends
                 capture.deferred_frees.append(ptr)
                 return
@@ -334,7 +341,11 @@ class Device:
 
     def capturing(self):
         """Whether this thread is capturing a graph now."""
-        return getattr(self._thread, "capture", None) is not None
+        return self._capture_now() is not None
+
+    def _capture_now(self):
+        """This thread's capture in progress (a _Capture), or None."""
+        return getattr(self._thread, "capture", None)
 
     def launch_graph(self, graph):
         self._check(self._cu.cuGraphLaunch(graph.handle, self._stream), "cuGraphLaunch")
@@ -377,7 +388,7 @@ class _Capture:
 
     def __enter__(self):
         d, cu = self.device, self.device._cu
-        if getattr(d._thread, "capture", None) is not None:
+        if d.capturing():
             raise DeviceError("a CUDA graph capture is already running on this thread")
         d._make_current()
         if d._capture_stream is None:

@@ -27,6 +27,7 @@ import numpy as np
 
 from jitlib.array import Array, DeviceError
 from jitlib.backends.triton.executable import KernelRunner, ViewRunner
+from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
 log = logging.getLogger("jitlib")
@@ -37,10 +38,6 @@ ALIGN = 256          # what cuMemAllocAsync gives, so kernels see the same align
 
 def _aligned(n):
     return -(-n // ALIGN) * ALIGN
-
-
-def _nbytes(shape, dtype):
-    return int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize
 
 
 class Arena:
@@ -55,7 +52,7 @@ class Arena:
 
     def take(self, shape, dtype):
         ptr = self.next
-        self.next += _aligned(_nbytes(shape, dtype))
+        self.next += _aligned(dtypes.nbytes(shape, dtype))
         if self.next > self.end:
             raise DeviceError("a CUDA graph's arena is too small for the loop body")
         return Array(ptr, shape, dtype, self, self.device)
@@ -82,7 +79,7 @@ def _kernel_count(body):
 
 def _trip_bytes(body, carry):
     """Arena bytes one trip can take: every kernel's outputs, and the carry's copies."""
-    total = sum(_aligned(_nbytes(shape, dtype))
+    total = sum(_aligned(dtypes.nbytes(shape, dtype))
                 for _, r, _ in body._steps if type(r) is KernelRunner
                 for shape, dtype in r._outputs)
     return total + sum(_aligned(v.nbytes) for v in carry)
