@@ -98,6 +98,9 @@ class GraphLoop:
         self.device = device
         self.calls = 0
         self.why_not = graphable(body) if self.trips >= 2 else "fewer than two trips"
+        if self.why_not is not None:
+            log.debug("gpu: a loop of %d trips stays host-driven (%s)", self.trips,
+                      self.why_not)
         self._plan = None   # (slots, [graph, ...] in launch order, the arenas they use)
         self._lock = threading.Lock()   # the slots serve one call at a time
 
