@@ -38,3 +38,17 @@ def test_a_batched_operand_times_a_matrix_is_one_product(shape):
             for i in k.attrs["body"].instructions if i.op is Op.DOT_GENERAL]
     assert len(dots) == 1 and not dots[0].attrs["lhs_batch"], optimized
     assert dots[0].operands[1].shape == (5, 7)   # the matrix itself, not broadcast
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_tiny_products_are_numpys_own_call(dtype):
+    # below OpenBLAS's threading threshold the cpu backend calls np.matmul directly, with
+    # no scratch memory: the product as a result, under an epilogue, and as both
+    a, b = rng().standard_normal((8, 8)).astype(dtype), rng().random((8, 8)).astype(dtype)
+    f = jitlib.jit(lambda a, b: (a @ b, a @ b + 1, np.tanh(a.T @ b)), backend="cpu")
+    for _ in range(2):   # the second call reuses what the first one left
+        product, plus_one, tanh = f(a, b)
+        assert product.dtype == plus_one.dtype == tanh.dtype == dtype
+        np.testing.assert_array_equal(product, a @ b)
+        np.testing.assert_array_equal(plus_one, a @ b + 1)
+        np.testing.assert_array_max_ulp(tanh, np.tanh(a.T @ b), maxulp=2)   # two libms

@@ -114,16 +114,15 @@ class DotRunner:
                     for instr in self._steps[:-1]:
                         env[instr] = eval_rules[instr.op](instr,
                                                           *[env[o] for o in instr.operands])
-            if dot_out is None and None not in self._results:
-                scratch, owned = self._scratch.acquire(self._dot_bytes)
-                dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
             lhs, rhs = [env[o] for o in self._dot.operands]
-            if (self._tiny and dot_out is not None and lhs.flags.c_contiguous
-                    and rhs.flags.c_contiguous):
-                # what matmul() below ends in for this case, without its checks: they
-                # cost several times a tiny product's own time
+            if self._tiny and lhs.flags.c_contiguous and rhs.flags.c_contiguous:
+                # what matmul() below ends in for this case, without its checks and
+                # without scratch memory: they cost several times a tiny product's time
                 product = np.matmul(lhs, rhs, out=dot_out)
             else:
+                if dot_out is None and None not in self._results:
+                    scratch, owned = self._scratch.acquire(self._dot_bytes)
+                    dot_out = _view(scratch, 0, self._dot.shape, self._dot.dtype)
                 product = matmul(self._dot, lhs, rhs, dot_out)
             if self._epilogue is None:
                 return [product] * len(self._results)
