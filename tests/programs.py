@@ -1232,8 +1232,9 @@ def weighted_summary_with_gaps(x, w, label):
 
 
 # --- complex values and spectra ----------------------------------------------------------------
-# A catalogue of their own: the gpu backend refuses complex values and the cpu backend runs
-# them on the interpreter, so the suites asserting every kernel native leave them out.
+# A catalogue of their own: the compiled backends run some of their kernels on the
+# interpreter (logs, powers, products, FFTs off the cpu's host path), so the suites
+# asserting every kernel native leave them out.
 
 COMPLEX: list[Program] = []
 
@@ -1313,6 +1314,39 @@ def contour_integral_residue(center, radius):
     outside = np.sum(dz / (z - (c + 3.0))) / (2j * np.pi)
     moment = np.sum(z ** 2 * dz / (z - c)) / (2j * np.pi)
     return inside, outside, moment, np.abs(moment - c ** 2)
+
+
+@complex_program(lambda rng: (np.linspace(-10.0, 10.0, 128, endpoint=False),))
+def split_step_wave_packet(x):
+    # a Gaussian wave packet in a harmonic well, split-step Fourier steps: half a potential
+    # kick, a free flight in k-space, another half kick; its norm is kept and its mean
+    # position oscillates
+    dt, n = 0.01, x.size
+    k = 2 * np.pi * np.fft.fftfreq(n, d=x[1] - x[0])
+    potential = 0.5 * x ** 2
+    psi = np.exp(-(x - 2.0) ** 2 + 1j * 0.5 * x) / np.pi ** 0.25
+    half_kick = np.exp(-0.5j * potential * dt)
+    flight = np.exp(-0.5j * k ** 2 * dt)
+    for _ in range(20):
+        psi = half_kick * psi
+        psi = np.fft.ifft(flight * np.fft.fft(psi))
+        psi = half_kick * psi
+    density = np.abs(psi) ** 2
+    dx = x[1] - x[0]
+    return psi, density.sum() * dx, (x * density).sum() * dx
+
+
+@complex_program(lambda rng: (normal(rng, 32, dtype=np.float64), normal(rng, 32, dtype=np.float64)))
+def complex_rotations_and_ratios(re, im):
+    # elementwise complex arithmetic as signal code writes it: phasors, conjugate
+    # products, ratios, magnitudes and a comparison
+    z = re + 1j * im
+    phasor = np.exp(1j * np.linspace(0.0, np.pi, z.size))
+    rotated = z * phasor
+    cross = (rotated * np.conj(z)).real
+    ratio = (z + 2.0) / (rotated - 3.0j)
+    same = (rotated == z) | (np.abs(ratio) > 1.0)
+    return rotated, cross, ratio, np.abs(ratio - z), same, -z.conj()
 
 
 # --- linear algebra ---------------------------------------------------------------------------

@@ -8,6 +8,7 @@ how calls may be split; for a dot kernel its epilogue, which body
 parameters that reads, and where the results come from. The kernel's inputs and outputs
 are the fusion body's own instructions, found again on load.
 """
+from jitlib.backends import complex_lowering
 from jitlib.backends.complex_values import first_complex
 from jitlib.backends.llvm import kernels, opaque
 from jitlib.backends.llvm.emitter import Unsupported
@@ -18,10 +19,30 @@ def render_fusion(fusion):
     """The kernel of one FUSION instruction, of any kind; raises `Unsupported` where the
     backend cannot emit it."""
     if first_complex(fusion.attrs["body"]) is not None:
-        raise Unsupported("complex values are not compiled yet: NumPy computes them")
+        return _render_complex(fusion)
     if fusion.attrs["kind"] == "opaque":
         return opaque.render(fusion.attrs["name"], fusion.attrs["body"])
     return kernels.render(fusion)
+
+
+def _render_complex(fusion):
+    """A loop or reduction kernel with complex values, rendered from its real form
+    (complex_lowering.py) and run on the complex kernel's own buffers."""
+    kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
+    # an output written over its own input would overwrite a part the other still reads
+    if kind not in ("loop", "reduction") or fusion.attrs.get("overwrites"):
+        raise Unsupported(f"complex values in a {kind} kernel are not compiled: NumPy "
+                          "computes them")
+    try:
+        real = complex_lowering.lower(body)
+    except complex_lowering.NotLowered as e:
+        raise Unsupported(f"{e} is not compiled: NumPy computes it") from None
+    if kind == "loop":
+        kernel = kernels.render_loop(name, list(real.params), list(real.results))
+    else:
+        kernel = kernels.render_reduction(name, real)
+    return kernels.NativeKernel(kernel.name, kernel.ir, list(body.params), list(body.results),
+                                kernel.splittable, kernel.split_extent)
 
 
 def kernel_record(kernel, body):

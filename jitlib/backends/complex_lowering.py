@@ -1,0 +1,249 @@
+"""Complex values as pairs of real ones, so that compiled backends run complex kernels.
+
+A kernel body with complex values is rewritten into one over real values only: each
+complex value becomes its real and imaginary parts (two real values of its shape), each
+op on complex values the real ops NumPy's complex loops compute. At the kernel's edge a
+complex parameter is read as a real array with a trailing axis of 2 and a complex
+result written as one (NumPy stores re, im side by side), so the lowered kernel runs on
+the very buffers the complex kernel would: only the kernel's text changes.
+
+What NumPy computes, and so what the parts are:
+
+- `a * b`: (ar*br - ai*bi, ar*bi + ai*br), each rounded as written (NumPy's x86 loops
+  fuse one product of each into an fma, so the last bit may differ);
+- `a / b`: Smith's algorithm with NumPy's branches (the larger part of b divides; b == 0
+  divides by |br|, giving NumPy's inf or nan), the same bits;
+- `abs(a)`: hypot of the parts as max * sqrt(1 + (min/max)^2), inf where a part is inf,
+  within an ulp or two of NumPy's;
+- `exp(a)`: exp(ar) * (cos(ai), sin(ai)), with ai == 0 giving (exp(ar), ai) exactly;
+- `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects, data
+  movement and sums part by part.
+
+Anything else (log, sqrt, power, products, sorts...) raises `NotLowered`: the kernel
+stays on the reference interpreter, NumPy's complex loops, as before.
+"""
+import numpy as np
+
+from jitlib.hlo import build, dtypes
+from jitlib.hlo import ops as O
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+
+
+class NotLowered(Exception):
+    """The body has a complex op this module does not rewrite."""
+
+
+# ops that move or pick elements without computing: applied to each part alike (their
+# non-complex operands, indices, stay as they are)
+_PART_BY_PART = frozenset({
+    Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.REVERSE, Op.CONCATENATE,
+    Op.PAD, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE, Op.GATHER, Op.NEG, Op.ADD, Op.SUB,
+    Op.REDUCE_SUM,
+})
+
+
+def lower(body):
+    """`body` (a kernel's Module) over real values only: complex parameters and results as
+    real arrays with a trailing axis of 2. Raises NotLowered."""
+    lowering = _Lowering()
+    params = []
+    for p in body.params:
+        if _complex(p):
+            part = dtypes.part_type(p.dtype)
+            q = build.parameter(p.attrs["index"], p.shape + (2,), part, p.attrs.get("name"),
+                                loc=p.loc)
+            lowering.parts[p] = tuple(_take_part(q, k) for k in (0, 1))
+        else:
+            q = p
+            lowering.real[p] = p
+        params.append(q)
+    for instr in body.instructions:
+        if instr.op is not Op.PARAMETER:
+            lowering.visit(instr)
+    results = [_interleave(*lowering.parts[r]) if _complex(r) else lowering.real[r]
+               for r in body.results]
+    return Module(body.name, params, results, body.writes)
+
+
+def _complex(instr):
+    return instr.op is not Op.FUSION and instr.op is not Op.GET_OUTPUT \
+        and dtypes.is_complex(instr.dtype)
+
+
+def _take_part(pairs, k):
+    """The real (k = 0) or imaginary (k = 1) part of a real array with a trailing 2."""
+    shape = pairs.shape[:-1]
+    start = (0,) * len(shape) + (k,)
+    return build.reshape(build.slice(pairs, start, shape + (k + 1,)), shape)
+
+
+def _interleave(re, im):
+    shape = re.shape
+    return build.concatenate([build.reshape(re, shape + (1,)), build.reshape(im, shape + (1,))],
+                             len(shape))
+
+
+def _full(value, like):
+    return build.broadcast_in_dim(build.constant(value, like.dtype), like.shape, ())
+
+
+class _Lowering:
+    def __init__(self):
+        self.real = {}    # real value of the body -> its value in the lowered body
+        self.parts = {}   # complex value of the body -> (re, im) of the lowered body
+
+    def visit(self, instr):
+        complex_in = [o for o in instr.operands if _complex(o)]
+        if not _complex(instr) and not complex_in:
+            operands = tuple(self.real[o] for o in instr.operands)
+            self.real[instr] = instr if operands == instr.operands else \
+                build.make(instr.op, operands, instr.attrs, instr.loc)
+            return
+        rule = _RULES.get(instr.op)
+        if rule is None and instr.op in _PART_BY_PART and _complex(instr):
+            rule = _part_by_part
+        if rule is None:
+            raise NotLowered(f"{instr.op.value} on complex values")
+        with build.locations(lambda: instr.loc):   # the parts keep the user's line
+            value = rule(self, instr)
+        if _complex(instr):
+            self.parts[instr] = value
+        else:
+            self.real[instr] = value
+
+    def of(self, operand):
+        """An operand's parts; a real operand (complex(re, im)'s, a conversion's) as itself
+        with a zero imaginary part."""
+        if _complex(operand):
+            return self.parts[operand]
+        x = self.real[operand]
+        return x, _full(0, x)
+
+
+def _part_by_part(low, instr):
+    def part(k):
+        operands = tuple(low.parts[o][k] if _complex(o) else low.real[o] for o in instr.operands)
+        return build.make(instr.op, operands, instr.attrs, instr.loc)
+    return part(0), part(1)
+
+
+def _constant(low, instr):
+    value = np.asarray(instr.attrs["value"].array)
+    part = dtypes.part_type(instr.dtype)
+    return (build.constant(np.array(value.real, part), part),
+            build.constant(np.array(value.imag, part), part))
+
+
+def _convert(low, instr):
+    x = instr.operands[0]
+    if _complex(instr):
+        part = dtypes.part_type(instr.dtype)
+        if _complex(x):
+            return tuple(build.convert(p, part) for p in low.parts[x])
+        re = build.convert(low.real[x], part)
+        return re, _full(0, re)
+    re, im = low.parts[x]
+    if dtypes.is_bool(instr.dtype):   # NumPy: nonzero where either part is (NaN too)
+        zero = _full(0, re)
+        return build.binary(Op.OR, build.compare(re, zero, "NE"), build.compare(im, zero, "NE"))
+    if dtypes.is_float(instr.dtype) or dtypes.is_integer(instr.dtype):
+        return build.convert(re, instr.dtype)   # as astype: the imaginary part goes
+    raise NotLowered(f"convert to {instr.dtype}")
+
+
+def _mul(low, instr):
+    (ar, ai), (br, bi) = (low.of(o) for o in instr.operands)
+    return (build.binary(Op.SUB, build.binary(Op.MUL, ar, br), build.binary(Op.MUL, ai, bi)),
+            build.binary(Op.ADD, build.binary(Op.MUL, ar, bi), build.binary(Op.MUL, ai, br)))
+
+
+def _div(low, instr):
+    """NumPy's complex division (Smith's), branch for branch, as selects."""
+    (ar, ai), (br, bi) = (low.of(o) for o in instr.operands)
+    B, one = build.binary, _full(1, br)
+    abs_br, abs_bi = build.unary(Op.ABS, br), build.unary(Op.ABS, bi)
+    # |br| >= |bi| (false for NaN, as NumPy's comparison): rat = bi/br
+    rat1 = B(Op.DIV, bi, br)
+    scl1 = B(Op.DIV, one, B(Op.ADD, br, B(Op.MUL, bi, rat1)))
+    re1 = B(Op.MUL, B(Op.ADD, ar, B(Op.MUL, ai, rat1)), scl1)
+    im1 = B(Op.MUL, B(Op.SUB, ai, B(Op.MUL, ar, rat1)), scl1)
+    # b == 0: a / |br|, a complex inf or nan
+    zero = build.binary(Op.AND, build.compare(abs_br, _full(0, br), "EQ"),
+                        build.compare(abs_bi, _full(0, bi), "EQ"))
+    re1 = build.select(zero, B(Op.DIV, ar, abs_br), re1)
+    im1 = build.select(zero, B(Op.DIV, ai, abs_br), im1)
+    # else: rat = br/bi
+    rat2 = B(Op.DIV, br, bi)
+    scl2 = B(Op.DIV, one, B(Op.ADD, bi, B(Op.MUL, br, rat2)))
+    re2 = B(Op.MUL, B(Op.ADD, B(Op.MUL, ar, rat2), ai), scl2)
+    im2 = B(Op.MUL, B(Op.SUB, B(Op.MUL, ai, rat2), ar), scl2)
+    first = build.compare(abs_br, abs_bi, "GE")
+    return build.select(first, re1, re2), build.select(first, im1, im2)
+
+
+def _abs(low, instr):
+    re, im = low.parts[instr.operands[0]]
+    a, b = build.unary(Op.ABS, re), build.unary(Op.ABS, im)
+    a_larger = build.compare(a, b, "GE")
+    larger, smaller = build.select(a_larger, a, b), build.select(a_larger, b, a)
+    ratio = build.binary(Op.DIV, smaller, larger)
+    scaled = build.binary(Op.MUL, larger, build.unary(
+        Op.SQRT, build.binary(Op.ADD, _full(1, ratio), build.binary(Op.MUL, ratio, ratio))))
+    zero, inf = _full(0, a), _full(np.inf, a)
+    # 0/0 and inf/inf are NaN in the ratio: a zero is 0, an inf part is inf even beside
+    # a NaN (C's hypot), and a NaN part otherwise is NaN (the compare above sent it on)
+    either_inf = build.binary(Op.OR, build.compare(a, inf, "EQ"), build.compare(b, inf, "EQ"))
+    out = build.select(build.compare(larger, zero, "EQ"), zero, scaled)
+    nan = build.binary(Op.OR, build.compare(a, a, "NE"), build.compare(b, b, "NE"))
+    out = build.select(nan, build.binary(Op.ADD, a, b), out)
+    return build.select(either_inf, inf, out)
+
+
+def _exp(low, instr):
+    re, im = low.parts[instr.operands[0]]
+    scale = build.unary(Op.EXP, re)
+    out_re = build.binary(Op.MUL, scale, build.unary(Op.COS, im))
+    out_im = build.binary(Op.MUL, scale, build.unary(Op.SIN, im))
+    real_axis = build.compare(im, _full(0, im), "EQ")   # exp(x + 0j) = exp(x) + 0j, x = inf too
+    return build.select(real_axis, scale, out_re), build.select(real_axis, im, out_im)
+
+
+def _compare(low, instr):
+    (ar, ai), (br, bi) = (low.of(o) for o in instr.operands)
+    direction = instr.attrs["direction"]
+    if direction == "EQ":
+        return build.binary(Op.AND, build.compare(ar, br, "EQ"), build.compare(ai, bi, "EQ"))
+    if direction == "NE":
+        return build.binary(Op.OR, build.compare(ar, br, "NE"), build.compare(ai, bi, "NE"))
+    raise NotLowered(f"compare {direction} of complex values")
+
+
+def _select(low, instr):
+    pred = low.real[instr.operands[0]]
+    on_true, on_false = (low.of(o) for o in instr.operands[1:])
+    return tuple(build.select(pred, t, f) for t, f in zip(on_true, on_false))
+
+
+def _add_sub(low, instr):
+    x, y = (low.of(o) for o in instr.operands)
+    return tuple(build.binary(instr.op, a, b) for a, b in zip(x, y))
+
+
+def _neg(low, instr):
+    return tuple(build.unary(Op.NEG, p) for p in low.parts[instr.operands[0]])
+
+
+_RULES = {
+    Op.CONSTANT: _constant,
+    Op.CONVERT: _convert,
+    Op.REAL: lambda low, instr: low.parts[instr.operands[0]][0],
+    Op.IMAG: lambda low, instr: low.parts[instr.operands[0]][1],
+    Op.CONJ: lambda low, instr: (low.parts[instr.operands[0]][0],
+                                 build.unary(Op.NEG, low.parts[instr.operands[0]][1])),
+    Op.COMPLEX: lambda low, instr: tuple(low.real[o] for o in instr.operands),
+    Op.ADD: _add_sub, Op.SUB: _add_sub, Op.NEG: _neg,
+    Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp,
+    Op.COMPARE: _compare, Op.SELECT: _select,
+}
+assert set(_RULES) <= set(Op) and Op.COMPLEX in O.COMPLEX_PARTS

@@ -1,0 +1,125 @@
+"""Complex kernels compiled as real ones (backends/complex_lowering.py): each lowered op
+against NumPy's complex loops in ulps, special values included, on the cpu backend; which
+kernels stay on the interpreter, and why; buffers the lowering must not mistake (views,
+0-d values, arguments written in place)."""
+import numpy as np
+import pytest
+
+import jitlib
+from jitlib.backends import complex_lowering
+from jitlib.hlo import build as B
+from jitlib.hlo.ir import Module
+from jitlib.hlo.ops import Op
+from jitlib.testing import check_backends
+
+PART = {np.complex64: np.float32, np.complex128: np.float64}
+SPECIAL = np.array([0.0, -0.0, 1.0, -1.5, np.inf, -np.inf, np.nan, 1e300, 1e-310])
+
+
+def cpu(f):
+    return jitlib.jit(f, backend="cpu")
+
+
+def pairs(dtype, n=3000, seed=23):
+    rng = np.random.default_rng(seed)
+    return [(rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype)
+            for _ in range(2)]
+
+
+def ulps(got, want):
+    """Per element, the larger of the parts' distances in units in the last place."""
+    part = np.dtype(PART.get(want.dtype.type, want.dtype))
+    ints = np.dtype(f"i{part.itemsize}")
+    g, w = (np.ascontiguousarray(v).view(part).view(ints).astype(np.int64) for v in (got, want))
+    d = np.abs(g - w)
+    return d.reshape(want.shape + (-1,)).max(axis=-1) if want.dtype.kind == "c" else d
+
+
+def same_or_both_nan(got, want):
+    parts = (lambda v: (v.real, v.imag)) if want.dtype.kind == "c" else (lambda v: (v,))
+    return all(np.array_equal(g, w, equal_nan=True) for g, w in zip(parts(got), parts(want)))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("name, f, bound", [
+    ("add", lambda a, b: a + b, 0), ("sub", lambda a, b: a - b, 0),
+    ("neg_conj", lambda a, b: -np.conj(a), 0), ("div", lambda a, b: a / b, 0),
+    ("parts", lambda a, b: a.real * 2 + a.imag, 0), ("compare", lambda a, b: a != b * 1, 0),
+    ("abs", lambda a, b: np.abs(a), 2), ("exp", lambda a, b: np.exp(a), 4),
+])
+def test_each_lowered_op_against_numpys_loops(dtype, name, f, bound):
+    a, b = pairs(dtype)
+    f_cpu = cpu(f)
+    got, want = f_cpu(a, b), f(a, b)
+    assert got.dtype == want.dtype and not f_cpu.lower(a, b).compile().fallbacks
+    assert ulps(got, want).max() <= bound
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_products_round_each_term_as_written(dtype):
+    # NumPy's x86 loops fuse one product of each part into an fma, the IR has none: the
+    # difference is within an ulp of the larger term, never more
+    a, b = pairs(dtype)
+    got, want = cpu(lambda a, b: a * b)(a, b), a * b
+    eps = np.finfo(PART[dtype]).eps
+    for g, w, terms in ((got.real, want.real, np.abs(a.real * b.real) + np.abs(a.imag * b.imag)),
+                        (got.imag, want.imag, np.abs(a.real * b.imag) + np.abs(a.imag * b.real))):
+        assert np.all(np.abs(g - w) <= eps * terms)
+
+
+@pytest.mark.parametrize("name, f", [("div", lambda a, b: a / b), ("abs", lambda a, b: np.abs(a)),
+                                     ("exp", lambda a, b: np.exp(a))])
+def test_special_values_as_numpy_gives_them(name, f):
+    z = (SPECIAL[:, None] + 1j * SPECIAL[None, :]).ravel()
+    a, b = np.repeat(z, z.size), np.tile(z, z.size)
+    with np.errstate(all="ignore"):
+        want = f(a, b)
+    assert same_or_both_nan(cpu(f)(a, b), want)
+
+
+def test_a_program_of_lowered_ops_is_all_compiled_and_fast_paths_keep_values():
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal(1000)
+    z = rng.standard_normal(1000) + 1j * rng.standard_normal(1000)
+
+    def f(z, x):
+        wave = np.exp(1j * x) * z + z / 3
+        return np.abs(wave) ** 2, wave.conj(), (wave == z).any()
+    f_cpu = cpu(f)
+    lowered = f_cpu.lower(z, x)
+    assert not lowered.compile().fallbacks, lowered.as_text("optimized")
+    check_backends(f, z, x, backends=("interpreter", "cpu"))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_views_scalars_and_conversions(dtype):
+    a, b = pairs(dtype, n=64)
+    check_backends(lambda a, b: (a[::2] * b[1::2], a.reshape(8, 8).T * b[0],
+                                 (a * b).astype(np.complex128 if dtype is np.complex64
+                                                else np.complex64),
+                                 a.real.astype(np.int32), a.astype(bool), a[3] / b[5]),
+                   a, b, backends=("interpreter", "cpu"))
+
+
+def test_an_argument_written_in_place_keeps_numpys_values():
+    def f(z, w):
+        z *= w      # the kernel overwrites z's own lines: kept on the interpreter
+        z[:4] = z[:4].conj() / 2
+        return z.sum()
+    a, b = pairs(np.complex128, n=16)
+    check_backends(f, a, b, backends=("interpreter", "cpu"))
+
+
+def test_ops_without_a_real_form_are_named():
+    z = B.parameter(0, (4,), np.complex128)
+    for op in (Op.LOG, Op.SQRT):
+        with pytest.raises(complex_lowering.NotLowered, match=op.value):
+            complex_lowering.lower(Module("c", [z], [B.unary(op, z)]))
+
+
+def test_the_lowered_body_reads_and_writes_the_complex_buffers_bytes():
+    z = B.parameter(0, (3,), np.complex64)
+    body = complex_lowering.lower(Module("c", [z], [B.unary(Op.CONJ, z)]))
+    (param,), (result,) = body.params, body.results
+    assert (param.shape, param.dtype, result.shape, result.dtype) == \
+        ((3, 2), np.float32, (3, 2), np.float32)
