@@ -218,6 +218,11 @@ class Device:
         """An Array over `array`'s memory with another shape of the same size."""
         return Array(array.data_ptr(), shape, array.dtype, array._keepalive, self)
 
+    def reinterpret(self, array, shape, dtype):
+        """An Array over `array`'s bytes as another type and shape of the same size (a
+        complex array as its real pairs, and back)."""
+        return Array(array.data_ptr(), shape, dtype, array._keepalive, self)
+
     def copy(self, array):
         """A new Array with `array`'s contents, copied on the device."""
         out = self.empty(array.shape, array.dtype)

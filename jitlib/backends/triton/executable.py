@@ -18,6 +18,7 @@ from jitlib.backends.triton import (attention, autotune, compiler, configs, cuff
 from jitlib.backends.triton.source import Unsupported
 from jitlib.hlo.interpreter import evaluate
 from jitlib.backends import control
+from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ir import is_multi_output
 from jitlib.hlo.ops import Op
@@ -67,6 +68,8 @@ class KernelRunner:
     def __call__(self, buffers):
         empty = self.device.empty
         outs = [empty(shape, dtype) for shape, dtype in self._outputs]
+        if self.kernel.complex_views:
+            return self._complex_call(buffers, outs)
         if self._empty:
             return outs
         if self._untuned:
@@ -77,6 +80,19 @@ class KernelRunner:
                 self.config, self._launch = config, launch
         self._launch(list(buffers) + outs)
         return outs
+
+
+    def _complex_call(self, buffers, outs):
+        """A kernel generated over real parts: complex inputs go in as real pairs (their
+        bytes), and the real-pair outputs come back as the complex values they are."""
+        reinterpret = self.device.reinterpret
+        n = len(buffers)
+        views = self.kernel.complex_views
+        pairs = [b if v is None else reinterpret(b, v[0] + (2,), dtypes.part_type(v[1]))
+                 for b, v in zip(buffers, views[:n])]
+        if not self._empty:
+            self._launch(pairs + outs)
+        return [o if v is None else reinterpret(o, *v) for o, v in zip(outs, views[n:])]
 
 
 class ViewRunner:

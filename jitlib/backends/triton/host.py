@@ -64,6 +64,9 @@ class HostDevice:
     def view(self, buf, shape):
         return HostBuffer(buf.array.reshape(shape))
 
+    def reinterpret(self, buf, shape, dtype):
+        return HostBuffer(buf.array.reshape(-1).view(dtype).reshape(shape))
+
     def launch(self, kernel, config, buffers):
         launch_interpreted(kernel, config, buffers)
 

@@ -62,6 +62,9 @@ class TritonKernel:
     grid: object            # config -> grid tuple
     signature: dict = dataclasses.field(default_factory=dict)   # for ahead-of-time compiles
     problem: dict = dataclasses.field(default_factory=dict)     # extents the tuner sizes by
+    # a kernel of complex values generated over their real parts (complex_lowering.py):
+    # per input, then per output, the complex (shape, dtype) its real pairs are, or None
+    complex_views: tuple = ()
 
     @property
     def digest(self):
@@ -516,9 +519,9 @@ def render(fusion):
     from jitlib.fusion.fuse import kernel_summary
     from jitlib.backends.complex_values import first_complex
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
-    if first_complex(body) is not None:
-        raise Unsupported("complex values are not generated yet")
     summary = kernel_summary(fusion)
+    if first_complex(body) is not None:
+        return _render_complex(name, kind, body, summary)
     if kind == "loop":
         return render_loop(name, body, summary)
     if kind == "reduction":
@@ -536,6 +539,23 @@ def render(fusion):
     if kind == "opaque":
         return render_scatter(name, body, summary)
     raise Unsupported(f"{kind} kernels are not generated; they run on the interpreter")
+
+
+def _render_complex(name, kind, body, summary):
+    """A loop kernel with complex values, generated over their real parts: it reads and
+    writes each complex buffer as real pairs (the runner reinterprets, no copy)."""
+    from jitlib.backends import complex_lowering
+    if kind != "loop":
+        raise Unsupported(f"complex values in a {kind} kernel are not generated; it runs "
+                          "on the interpreter")
+    try:
+        real = complex_lowering.lower(body)
+    except complex_lowering.NotLowered as e:
+        raise Unsupported(f"{e} is not generated; it runs on the interpreter") from None
+    kernel = render_loop(name, real, summary)
+    views = tuple((v.shape, v.dtype) if dtypes.is_complex(v.dtype) else None
+                  for v in list(body.params) + list(body.results))
+    return dataclasses.replace(kernel, complex_views=views)
 
 
 # -- opaque kernels: scatters (scatter.py), sorts (sort.py), scans (scan.py)

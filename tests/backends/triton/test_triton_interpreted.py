@@ -315,3 +315,24 @@ def test_linear_algebra_runs_on_the_interpreter_through_host_memory(name):
     assert linalg and all("LAPACK on the host" in why for why in linalg), exe.fallbacks
     assert_allclose_tree(got, evaluate(module, args), rtol=1e-9, atol=1e-9,
                          err_msg=f"{PATH}\n{module}")
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_arithmetic_is_generated_over_real_parts(dtype):
+    # complex_lowering.py: the kernel reads and writes the complex buffers as real pairs
+    z, w = (B.parameter(i, (5, 3), dtype) for i in range(2))
+    x = B.parameter(2, (3,), dtypes.part_type(dtype))
+    phase = B.unary(Op.EXP, B.binary(Op.COMPLEX, B.full(0, (3,), x.dtype), x))
+    ratio = B.binary(Op.DIV, B.binary(Op.MUL, z, B.broadcast_in_dim(phase, (5, 3), (1,))),
+                     B.binary(Op.ADD, w, B.unary(Op.CONJ, z)))
+    module = Module("c", [z, w, x], [ratio, B.unary(Op.ABS, ratio), B.unary(Op.REAL, w)])
+    rng = np.random.default_rng(3)
+    args = [(rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))).astype(dtype)
+            for _ in range(2)] + [rng.standard_normal(3).astype(dtypes.part_type(dtype))]
+    exe, got = run(module, args)
+    assert exe.fallbacks == {}, exe.fallbacks
+    assert [g.dtype for g in got] == [r.dtype for r in module.results]
+    assert_allclose_tree(got, evaluate(module, args), err_msg=exe.kernel_sources())
+    # an op without a real form keeps its kernel on the interpreter, and says which
+    logged = Module("l", [z], [B.unary(Op.LOG, z)])
+    assert "log on complex values" in str(GPU.compile(logged).fallbacks)
