@@ -16,8 +16,8 @@ What NumPy computes, and so what the parts are:
 - `abs(a)`: hypot of the parts as max * sqrt(1 + (min/max)^2), inf where a part is inf,
   within an ulp or two of NumPy's;
 - `exp(a)`: exp(ar) * (cos(ai), sin(ai)), with ai == 0 giving (exp(ar), ai) exactly;
-- `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects, data
-  movement and sums part by part.
+- `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects and
+  data movement part by part; a sum over the value as real pairs.
 
 Anything else (log, sqrt, power, products, sorts...) raises `NotLowered`: the kernel
 stays on the reference interpreter, NumPy's complex loops, as before.
@@ -38,8 +38,7 @@ class NotLowered(Exception):
 # non-complex operands, indices, stay as they are)
 _PART_BY_PART = frozenset({
     Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.REVERSE, Op.CONCATENATE,
-    Op.PAD, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE, Op.GATHER, Op.NEG, Op.ADD, Op.SUB,
-    Op.REDUCE_SUM,
+    Op.PAD, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE, Op.GATHER,
 })
 
 
@@ -230,6 +229,14 @@ def _add_sub(low, instr):
     return tuple(build.binary(instr.op, a, b) for a, b in zip(x, y))
 
 
+def _reduce_sum(low, instr):
+    # one sum over the value as real pairs: its result is the complex sum's own bytes,
+    # which a reduction kernel writes as it is (its parts, sliced, join back into it)
+    total = build.reduce(Op.REDUCE_SUM, _interleave(*low.parts[instr.operands[0]]),
+                         instr.attrs["dims"])
+    return _take_part(total, 0), _take_part(total, 1)
+
+
 def _neg(low, instr):
     return tuple(build.unary(Op.NEG, p) for p in low.parts[instr.operands[0]])
 
@@ -244,6 +251,6 @@ _RULES = {
     Op.COMPLEX: lambda low, instr: tuple(low.real[o] for o in instr.operands),
     Op.ADD: _add_sub, Op.SUB: _add_sub, Op.NEG: _neg,
     Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp,
-    Op.COMPARE: _compare, Op.SELECT: _select,
+    Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum,
 }
 assert set(_RULES) <= set(Op) and Op.COMPLEX in O.COMPLEX_PARTS

@@ -123,3 +123,22 @@ def test_the_lowered_body_reads_and_writes_the_complex_buffers_bytes():
     (param,), (result,) = body.params, body.results
     assert (param.shape, param.dtype, result.shape, result.dtype) == \
         ((3, 2), np.float32, (3, 2), np.float32)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("axis", [None, 0, -1])
+def test_complex_sums_compile_as_sums_of_real_pairs(dtype, axis):
+    a, b = (x.reshape(60, 50) for x in pairs(dtype))
+    f = lambda a, b: (a * b.conj()).sum(axis=axis)   # noqa: E731
+    assert not cpu(f).lower(a, b).compile().fallbacks
+    check_backends(f, a, b, backends=("interpreter", "cpu"))
+
+
+def test_a_sum_with_complex_work_after_it_stays_on_numpy_and_says_why():
+    # the epilogue would read both parts of one sum: a reduction kernel computes each
+    # output element alone, so the kernel stays on the interpreter, with the reason
+    a, b = pairs(np.complex128)
+    f = lambda a, b: (a / b).mean()   # noqa: E731
+    fallbacks = cpu(f).lower(a, b).compile().fallbacks
+    assert list(fallbacks.values()) == ["slice of a reduced value"], fallbacks
+    check_backends(f, a, b, backends=("interpreter", "cpu"))

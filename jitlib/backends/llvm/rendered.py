@@ -31,7 +31,7 @@ def _render_complex(fusion):
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
     # an output written over its own input would overwrite a part the other still reads
     if kind not in ("loop", "reduction") or fusion.attrs.get("overwrites"):
-        raise Unsupported(f"complex values in a {kind} kernel are not compiled: NumPy "
+        raise Unsupported(f"complex values in {kind} kernels are not compiled: NumPy "
                           "computes them")
     try:
         real = complex_lowering.lower(body)

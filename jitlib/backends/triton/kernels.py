@@ -542,17 +542,17 @@ def render(fusion):
 
 
 def _render_complex(name, kind, body, summary):
-    """A loop kernel with complex values, generated over their real parts: it reads and
+    """A loop or reduction kernel with complex values, generated over their real parts: it reads and
     writes each complex buffer as real pairs (the runner reinterprets, no copy)."""
     from jitlib.backends import complex_lowering
-    if kind != "loop":
-        raise Unsupported(f"complex values in a {kind} kernel are not generated; it runs "
+    if kind not in ("loop", "reduction"):
+        raise Unsupported(f"complex values in {kind} kernels are not generated; they run "
                           "on the interpreter")
     try:
         real = complex_lowering.lower(body)
     except complex_lowering.NotLowered as e:
         raise Unsupported(f"{e} is not generated; it runs on the interpreter") from None
-    kernel = render_loop(name, real, summary)
+    kernel = (render_loop if kind == "loop" else render_reduction)(name, real, summary)
     views = tuple((v.shape, v.dtype) if dtypes.is_complex(v.dtype) else None
                   for v in list(body.params) + list(body.results))
     return dataclasses.replace(kernel, complex_views=views)

@@ -325,7 +325,8 @@ def test_complex_arithmetic_is_generated_over_real_parts(dtype):
     phase = B.unary(Op.EXP, B.binary(Op.COMPLEX, B.full(0, (3,), x.dtype), x))
     ratio = B.binary(Op.DIV, B.binary(Op.MUL, z, B.broadcast_in_dim(phase, (5, 3), (1,))),
                      B.binary(Op.ADD, w, B.unary(Op.CONJ, z)))
-    module = Module("c", [z, w, x], [ratio, B.unary(Op.ABS, ratio), B.unary(Op.REAL, w)])
+    module = Module("c", [z, w, x], [ratio, B.unary(Op.ABS, ratio), B.unary(Op.REAL, w),
+                                     B.reduce(Op.REDUCE_SUM, ratio, (0,))])
     rng = np.random.default_rng(3)
     args = [(rng.standard_normal((5, 3)) + 1j * rng.standard_normal((5, 3))).astype(dtype)
             for _ in range(2)] + [rng.standard_normal(3).astype(dtypes.part_type(dtype))]
