@@ -16,10 +16,11 @@ What NumPy computes, and so what the parts are:
 - `abs(a)`: hypot of the parts as max * sqrt(1 + (min/max)^2), inf where a part is inf,
   within an ulp or two of NumPy's;
 - `exp(a)`: exp(ar) * (cos(ai), sin(ai)), with ai == 0 giving (exp(ar), ai) exactly;
+- `a ** n` for a constant integer |n| < 100: NumPy's repeated squaring and its zeros;
 - `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects and
   data movement part by part; a sum over the value as real pairs.
 
-Anything else (log, sqrt, power, products, sorts...) raises `NotLowered`: the kernel
+Anything else (log, sqrt, other powers, products, sorts...) raises `NotLowered`: the kernel
 stays on the reference interpreter, NumPy's complex loops, as before.
 """
 import numpy as np
@@ -152,14 +153,16 @@ def _convert(low, instr):
 
 
 def _mul(low, instr):
-    (ar, ai), (br, bi) = (low.of(o) for o in instr.operands)
-    return (build.binary(Op.SUB, build.binary(Op.MUL, ar, br), build.binary(Op.MUL, ai, bi)),
-            build.binary(Op.ADD, build.binary(Op.MUL, ar, bi), build.binary(Op.MUL, ai, br)))
+    return _times(*(low.of(o) for o in instr.operands))
 
 
 def _div(low, instr):
+    return _divide(*(low.of(o) for o in instr.operands))
+
+
+def _divide(a, b):
     """NumPy's complex division (Smith's), branch for branch, as selects."""
-    (ar, ai), (br, bi) = (low.of(o) for o in instr.operands)
+    (ar, ai), (br, bi) = a, b
     B, one = build.binary, _full(1, br)
     abs_br, abs_bi = build.unary(Op.ABS, br), build.unary(Op.ABS, bi)
     # |br| >= |bi| (false for NaN, as NumPy's comparison): rat = bi/br
@@ -179,6 +182,59 @@ def _div(low, instr):
     im2 = B(Op.MUL, B(Op.SUB, B(Op.MUL, ai, rat2), ar), scl2)
     first = build.compare(abs_br, abs_bi, "GE")
     return build.select(first, re1, re2), build.select(first, im1, im2)
+
+
+def _times(x, y):
+    (ar, ai), (br, bi) = x, y
+    B = build.binary
+    return (B(Op.SUB, B(Op.MUL, ar, br), B(Op.MUL, ai, bi)),
+            B(Op.ADD, B(Op.MUL, ar, bi), B(Op.MUL, ai, br)))
+
+
+def _scalar(instr):
+    """The one value of a constant, broadcast or not; None for anything else."""
+    while instr.op is Op.BROADCAST_IN_DIM and not instr.attrs["dims"]:
+        instr = instr.operands[0]
+    if instr.op is not Op.CONSTANT or instr.attrs["value"].array.ndim:
+        return None
+    return complex(instr.attrs["value"].array)
+
+
+def _power(low, instr):
+    """z ** n for an integer n, |n| < 100, as NumPy's complex power computes it: repeated
+    squaring (n = 1, 2, 3 written out), then 1 / z**|n| for negative n; z = 0 gives 0
+    for positive n and nan+nanj for negative. Other exponents are not lowered."""
+    base, exponent = instr.operands
+    b = _scalar(exponent)
+    if b is None or b.imag != 0 or b.real != int(b.real) or not -100 < b.real < 100:
+        raise NotLowered("pow with an exponent other than a constant integer")
+    n = int(b.real)
+    a = low.of(base)
+    if n == 0:
+        return _full(1, a[0]), _full(0, a[0])
+    if abs(n) == 1:
+        r = a
+    elif abs(n) == 2:
+        r = _times(a, a)
+    elif abs(n) == 3:
+        r = _times(a, _times(a, a))
+    else:
+        r, p, k = (_full(1, a[0]), _full(0, a[0])), a, abs(n)
+        while True:
+            if k & 1:
+                r = _times(r, p)
+            k >>= 1
+            if not k:
+                break
+            p = _times(p, p)
+    if n < 0:
+        r = _divide((_full(1, a[0]), _full(0, a[0])), r)
+    if abs(n) == 1 and n > 0:
+        return r
+    zero = build.binary(Op.AND, build.compare(a[0], _full(0, a[0]), "EQ"),
+                        build.compare(a[1], _full(0, a[1]), "EQ"))
+    at_zero = _full(0 if n > 0 else np.nan, a[0])
+    return tuple(build.select(zero, at_zero, part) for part in r)
 
 
 def _abs(low, instr):
@@ -251,6 +307,6 @@ _RULES = {
     Op.COMPLEX: lambda low, instr: tuple(low.real[o] for o in instr.operands),
     Op.ADD: _add_sub, Op.SUB: _add_sub, Op.NEG: _neg,
     Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp,
-    Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum,
+    Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum, Op.POW: _power,
 }
 assert set(_RULES) <= set(Op) and Op.COMPLEX in O.COMPLEX_PARTS

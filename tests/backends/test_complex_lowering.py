@@ -142,3 +142,22 @@ def test_a_sum_with_complex_work_after_it_stays_on_numpy_and_says_why():
     fallbacks = cpu(f).lower(a, b).compile().fallbacks
     assert list(fallbacks.values()) == ["slice of a reduced value"], fallbacks
     check_backends(f, a, b, backends=("interpreter", "cpu"))
+
+
+@pytest.mark.parametrize("n", [0, 3, 5, 13, -2, -7])
+def test_integer_powers_as_numpys_repeated_squaring(n):
+    a, _ = pairs(np.complex128, n=200)
+    a[:2] = 0                                  # 0 ** n: 0, or nan+nanj for negative n
+    f = cpu(lambda a: a ** n)
+    assert not f.lower(a).compile().fallbacks
+    with np.errstate(all="ignore"):
+        want = a ** n
+    got = f(a)
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0, equal_nan=True)
+    assert same_or_both_nan(got[:2], want[:2])
+
+
+def test_other_powers_stay_on_numpy_and_say_so():
+    a, _ = pairs(np.complex128, n=20)
+    fallbacks = cpu(lambda a: a ** 2.5).lower(a).compile().fallbacks
+    assert "pow with an exponent other than a constant integer" in str(fallbacks)
