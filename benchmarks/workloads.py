@@ -75,6 +75,12 @@ def histogram_256(xp, x):
     return xp.histogram(x, bins=256, range=(-4.0, 4.0))[0]
 
 
+def complex_wave(xp, z, x):
+    # a wave-function update as physics code writes it: a phase, a mix, a density
+    psi = xp.exp(1j * x) * z + z / 3
+    return xp.abs(psi) ** 2
+
+
 def tiny(xp, x):
     # dispatch overhead: the work is nothing, the call is everything
     return x + 1.0
@@ -82,7 +88,7 @@ def tiny(xp, x):
 
 WORKLOADS = {f.__name__: f for f in (
     ew_chain, gelu_tanh, softmax_rows, layernorm, logsumexp_rows, mlp, attention, mse_loss,
-    sort_values, fft_c64, cholesky_solve, histogram_256, tiny)}
+    sort_values, fft_c64, cholesky_solve, histogram_256, complex_wave, tiny)}
 
 SIZES = {
     "small": dict(n=1 << 12, rows=64, cols=128, mm=64, hid=128, att=(4, 64, 32),
@@ -130,6 +136,9 @@ def inputs(name, rng, scale="large"):
         return [spd, _normal(rng, batch, n, rhs)]
     if name == "histogram_256":
         return [_normal(rng, s["n"])]
+    if name == "complex_wave":
+        n = s["n"] // 4   # complex64 in, float32 beside it and out: 16 bytes an element
+        return [(_normal(rng, n) + 1j * _normal(rng, n)).astype(np.complex64), _normal(rng, n)]
     if name == "tiny":
         return [_normal(rng, 4)]
     raise KeyError(f"unknown workload {name!r}; known: {', '.join(WORKLOADS)}")

@@ -43,9 +43,11 @@ _PART_BY_PART = frozenset({
 })
 
 
-def lower(body):
+def lower(body, result_parts=None):
     """`body` (a kernel's Module) over real values only: complex parameters and results as
-    real arrays with a trailing axis of 2. Raises NotLowered."""
+    real arrays with a trailing axis of 2. Raises NotLowered. `result_parts`, a dict, gets
+    {result number: (re, im)} for each complex result written as its two parts side by
+    side (a code generator may store them itself rather than loop over the axis of 2)."""
     lowering = _Lowering()
     params = []
     for p in body.params:
@@ -63,6 +65,10 @@ def lower(body):
             lowering.visit(instr)
     results = [_interleave(*lowering.parts[r]) if _complex(r) else lowering.real[r]
                for r in body.results]
+    if result_parts is not None:
+        result_parts.update({j: lowering.parts[r] for j, (r, out) in
+                             enumerate(zip(body.results, results))
+                             if _complex(r) and out.op is Op.CONCATENATE})
     return Module(body.name, params, results, body.writes)
 
 
@@ -161,9 +167,15 @@ def _div(low, instr):
 
 
 def _divide(a, b):
-    """NumPy's complex division (Smith's), branch for branch, as selects."""
+    """NumPy's complex division (Smith's), branch for branch, as selects: for a constant
+    divisor, the branch and its ratio and scale chosen here; for a real one (a zero
+    imaginary part), only the first branch, which gives the same for every divisor."""
     (ar, ai), (br, bi) = a, b
-    B, one = build.binary, _full(1, br)
+    B = build.binary
+    divisor = _scalar(br), _scalar(bi)
+    if None not in divisor:
+        return _divide_by_constant(ar, ai, *divisor)
+    one = _full(1, br)
     abs_br, abs_bi = build.unary(Op.ABS, br), build.unary(Op.ABS, bi)
     # |br| >= |bi| (false for NaN, as NumPy's comparison): rat = bi/br
     rat1 = B(Op.DIV, bi, br)
@@ -175,6 +187,9 @@ def _divide(a, b):
                         build.compare(abs_bi, _full(0, bi), "EQ"))
     re1 = build.select(zero, B(Op.DIV, ar, abs_br), re1)
     im1 = build.select(zero, B(Op.DIV, ai, abs_br), im1)
+    if divisor[1] == 0:
+        # bi = 0: |br| >= |bi| fails only for a NaN br, where this branch gives NaN too
+        return re1, im1
     # else: rat = br/bi
     rat2 = B(Op.DIV, br, bi)
     scl2 = B(Op.DIV, one, B(Op.ADD, bi, B(Op.MUL, br, rat2)))
@@ -192,7 +207,8 @@ def _times(x, y):
 
 
 def _scalar(instr):
-    """The one value of a constant, broadcast or not; None for anything else."""
+    """The one value of a constant, broadcast or not (a complex number); None for
+    anything else."""
     while instr.op is Op.BROADCAST_IN_DIM and not instr.attrs["dims"]:
         instr = instr.operands[0]
     if instr.op is not Op.CONSTANT or instr.attrs["value"].array.ndim:
@@ -235,6 +251,26 @@ def _power(low, instr):
                         build.compare(a[1], _full(0, a[1]), "EQ"))
     at_zero = _full(0 if n > 0 else np.nan, a[0])
     return tuple(build.select(zero, at_zero, part) for part in r)
+
+
+def _divide_by_constant(ar, ai, br, bi):
+    """a / b for a constant b: NumPy's branch for b, its ratio and scale computed here in
+    the parts' type (the same roundings), so each element costs products, no division."""
+    part = ar.dtype.type
+    br, bi = part(br.real), part(bi.real)
+    B = build.binary
+    with np.errstate(all="ignore"):
+        if abs(br) >= abs(bi):
+            if br == 0 and bi == 0:   # a complex inf or nan, as NumPy divides by |br|
+                return B(Op.DIV, ar, _full(abs(br), ar)), B(Op.DIV, ai, _full(abs(br), ai))
+            rat = bi / br
+            scl = part(1) / (br + bi * rat)
+            return (B(Op.MUL, B(Op.ADD, ar, B(Op.MUL, ai, _full(rat, ai))), _full(scl, ar)),
+                    B(Op.MUL, B(Op.SUB, ai, B(Op.MUL, ar, _full(rat, ar))), _full(scl, ai)))
+        rat = br / bi
+        scl = part(1) / (bi + br * rat)
+        return (B(Op.MUL, B(Op.ADD, B(Op.MUL, ar, _full(rat, ar)), ai), _full(scl, ar)),
+                B(Op.MUL, B(Op.SUB, B(Op.MUL, ai, _full(rat, ai)), ar), _full(scl, ai)))
 
 
 def _abs(low, instr):

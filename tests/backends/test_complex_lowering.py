@@ -161,3 +161,28 @@ def test_other_powers_stay_on_numpy_and_say_so():
     a, _ = pairs(np.complex128, n=20)
     fallbacks = cpu(lambda a: a ** 2.5).lower(a).compile().fallbacks
     assert "pow with an exponent other than a constant integer" in str(fallbacks)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+@pytest.mark.parametrize("divisor", [3, -0.5j, 2 - 7j, 1e-30 + 4e20j, 0, np.inf, np.nan,
+                                     complex(np.inf, 1), complex(0.0, -0.0)])
+def test_division_by_a_constant_is_numpys_to_the_bit(dtype, divisor):
+    # the branch, ratio and scale are chosen when the kernel is built: no division left
+    a, _ = pairs(dtype, n=400)
+    z = (SPECIAL[:, None] + 1j * SPECIAL[None, :]).ravel().astype(dtype)
+    a = np.concatenate([a, z])
+    d = dtype(divisor)
+    with np.errstate(all="ignore"):
+        want = a / d
+    assert same_or_both_nan(cpu(lambda a: a / d)(a), want)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_division_by_a_real_array_is_numpys_to_the_bit(dtype):
+    a, _ = pairs(dtype, n=400)
+    z = (SPECIAL[:, None] + 1j * SPECIAL[None, :]).ravel().astype(dtype)
+    a = np.concatenate([a, z])
+    r = np.resize(np.concatenate([SPECIAL, [2.0, -3.0, 1e-20]]), a.size).astype(PART[dtype])
+    with np.errstate(all="ignore"):
+        want = a / r
+    assert same_or_both_nan(cpu(lambda a, r: a / r)(a, r), want)

@@ -326,17 +326,24 @@ def _streamed_range(fn, el, ptr, dt, lo, hi, value_at, prefetched=()):
                   scalar=True)
 
 
-def render_loop(name, inputs, outputs, stream=True, in_place=False):
+def render_loop(name, inputs, outputs, stream=True, in_place=False, interleaved=None):
     """A loop kernel: each output computed per element, one loop per output shape (the
     fuser may add a scalar output to a kernel over a larger shape). `stream`: large
     outputs may use streaming stores. `in_place`: the caller passes a dynamic_update_slice
-    output the memory of its operand, so only the window is stored (native_loop.py)."""
+    output the memory of its operand, so only the window is stored (native_loop.py).
+    `interleaved`: {output number: (re, im)} for an output that is a complex value's parts
+    side by side (complex_lowering.py): both are evaluated at each element and stored at
+    2i and 2i + 1, where the output's own loop would run over a last axis of 2."""
+    interleaved = interleaved or {}
     whole = runs_whole(inputs, outputs)
     streamed = stream and not whole and streaming.streams(_moved(inputs, outputs))
     fn = _function(name, len(inputs), len(outputs), whole)
     el = Elemental(fn, {instr: f"%in{i}" for i, instr in enumerate(inputs)})
     by_shape = {}
     for j, out in enumerate(outputs):
+        if j in interleaved:
+            by_shape.setdefault(interleaved[j][0].shape, []).append((j, interleaved[j]))
+            continue
         if windowed_update(out, inputs, whole):
             _dynamic_update(fn, el, j, out, copy_operand=not in_place)
             continue
@@ -345,11 +352,18 @@ def render_loop(name, inputs, outputs, stream=True, in_place=False):
         def body(index, group=group):
             el.push()
             for j, out in group:
-                store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
+                if isinstance(out, tuple):
+                    at = el.im.mul(el.linear(index), 2)
+                    for k, part in enumerate(out):
+                        store(fn, el.value(part, index), f"%out{j}", el.im.add(at, k),
+                              part.dtype)
+                else:
+                    store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
             el.pop()
 
-        flat = len(shape) <= 1 or _flat([out for _, out in group], set(inputs))
-        if flat and streamed and len(group) == 1:
+        values = [v for _, out in group for v in (out if isinstance(out, tuple) else (out,))]
+        flat = len(shape) <= 1 or _flat(values, set(inputs))
+        if flat and streamed and len(group) == 1 and not isinstance(group[0][1], tuple):
             _streamed_share(fn, el, shape, *group[0])
         elif flat:
             share_blocks(fn, int(np.prod(shape, dtype=np.int64)),

@@ -33,12 +33,14 @@ def _render_complex(fusion):
     if kind not in ("loop", "reduction") or fusion.attrs.get("overwrites"):
         raise Unsupported(f"complex values in {kind} kernels are not compiled: NumPy "
                           "computes them")
+    parts = {}
     try:
-        real = complex_lowering.lower(body)
+        real = complex_lowering.lower(body, parts)
     except complex_lowering.NotLowered as e:
         raise Unsupported(f"{e} is not compiled: NumPy computes it") from None
     if kind == "loop":
-        kernel = kernels.render_loop(name, list(real.params), list(real.results))
+        kernel = kernels.render_loop(name, list(real.params), list(real.results),
+                                     interleaved=parts)
     else:
         kernel = kernels.render_reduction(name, real)
     return kernels.NativeKernel(kernel.name, kernel.ir, list(body.params), list(body.results),
