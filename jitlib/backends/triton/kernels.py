@@ -121,7 +121,11 @@ def _light(body):
             and all(np.dtype(v.dtype) == np.float32 for v in values))
 
 
-def render_loop(name, body, summary=""):
+def render_loop(name, body, summary="", interleaved=None):
+    """`interleaved`: {output number: (re, im)} for an output that is a complex value's
+    parts side by side (complex_lowering.py): each program evaluates both parts of its
+    elements once and stores them at 2i and 2i + 1."""
+    interleaved = interleaved or {}
     fn = identifier(name)
     w = Writer()
     el = Elemental(w, {p: f"in{i}" for i, p in enumerate(body.params)})
@@ -129,7 +133,10 @@ def render_loop(name, body, summary=""):
     w.line("i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
     by_shape = {}
     for j, out in enumerate(body.results):
-        by_shape.setdefault(out.shape, []).append((j, out))
+        if j in interleaved:
+            by_shape.setdefault(interleaved[j][0].shape, []).append((j, interleaved[j]))
+        else:
+            by_shape.setdefault(out.shape, []).append((j, out))
     for shape, group in by_shape.items():
         n = int(np.prod(shape, dtype=np.int64))
         if n == 0:
@@ -139,11 +146,17 @@ def render_loop(name, body, summary=""):
         el.push()
         index = Index(shape, lin="i")
         for j, out in group:
-            v = el.value(out, index)
-            w.line(f"tl.store(out{j} + i, {store_value(v, out.dtype)}, mask={el.mask})")
+            for at, part in ((("2 * i", out[0]), ("2 * i + 1", out[1]))
+                             if isinstance(out, tuple) else (("i", out),)):
+                v = el.value(part, index)
+                w.line(f"tl.store(out{j} + {at}, {store_value(v, part.dtype)}, "
+                       f"mask={el.mask})")
         el.pop()
     params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
-    largest = max([int(np.prod(r.shape, dtype=np.int64)) for r in body.results] + [0])
+    largest = max([int(np.prod(r.shape, dtype=np.int64)) for j, r in enumerate(body.results)
+                   if j not in interleaved]
+                  + [int(np.prod(p[0].shape, dtype=np.int64)) for p in interleaved.values()]
+                  + [0])
     return TritonKernel(
         name, fn, "loop", _module_text(fn, "loop", summary, params, w.text(), w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
@@ -548,11 +561,13 @@ def _render_complex(name, kind, body, summary):
     if kind not in ("loop", "reduction"):
         raise Unsupported(f"complex values in {kind} kernels are not generated; they run "
                           "on the interpreter")
+    parts = {}
     try:
-        real = complex_lowering.lower(body)
+        real = complex_lowering.lower(body, parts)
     except complex_lowering.NotLowered as e:
         raise Unsupported(f"{e} is not generated; it runs on the interpreter") from None
-    kernel = (render_loop if kind == "loop" else render_reduction)(name, real, summary)
+    kernel = (render_loop(name, real, summary, interleaved=parts) if kind == "loop"
+              else render_reduction(name, real, summary))
     views = tuple((v.shape, v.dtype) if dtypes.is_complex(v.dtype) else None
                   for v in list(body.params) + list(body.results))
     return dataclasses.replace(kernel, complex_views=views)
