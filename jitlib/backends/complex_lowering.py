@@ -17,10 +17,11 @@ What NumPy computes, and so what the parts are:
   within an ulp or two of NumPy's;
 - `exp(a)`: exp(ar) * (cos(ai), sin(ai)), with ai == 0 giving (exp(ar), ai) exactly;
 - `a ** n` for a constant integer |n| < 100: NumPy's repeated squaring and its zeros;
+- `sqrt(a)`: C99's csqrt (the algorithm and special cases of FreeBSD's libm);
 - `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects and
   data movement part by part; a sum over the value as real pairs.
 
-Anything else (log, sqrt, other powers, products, sorts...) raises `NotLowered`: the kernel
+Anything else (log, other powers, trig, products, sorts...) raises `NotLowered`: the kernel
 stays on the reference interpreter, NumPy's complex loops, as before.
 """
 import numpy as np
@@ -274,7 +275,10 @@ def _divide_by_constant(ar, ai, br, bi):
 
 
 def _abs(low, instr):
-    re, im = low.parts[instr.operands[0]]
+    return _hypot(*low.parts[instr.operands[0]])
+
+
+def _hypot(re, im):
     a, b = build.unary(Op.ABS, re), build.unary(Op.ABS, im)
     a_larger = build.compare(a, b, "GE")
     larger, smaller = build.select(a_larger, a, b), build.select(a_larger, b, a)
@@ -289,6 +293,52 @@ def _abs(low, instr):
     nan = build.binary(Op.OR, build.compare(a, a, "NE"), build.compare(b, b, "NE"))
     out = build.select(nan, build.binary(Op.ADD, a, b), out)
     return build.select(either_inf, inf, out)
+
+
+def _signbit(x):
+    """Whether x's sign bit is set, -0.0 included (1/-0 is -inf); False for NaN."""
+    zero = _full(0, x)
+    return build.select(build.compare(x, zero, "EQ"),
+                        build.compare(build.binary(Op.DIV, _full(1, x), x), zero, "LT"),
+                        build.compare(x, zero, "LT"))
+
+
+def _copysign(magnitude, sign):
+    """|magnitude| with sign's sign bit (magnitude >= 0 or NaN)."""
+    return build.select(_signbit(sign), build.unary(Op.NEG, magnitude), magnitude)
+
+
+def _sqrt(low, instr):
+    """C99's csqrt (CACM algorithm 312 with its special cases, as FreeBSD's libm writes
+    it): the principal root, imaginary part with b's sign; parts past max/2.414 scaled
+    by 1/4 first and the root by 2 after."""
+    a, b = low.parts[instr.operands[0]]
+    B, C, S = build.binary, build.compare, build.select
+    abs_a, abs_b = build.unary(Op.ABS, a), build.unary(Op.ABS, b)
+    big = B(Op.OR, C(abs_a, _full(np.finfo(a.dtype).max / 2.414213562373095, a), "GE"),
+            C(abs_b, _full(np.finfo(b.dtype).max / 2.414213562373095, b), "GE"))
+    quarter = _full(0.25, a)
+    sa, sb = S(big, B(Op.MUL, a, quarter), a), S(big, B(Op.MUL, b, quarter), b)
+    h, half, two = _hypot(sa, sb), _full(0.5, a), _full(2, a)
+    t_pos = build.unary(Op.SQRT, B(Op.MUL, B(Op.ADD, sa, h), half))
+    t_neg = build.unary(Op.SQRT, B(Op.MUL, B(Op.ADD, build.unary(Op.NEG, sa), h), half))
+    nonneg = C(sa, _full(0, sa), "GE")
+    re = S(nonneg, t_pos, B(Op.DIV, build.unary(Op.ABS, sb), B(Op.MUL, two, t_neg)))
+    im = S(nonneg, B(Op.DIV, sb, B(Op.MUL, two, t_pos)), _copysign(t_neg, sb))
+    re, im = S(big, B(Op.MUL, re, two), re), S(big, B(Op.MUL, im, two), im)
+    # the special cases, the most binding last
+    inf, nan = _full(np.inf, a), _full(np.nan, a)
+    b_minus_b = B(Op.SUB, b, b)   # NaN, for b inf or NaN; else 0
+    a_inf, a_neg_inf = C(abs_a, inf, "EQ"), C(a, _full(-np.inf, a), "EQ")
+    re = S(a_inf, S(a_neg_inf, build.unary(Op.ABS, b_minus_b), inf), re)
+    im = S(a_inf, S(a_neg_inf, _copysign(inf, b), _copysign(build.unary(Op.ABS, b_minus_b), b)),
+           im)
+    a_nan = C(a, a, "NE")
+    re, im = S(a_nan, a, re), S(a_nan, nan, im)
+    b_inf = C(abs_b, inf, "EQ")
+    re, im = S(b_inf, inf, re), S(b_inf, b, im)
+    zeros = B(Op.AND, C(a, _full(0, a), "EQ"), C(b, _full(0, b), "EQ"))
+    return S(zeros, _full(0, a), re), S(zeros, b, im)
 
 
 def _exp(low, instr):
@@ -342,7 +392,7 @@ _RULES = {
                                  build.unary(Op.NEG, low.parts[instr.operands[0]][1])),
     Op.COMPLEX: lambda low, instr: tuple(low.real[o] for o in instr.operands),
     Op.ADD: _add_sub, Op.SUB: _add_sub, Op.NEG: _neg,
-    Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp,
+    Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp, Op.SQRT: _sqrt,
     Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum, Op.POW: _power,
 }
 assert set(_RULES) <= set(Op) and Op.COMPLEX in O.COMPLEX_PARTS
