@@ -62,6 +62,29 @@ try:
     rows["torch eager"] = median_ms(torch_wave, torch.cuda.synchronize)
 except Exception as e:
     print("torch:", e)
+# a complex product: four real dot kernels (complex_products.py) against cuBLAS's cgemm
+m = 2048
+a, b = ((rng.standard_normal((m, m)) + 1j * rng.standard_normal((m, m))).astype(np.complex64)
+        for _ in range(2))
+da, db = jitlib.device_put(a), jitlib.device_put(b)
+mm = jitlib.jit(lambda a, b: a @ b, backend="gpu")
+print("product fallbacks:", mm.lower(da, db).compile().fallbacks)
+np.testing.assert_allclose(np.asarray(mm(da, db)), a @ b, rtol=1e-3, atol=1e-2)
+products = {"jitlib": median_ms(lambda: mm(da, db), device.synchronize)}
+try:
+    ta, tb = torch.from_numpy(a).cuda(), torch.from_numpy(b).cuda()
+    products["torch"] = median_ms(lambda: ta @ tb, torch.cuda.synchronize)
+except Exception as e:
+    print("torch product:", e)
+try:
+    ja, jb = jax.device_put(a), jax.device_put(b)
+    jmm = jax.jit(lambda a, b: a @ b)
+    products["jax.jit"] = median_ms(lambda: jmm(ja, jb).block_until_ready(), lambda: None)
+except Exception as e:
+    print("jax product:", e)
+for k, v in products.items():
+    print(f"{m}^2 complex64 product, {k:8s} {v:8.3f} ms  {8 * m ** 3 / v / 1e9:7.1f} TFLOP/s")
+
 # the path before complex_lowering.py: each complex kernel on the interpreter via the host
 from jitlib.backends.triton import kernels, source   # noqa: E402
 

@@ -14,6 +14,7 @@
 Importing this package imports neither triton nor a CUDA binding: `compile` does.
 """
 from jitlib.backends.base import Backend
+from jitlib.backends import complex_products
 from jitlib.fusion import optimize
 
 __all__ = ["TritonBackend", "default_device"]
@@ -56,7 +57,7 @@ class TritonBackend(Backend):
     def compile(self, module):
         import triton  # noqa: F401  (fail here, clearly, when triton is missing)
         from jitlib.backends.triton.executable import TritonExecutable
-        return TritonExecutable(module, self.name, optimize(module), self.device)
+        return TritonExecutable(module, self.name, _optimize(module), self.device)
 
     def kernel_sources(self, module):
         """The generated source of every kernel of `module` (for Lowered.as_text)."""
@@ -69,4 +70,9 @@ class TritonBackend(Backend):
             # Reading the generated source needs no GPU: build it against host buffers.
             from jitlib.backends.triton.host import HostDevice
             device = HostDevice()
-        return TritonExecutable(module, self.name, optimize(module), device).kernel_sources()
+        return TritonExecutable(module, self.name, _optimize(module), device).kernel_sources()
+
+
+def _optimize(module):
+    # complex products as real ones: the dot kernels are real (complex_products.py)
+    return optimize(complex_products.split(module))

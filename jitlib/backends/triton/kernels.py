@@ -386,7 +386,9 @@ def dot_dims(dot):
     return lb, lc, lfree, rb, rc, rfree
 
 
-def render_dot(name, body, summary=""):
+def render_dot(name, body, summary="", interleaved=None):
+    """`interleaved`: as render_loop's, for a complex epilogue output."""
+    interleaved = interleaved or {}
     fn = identifier(name)
     dots = [i for i in body.instructions if i.op is Op.DOT_GENERAL]
     if len(dots) != 1:
@@ -408,8 +410,8 @@ def render_dot(name, body, summary=""):
         raise Unsupported("an f64 dot of 16-bit operands widened inside the kernel")
     # an operand converted to the tile type inside the K loop (see configs.dot_config)
     widened = _source_dtype(lhs) != _source_dtype(rhs) or tile_dt != _source_dtype(lhs)
-    for out in body.results:
-        if out.shape != dot.shape:
+    for j, out in enumerate(body.results):
+        if (interleaved[j][0] if j in interleaved else out).shape != dot.shape:
             raise Unsupported(f"a dot epilogue output {out.type_str} of another shape")
     lb, lc, lfree, rb, rc, rfree = dot_dims(dot)
     size = lambda x, ds: int(np.prod([x.shape[i] for i in ds], dtype=np.int64))
@@ -509,9 +511,11 @@ def render_dot(name, body, summary=""):
     odims = list(bdims) + list(mdims) + list(ndims)
     out_index = Index(dot.shape, odims, w.let(f"b * {M * N} + rm * {N} + rn", "i"))
     for j, out in enumerate(body.results):
-        v = el.value(out, out_index)
-        w.line(f"tl.store(out{j} + {out_index.lin}, {store_value(v, out.dtype)}, "
-               f"mask={el.mask})")
+        lin = out_index.lin
+        for at, part in (((f"2 * {lin}", interleaved[j][0]), (f"2 * {lin} + 1", interleaved[j][1]))
+                         if j in interleaved else ((lin, out),)):
+            v = el.value(part, out_index)
+            w.line(f"tl.store(out{j} + {at}, {store_value(v, part.dtype)}, mask={el.mask})")
     params = _pointer_params(len(body.params), len(body.results)) + [
         "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr"]
     if f32_mode == "either":
@@ -555,10 +559,11 @@ def render(fusion):
 
 
 def _render_complex(name, kind, body, summary):
-    """A loop or reduction kernel with complex values, generated over their real parts: it reads and
-    writes each complex buffer as real pairs (the runner reinterprets, no copy)."""
+    """A loop, reduction or dot kernel with complex values, generated over their real
+    parts: it reads and writes each complex buffer as real pairs (the runner
+    reinterprets, no copy)."""
     from jitlib.backends import complex_lowering
-    if kind not in ("loop", "reduction"):
+    if kind not in ("loop", "reduction", "dot"):
         raise Unsupported(f"complex values in {kind} kernels are not generated; they run "
                           "on the interpreter")
     parts = {}
@@ -566,8 +571,11 @@ def _render_complex(name, kind, body, summary):
         real = complex_lowering.lower(body, parts)
     except complex_lowering.NotLowered as e:
         raise Unsupported(f"{e} is not generated; it runs on the interpreter") from None
-    kernel = (render_loop(name, real, summary, interleaved=parts) if kind == "loop"
-              else render_reduction(name, real, summary))
+    if kind == "reduction":
+        kernel = render_reduction(name, real, summary)
+    else:
+        kernel = (render_loop if kind == "loop" else render_dot)(name, real, summary,
+                                                                 interleaved=parts)
     views = tuple((v.shape, v.dtype) if dtypes.is_complex(v.dtype) else None
                   for v in list(body.params) + list(body.results))
     return dataclasses.replace(kernel, complex_views=views)

@@ -192,6 +192,27 @@ def test_complex_arithmetic_runs_on_the_device(gpu):
         np.testing.assert_allclose(np.asarray(g), want, rtol=2e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_products_run_on_the_device(gpu, dtype):
+    import jitlib
+    rng = np.random.default_rng(9)
+    a, b = ((rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dtype)
+            for s in ((96, 80), (80, 112)))
+
+    def evolve(a, b):
+        return np.exp(-1j * (a @ b).real) * (a @ b), a.conj().T @ a
+    f = jitlib.jit(evolve, backend="gpu")
+    compiled = f.lower(a, b).compile()
+    assert compiled.fallbacks == {}, compiled.fallbacks
+    da, db = jitlib.device_put(a), jitlib.device_put(b)
+    before = compiled.device.device_to_host
+    got = f(da, db)
+    assert compiled.device.device_to_host == before
+    tol = 2e-4 if dtype is np.complex64 else 1e-10
+    for g, want in zip(got, evolve(a, b)):
+        np.testing.assert_allclose(np.asarray(g), want, rtol=tol, atol=tol)
+
+
 def test_complex_kernels_run_through_the_host_and_stay_arrays(gpu):
     import jitlib
     from jitlib.array import Array

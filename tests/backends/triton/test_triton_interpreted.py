@@ -337,3 +337,24 @@ def test_complex_arithmetic_is_generated_over_real_parts(dtype):
     # an op without a real form keeps its kernel on the interpreter, and says which
     logged = Module("l", [z], [B.unary(Op.LOG, z)])
     assert "log on complex values" in str(GPU.compile(logged).fallbacks)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_products_are_four_real_dot_kernels(dtype):
+    # complex_products.py: (ar.br - ai.bi) + i(ar.bi + ai.br), each a real dot kernel;
+    # the parts and the combination (an epilogue here) are complex kernels over real parts
+    from jitlib.backends import complex_products
+    a, b = B.parameter(0, (6, 5), dtype), B.parameter(1, (5, 4), dtype)
+    product = B.dot_general(a, b, (1,), (0,))
+    module = Module("p", [a, b], [product, B.unary(Op.EXP, product)])
+    split = complex_products.split(module)
+    dots = [i for i in split.instructions if i.op is Op.DOT_GENERAL]
+    assert len(dots) == 4 and all(not dtypes.is_complex(d.dtype) for d in dots), split
+    rng = np.random.default_rng(4)
+    args = [(rng.standard_normal(s) + 1j * rng.standard_normal(s)).astype(dtype)
+            for s in ((6, 5), (5, 4))]
+    exe, got = run(module, args)
+    assert exe.fallbacks == {}, exe.fallbacks
+    assert_allclose_tree(got, evaluate(module, args), err_msg=exe.kernel_sources())
+    real = Module("r", [B.parameter(0, (3, 3), np.float32)], [])
+    assert complex_products.split(real) is real
