@@ -3,13 +3,14 @@ jax.jit and eager torch, on one 2^24-element complex64 wave-function update.
 
     python tools/gpu_complex_check.py     # on a machine with an NVIDIA GPU
 """
-import statistics
-import time
+import sys
 
 import numpy as np
 
-import jitlib
-from jitlib.backends.triton.device import get_device
+sys.path.insert(0, ".")
+import jitlib   # noqa: E402
+from benchmarks.host_transfer import median_s   # noqa: E402
+from jitlib.backends.triton.device import get_device   # noqa: E402
 
 
 def wave(z, x):
@@ -18,15 +19,7 @@ def wave(z, x):
 
 
 def median_ms(call, sync, reps=20):
-    call()
-    sync()
-    times = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        call()
-        sync()
-        times.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(times)
+    return 1e3 * median_s(call, sync, reps)
 
 
 n = 1 << 24

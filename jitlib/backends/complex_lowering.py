@@ -73,6 +73,19 @@ def lower(body, result_parts=None):
     return Module(body.name, params, results, body.writes)
 
 
+def lower_kernel(kind, body, kinds, unsupported, instead):
+    """(real body, result parts) of a kernel of `kind` that a backend renders where `kind`
+    is one of `kinds`; otherwise raises `unsupported`, its message ending in `instead`
+    (how the kernel runs then)."""
+    if kind not in kinds:
+        raise unsupported(f"complex values in {kind} kernels are not compiled: {instead}")
+    parts = {}
+    try:
+        return lower(body, parts), parts
+    except NotLowered as e:
+        raise unsupported(f"{e} is not compiled: {instead}") from None
+
+
 def _complex(instr):
     return instr.op is not Op.FUSION and instr.op is not Op.GET_OUTPUT \
         and dtypes.is_complex(instr.dtype)

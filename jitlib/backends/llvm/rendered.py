@@ -29,15 +29,12 @@ def _render_complex(fusion):
     """A loop or reduction kernel with complex values, rendered from its real form
     (complex_lowering.py) and run on the complex kernel's own buffers."""
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
-    # an output written over its own input would overwrite a part the other still reads
-    if kind not in ("loop", "reduction") or fusion.attrs.get("overwrites"):
-        raise Unsupported(f"complex values in {kind} kernels are not compiled: NumPy "
-                          "computes them")
-    parts = {}
-    try:
-        real = complex_lowering.lower(body, parts)
-    except complex_lowering.NotLowered as e:
-        raise Unsupported(f"{e} is not compiled: NumPy computes it") from None
+    if fusion.attrs.get("overwrites"):
+        # its output over its own input would overwrite a part the other still reads
+        raise Unsupported("complex values in a kernel written over its input are not "
+                          "compiled: NumPy computes it")
+    real, parts = complex_lowering.lower_kernel(kind, body, ("loop", "reduction"),
+                                                Unsupported, "NumPy computes it")
     if kind == "loop":
         kernel = kernels.render_loop(name, list(real.params), list(real.results),
                                      interleaved=parts)

@@ -563,14 +563,8 @@ def _render_complex(name, kind, body, summary):
     parts: it reads and writes each complex buffer as real pairs (the runner
     reinterprets, no copy)."""
     from jitlib.backends import complex_lowering
-    if kind not in ("loop", "reduction", "dot"):
-        raise Unsupported(f"complex values in {kind} kernels are not generated; they run "
-                          "on the interpreter")
-    parts = {}
-    try:
-        real = complex_lowering.lower(body, parts)
-    except complex_lowering.NotLowered as e:
-        raise Unsupported(f"{e} is not generated; it runs on the interpreter") from None
+    real, parts = complex_lowering.lower_kernel(kind, body, ("loop", "reduction", "dot"),
+                                                Unsupported, "it runs on the interpreter")
     if kind == "reduction":
         kernel = render_reduction(name, real, summary)
     else:
