@@ -46,6 +46,9 @@ class HostDevice:
     def view(self, array, shape):
         return Array(array.data_ptr(), shape, array.dtype, array._keepalive, self)
 
+    def reinterpret(self, array, shape, dtype):
+        return Array(array.data_ptr(), shape, dtype, array._keepalive, self)
+
     def copy_into(self, dst, src):
         view(dst)[...] = view(src) if isinstance(src, Array) else src
 

@@ -300,11 +300,21 @@ same results:
   `sum`, `prod`, `mean`, `var`, `std`, `linalg.norm`, `cumsum`, `@`, `dot`, `vdot`
   (conjugating) and `einsum` take complex operands, and `np.fft` traces to one `fft` op
   per transform (`jnp.fft` too). `np.float_power` of complex values is refused by name.
-  The cpu backend does not
-  compile complex kernels yet: they run on the reference interpreter (NumPy, so the
-  results are NumPy's), as does every fft; the gpu backend runs those kernels the same
-  way through host memory (complex Arrays stay on the device between them). `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention
-  for complex values.
+  The cpu backend compiles loop kernels of complex arithmetic as real ones
+  (`backends/complex_lowering.py`): `+ - * /`, `abs`, `exp`, `sqrt`, integer powers,
+  sums, `conj`, `real`/`imag`, `==`/`!=`, conversions, `where` and data movement, each
+  complex value as its two parts. Division is NumPy's own algorithm (the same bits);
+  `abs`, `sqrt` (C99's csqrt) and `exp` are within 2, 2 and 4 ulps of NumPy's; a product
+  rounds each of its four terms, where NumPy's x86 loops fuse one of each pair into an
+  fma, so it may differ by an ulp of the larger term (and where a term overflows: NumPy's
+  `(1e308+1j) * (-inf+1e308j)` is `-inf-infj`, jitlib's `-inf+nanj`). Kernels with other
+  complex ops (`log`, other powers, trig, a sum with complex work after it, as in
+  `mean`) and products run on the reference interpreter (NumPy's loops and BLAS), as
+  does every fft that the host FFT path does not take. The gpu backend generates the
+  same kernels over real parts on the device, and a complex product as four real dot
+  kernels (`backends/complex_products.py`); its other complex kernels run through host
+  memory (complex Arrays stay on the device between them), its FFTs through cuFFT.
+  `grad`, `vjp`, `jvp` and `vmap` follow JAX's convention for complex values.
 
 """
 

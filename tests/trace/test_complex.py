@@ -164,7 +164,9 @@ def test_round_and_rint_take_each_part():
     check(lambda z: (np.rint(z), np.round(z), np.round(z, 1), np.round(z, -1)), z)
 
 
-def test_the_gpu_backend_runs_complex_kernels_through_the_host(gpu_backend_on_host):
+def test_the_gpu_backend_runs_complex_programs(gpu_backend_on_host):
+    # the arithmetic as kernels over real parts, the FFTs on the interpreter through
+    # the host (cuFFT on a GPU)
     pytest.importorskip("triton")
 
     def f(z, w, x):
