@@ -64,13 +64,29 @@ def lower(body, result_parts=None):
     for instr in body.instructions:
         if instr.op is not Op.PARAMETER:
             lowering.visit(instr)
-    results = [_interleave(*lowering.parts[r]) if _complex(r) else lowering.real[r]
-               for r in body.results]
-    if result_parts is not None:
-        result_parts.update({j: lowering.parts[r] for j, (r, out) in
-                             enumerate(zip(body.results, results))
-                             if _complex(r) and out.op is Op.CONCATENATE})
+    values = [v for r in body.results
+              for v in (lowering.parts[r] if _complex(r) else (lowering.real[r],))]
+    folded = iter(_folded(Module(body.name, params, values)).results)
+    results = []
+    for j, r in enumerate(body.results):
+        if not _complex(r):
+            results.append(next(folded))
+            continue
+        re, im = next(folded), next(folded)
+        results.append(_interleave(re, im))
+        if result_parts is not None and results[-1].op is Op.CONCATENATE:
+            result_parts[j] = (re, im)
     return Module(body.name, params, results, body.writes)
+
+
+def _folded(module):
+    """The optimizer's exact simplification and constant folding over the lowered values
+    (before their parts are joined: folding a join of two constants would make a large
+    constant): a real operand's zero imaginary part leaves parts computed from constants
+    alone (`abs(0) == 0`), which the code generators expect folded, as every kernel they
+    see has been."""
+    from jitlib.fusion.pipeline import PASSES, run_pipeline
+    return run_pipeline(module, PASSES)
 
 
 def lower_kernel(kind, body, kinds, unsupported, instead):
