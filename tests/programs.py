@@ -1349,6 +1349,28 @@ def complex_rotations_and_ratios(re, im):
     return rotated, cross, ratio, np.abs(ratio - z), same, -z.conj()
 
 
+@complex_program(lambda rng: (np.linspace(-2.0, 2.0, 9), np.array([1.5])))
+def rabi_oscillation_rk4(detuning, rabi):
+    # two-level amplitudes under a drive, one per detuning, stepped by RK4 in the rotating
+    # frame: a time loop of complex arithmetic (the rolled body's kernels are complex)
+    dt = 0.02
+
+    def slope(cg, ce):
+        return (-0.5j * (-detuning * cg + rabi * ce), -0.5j * (rabi * cg + detuning * ce))
+
+    cg = np.ones(detuning.shape, dtype=complex)
+    ce = np.zeros(detuning.shape, dtype=complex)
+    for _ in range(150):
+        k1g, k1e = slope(cg, ce)
+        k2g, k2e = slope(cg + 0.5 * dt * k1g, ce + 0.5 * dt * k1e)
+        k3g, k3e = slope(cg + 0.5 * dt * k2g, ce + 0.5 * dt * k2e)
+        k4g, k4e = slope(cg + dt * k3g, ce + dt * k3e)
+        cg = cg + dt / 6 * (k1g + 2 * k2g + 2 * k3g + k4g)
+        ce = ce + dt / 6 * (k1e + 2 * k2e + 2 * k3e + k4e)
+    excited = np.abs(ce) ** 2
+    return excited, np.abs(cg) ** 2 + excited, np.angle(cg)
+
+
 # --- linear algebra ---------------------------------------------------------------------------
 
 

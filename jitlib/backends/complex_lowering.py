@@ -86,7 +86,27 @@ def _folded(module):
     alone (`abs(0) == 0`), which the code generators expect folded, as every kernel they
     see has been."""
     from jitlib.fusion.pipeline import PASSES, run_pipeline
-    return run_pipeline(module, PASSES)
+    return _scalar_constants(run_pipeline(module, PASSES))
+
+
+def _scalar_constants(module):
+    """`module` with each constant array of one repeated value (what folding `0 * 0`
+    over a shape leaves) as that value broadcast: kernels take scalar constants, not
+    arrays. A constant of several values raises NotLowered."""
+    new = {}
+    for instr in module.instructions:
+        if instr.op is Op.CONSTANT and instr.size > 1:
+            flat = np.asarray(instr.attrs["value"].array).reshape(-1)
+            if not np.array_equal(flat.view(f"u{flat.itemsize}"),
+                                  np.full_like(flat, flat[0]).view(f"u{flat.itemsize}")):
+                raise NotLowered("a constant array in the lowered kernel")
+            new[instr] = build.broadcast_in_dim(build.constant(flat[0], instr.dtype),
+                                                instr.shape, ())
+            continue
+        operands = tuple(new[o] for o in instr.operands)
+        new[instr] = instr if operands == instr.operands else \
+            build.make(instr.op, operands, instr.attrs, instr.loc)
+    return Module(module.name, module.params, [new[r] for r in module.results])
 
 
 def lower_kernel(kind, body, kinds, unsupported, instead):

@@ -212,3 +212,28 @@ def test_square_roots_are_c99s_csqrt(dtype):
         keep = ~np.isnan(w)
         assert np.array_equal(g[keep], w[keep]) and \
             np.array_equal(np.signbit(g[keep]), np.signbit(w[keep]))
+
+
+def test_parts_folded_to_constant_arrays_become_broadcast_scalars():
+    # x * 0j: the parts' 0 * 0 over the shape folds to a constant array, which a kernel
+    # cannot hold; the lowering broadcasts its one value instead
+    rng = np.random.default_rng(2)
+    x, z = rng.standard_normal(9), rng.standard_normal(9) + 1j * rng.standard_normal(9)
+    f = lambda x, z: x * 0j + z * (1 - 2j)   # noqa: E731
+    assert not cpu(f).lower(x, z).compile().fallbacks
+    check_backends(f, x, z, backends=("interpreter", "cpu"))
+
+
+def test_saved_programs_are_keyed_by_every_module_the_cpu_kernels_come_from():
+    # a saved program must not outlive a change to the code that rendered it: every
+    # jitlib module loaded to render a complex kernel lies under CODEGEN_SOURCES
+    import os
+    import sys
+    from jitlib.backends.llvm.compiler import CODEGEN_SOURCES
+    a, b = pairs(np.complex64, n=8)
+    cpu(lambda a, b: np.sqrt(a * b) / 3).lower(a, b).compile()
+    root = os.path.dirname(jitlib.__file__)
+    for name in ("jitlib.backends.complex_lowering", "jitlib.backends.elemental",
+                 "jitlib.backends.llvm.kernels", "jitlib.fusion.pipeline"):
+        path = os.path.relpath(sys.modules[name].__file__, root)
+        assert any(path.startswith(folder + os.sep) for folder in CODEGEN_SOURCES), path

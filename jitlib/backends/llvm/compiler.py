@@ -319,7 +319,9 @@ class Compiler:
 RETAIN_UNUSED = 64
 # the jitlib folders whose sources decide what a saved program holds (saved.py keys by
 # their fingerprint): the IR, the optimizer and the code generators
-CODEGEN_SOURCES = ("hlo", "fusion", "backends/llvm")
+# "backends" whole, not backends/llvm alone: the cpu's kernels also come from the modules
+# the backends share (elemental.py's index rules, complex_lowering.py)
+CODEGEN_SOURCES = ("hlo", "fusion", "backends")
 # `compile_ahead` starts its worker at the third program with several kernels to
 # compile: a process that compiles that much (a service's buckets, a test suite) gains
 # from the second core, while a script's first calls do not pay the worker's start
