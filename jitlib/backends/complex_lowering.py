@@ -26,8 +26,8 @@ stays on the reference interpreter, NumPy's complex loops, as before.
 """
 import numpy as np
 
+from jitlib.fusion.rewrite import rebuild, scalar_constant, splat
 from jitlib.hlo import build, dtypes
-from jitlib.hlo import ops as O
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
 
@@ -96,16 +96,12 @@ def _scalar_constants(module):
     new = {}
     for instr in module.instructions:
         if instr.op is Op.CONSTANT and instr.size > 1:
-            flat = np.asarray(instr.attrs["value"].array).reshape(-1)
-            if not np.array_equal(flat.view(f"u{flat.itemsize}"),
-                                  np.full_like(flat, flat[0]).view(f"u{flat.itemsize}")):
+            value = splat(instr)
+            if value is None:
                 raise NotLowered("a constant array in the lowered kernel")
-            new[instr] = build.broadcast_in_dim(build.constant(flat[0], instr.dtype),
-                                                instr.shape, ())
-            continue
-        operands = tuple(new[o] for o in instr.operands)
-        new[instr] = instr if operands == instr.operands else \
-            build.make(instr.op, operands, instr.attrs, instr.loc)
+            new[instr] = build.full(value, instr.shape, instr.dtype)
+        else:
+            new[instr] = rebuild(instr, (new[o] for o in instr.operands))
     return Module(module.name, module.params, [new[r] for r in module.results])
 
 
@@ -141,7 +137,7 @@ def _interleave(re, im):
 
 
 def _full(value, like):
-    return build.broadcast_in_dim(build.constant(value, like.dtype), like.shape, ())
+    return build.full(value, like.shape, like.dtype)
 
 
 class _Lowering:
@@ -152,9 +148,7 @@ class _Lowering:
     def visit(self, instr):
         complex_in = [o for o in instr.operands if _complex(o)]
         if not _complex(instr) and not complex_in:
-            operands = tuple(self.real[o] for o in instr.operands)
-            self.real[instr] = instr if operands == instr.operands else \
-                build.make(instr.op, operands, instr.attrs, instr.loc)
+            self.real[instr] = rebuild(instr, (self.real[o] for o in instr.operands))
             return
         rule = _RULES.get(instr.op)
         if rule is None and instr.op in _PART_BY_PART and _complex(instr):
@@ -257,13 +251,10 @@ def _times(x, y):
 
 
 def _scalar(instr):
-    """The one value of a constant, broadcast or not (a complex number); None for
+    """The one value of a 0-d constant, broadcast or not (a complex number); None for
     anything else."""
-    while instr.op is Op.BROADCAST_IN_DIM and not instr.attrs["dims"]:
-        instr = instr.operands[0]
-    if instr.op is not Op.CONSTANT or instr.attrs["value"].array.ndim:
-        return None
-    return complex(instr.attrs["value"].array)
+    constant = scalar_constant(instr)
+    return None if constant is None else complex(constant.attrs["value"].array)
 
 
 def _power(low, instr):
@@ -444,4 +435,3 @@ _RULES = {
     Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp, Op.SQRT: _sqrt,
     Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum, Op.POW: _power,
 }
-assert set(_RULES) <= set(Op) and Op.COMPLEX in O.COMPLEX_PARTS

@@ -7,6 +7,7 @@ complex_lowering.py compiles. (Gauss's three-product form saves one product but 
 accuracy where the parts differ in size; BLAS's zgemm computes the four.) Applied before
 the optimizer, so fusion sees real products and elementwise work around them.
 """
+from jitlib.fusion.rewrite import rebuild
 from jitlib.hlo import build, dtypes
 from jitlib.hlo.ir import Module
 from jitlib.hlo.ops import Op
@@ -20,14 +21,12 @@ def split(module):
         return module
     new = {}
     for instr in module.instructions:
-        operands = tuple(new[o] for o in instr.operands)
+        operands = [new[o] for o in instr.operands]
         if _complex_product(instr):
             with build.locations(lambda instr=instr: instr.loc):
                 new[instr] = _real_products(instr, *operands)
-        elif operands == instr.operands:
-            new[instr] = instr
         else:
-            new[instr] = build.make(instr.op, operands, instr.attrs, instr.loc)
+            new[instr] = rebuild(instr, operands)
     out = Module(module.name, module.params, [new[r] for r in module.results], module.writes)
     out.effects = module.effects
     return out

@@ -342,7 +342,7 @@ def render_loop(name, inputs, outputs, stream=True, in_place=False, interleaved=
     by_shape = {}
     for j, out in enumerate(outputs):
         if j in interleaved:
-            by_shape.setdefault(interleaved[j][0].shape, []).append((j, interleaved[j]))
+            by_shape.setdefault(interleaved[j][0].shape, []).append((j, out))
             continue
         if windowed_update(out, inputs, whole):
             _dynamic_update(fn, el, j, out, copy_operand=not in_place)
@@ -352,18 +352,18 @@ def render_loop(name, inputs, outputs, stream=True, in_place=False, interleaved=
         def body(index, group=group):
             el.push()
             for j, out in group:
-                if isinstance(out, tuple):
+                if j in interleaved:
                     at = el.im.mul(el.linear(index), 2)
-                    for k, part in enumerate(out):
+                    for k, part in enumerate(interleaved[j]):
                         store(fn, el.value(part, index), f"%out{j}", el.im.add(at, k),
                               part.dtype)
                 else:
                     store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
             el.pop()
 
-        values = [v for _, out in group for v in (out if isinstance(out, tuple) else (out,))]
+        values = [v for j, out in group for v in interleaved.get(j, (out,))]
         flat = len(shape) <= 1 or _flat(values, set(inputs))
-        if flat and streamed and len(group) == 1 and not isinstance(group[0][1], tuple):
+        if flat and streamed and len(group) == 1 and group[0][0] not in interleaved:
             _streamed_share(fn, el, shape, *group[0])
         elif flat:
             share_blocks(fn, int(np.prod(shape, dtype=np.int64)),

@@ -68,31 +68,26 @@ class KernelRunner:
     def __call__(self, buffers):
         empty = self.device.empty
         outs = [empty(shape, dtype) for shape, dtype in self._outputs]
-        if self.kernel.complex_views:
-            return self._complex_call(buffers, outs)
-        if self._empty:
-            return outs
-        if self._untuned:
-            self._untuned = False
-            config, launch = autotune.tune(self.kernel, list(buffers) + outs, self.device,
-                                           self._launcher)
-            if launch is not None:
-                self.config, self._launch = config, launch
-        self._launch(list(buffers) + outs)
-        return outs
-
-
-    def _complex_call(self, buffers, outs):
-        """A kernel generated over real parts: complex inputs go in as real pairs (their
-        bytes), and the real-pair outputs come back as the complex values they are."""
-        reinterpret = self.device.reinterpret
-        n = len(buffers)
         views = self.kernel.complex_views
-        pairs = [b if v is None else reinterpret(b, v[0] + (2,), dtypes.part_type(v[1]))
-                 for b, v in zip(buffers, views[:n])]
+        if views:   # generated over real parts: complex inputs go in as their real pairs
+            buffers = self._reinterpreted(buffers, views[:len(buffers)], pairs=True)
         if not self._empty:
-            self._launch(pairs + outs)
-        return [o if v is None else reinterpret(o, *v) for o, v in zip(outs, views[n:])]
+            if self._untuned:
+                self._untuned = False
+                config, launch = autotune.tune(self.kernel, list(buffers) + outs,
+                                               self.device, self._launcher)
+                if launch is not None:
+                    self.config, self._launch = config, launch
+            self._launch(list(buffers) + outs)
+        return self._reinterpreted(outs, views[len(buffers):]) if views else outs
+
+    def _reinterpreted(self, arrays, views, pairs=False):
+        """`arrays` with each one `views` names (shape, complex dtype) seen as that complex
+        value, or with `pairs` as its real pairs: the same bytes either way."""
+        reinterpret = self.device.reinterpret
+        return [a if v is None else
+                reinterpret(a, v[0] + (2,), dtypes.part_type(v[1])) if pairs else
+                reinterpret(a, *v) for a, v in zip(arrays, views)]
 
 
 class ViewRunner:

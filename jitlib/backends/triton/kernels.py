@@ -121,6 +121,15 @@ def _light(body):
             and all(np.dtype(v.dtype) == np.float32 for v in values))
 
 
+def _stores(out, lin, parts=None):
+    """(offset, value) per store of output `out` at flat position `lin`: the value
+    itself, or for a complex output written as its `parts` (re, im), each part at 2 lin
+    and 2 lin + 1."""
+    if parts is None:
+        return ((lin, out),)
+    return ((f"2 * {lin}", parts[0]), (f"2 * {lin} + 1", parts[1]))
+
+
 def render_loop(name, body, summary="", interleaved=None):
     """`interleaved`: {output number: (re, im)} for an output that is a complex value's
     parts side by side (complex_lowering.py): each program evaluates both parts of its
@@ -133,10 +142,8 @@ def render_loop(name, body, summary="", interleaved=None):
     w.line("i = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)")
     by_shape = {}
     for j, out in enumerate(body.results):
-        if j in interleaved:
-            by_shape.setdefault(interleaved[j][0].shape, []).append((j, interleaved[j]))
-        else:
-            by_shape.setdefault(out.shape, []).append((j, out))
+        shape = interleaved[j][0].shape if j in interleaved else out.shape
+        by_shape.setdefault(shape, []).append((j, out))
     for shape, group in by_shape.items():
         n = int(np.prod(shape, dtype=np.int64))
         if n == 0:
@@ -146,17 +153,13 @@ def render_loop(name, body, summary="", interleaved=None):
         el.push()
         index = Index(shape, lin="i")
         for j, out in group:
-            for at, part in ((("2 * i", out[0]), ("2 * i + 1", out[1]))
-                             if isinstance(out, tuple) else (("i", out),)):
-                v = el.value(part, index)
-                w.line(f"tl.store(out{j} + {at}, {store_value(v, part.dtype)}, "
+            for at, value in _stores(out, "i", interleaved.get(j)):
+                v = el.value(value, index)
+                w.line(f"tl.store(out{j} + {at}, {store_value(v, value.dtype)}, "
                        f"mask={el.mask})")
         el.pop()
     params = _pointer_params(len(body.params), len(body.results)) + ["BLOCK: tl.constexpr"]
-    largest = max([int(np.prod(r.shape, dtype=np.int64)) for j, r in enumerate(body.results)
-                   if j not in interleaved]
-                  + [int(np.prod(p[0].shape, dtype=np.int64)) for p in interleaved.values()]
-                  + [0])
+    largest = max([int(np.prod(shape, dtype=np.int64)) for shape in by_shape] + [0])
     return TritonKernel(
         name, fn, "loop", _module_text(fn, "loop", summary, params, w.text(), w.helpers),
         list(range(len(body.params))), [(r.shape, r.dtype) for r in body.results],
@@ -511,11 +514,9 @@ def render_dot(name, body, summary="", interleaved=None):
     odims = list(bdims) + list(mdims) + list(ndims)
     out_index = Index(dot.shape, odims, w.let(f"b * {M * N} + rm * {N} + rn", "i"))
     for j, out in enumerate(body.results):
-        lin = out_index.lin
-        for at, part in (((f"2 * {lin}", interleaved[j][0]), (f"2 * {lin} + 1", interleaved[j][1]))
-                         if j in interleaved else ((lin, out),)):
-            v = el.value(part, out_index)
-            w.line(f"tl.store(out{j} + {at}, {store_value(v, part.dtype)}, mask={el.mask})")
+        for at, value in _stores(out, out_index.lin, interleaved.get(j)):
+            v = el.value(value, out_index)
+            w.line(f"tl.store(out{j} + {at}, {store_value(v, value.dtype)}, mask={el.mask})")
     params = _pointer_params(len(body.params), len(body.results)) + [
         "BM: tl.constexpr", "BN: tl.constexpr", "BK: tl.constexpr"]
     if f32_mode == "either":
@@ -567,9 +568,10 @@ def _render_complex(name, kind, body, summary):
                                                 Unsupported, "it runs on the interpreter")
     if kind == "reduction":
         kernel = render_reduction(name, real, summary)
+    elif kind == "loop":
+        kernel = render_loop(name, real, summary, interleaved=parts)
     else:
-        kernel = (render_loop if kind == "loop" else render_dot)(name, real, summary,
-                                                                 interleaved=parts)
+        kernel = render_dot(name, real, summary, interleaved=parts)
     views = tuple((v.shape, v.dtype) if dtypes.is_complex(v.dtype) else None
                   for v in list(body.params) + list(body.results))
     return dataclasses.replace(kernel, complex_views=views)
