@@ -366,6 +366,12 @@ def test_special_values(dtype):
     assert np.array_equal(got, want, equal_nan=True)
     num = ~np.isnan(want)                        # the sign of a NaN is not specified
     assert np.array_equal(np.signbit(got[num]), np.signbit(want[num]))
+    # C99's atan2 where the answer is a multiple of pi/4 (an infinite or zero operand):
+    # NumPy's value to the bit (atan2(inf, -1) once came out an ulp above pi/2)
+    ys = [inf, inf, -inf, -inf, 3.0, -3.0, inf, inf, -inf, 0.0, -0.0, 0.0, 2.0, -2.0]
+    xs = [-1.5, 2.0, -1e30, 0.0, -inf, -inf, inf, -inf, -inf, -0.0, -1.0, 5.0, 0.0, -0.0]
+    want = np.arctan2(np.array(ys, dtype), np.array(xs, dtype))
+    assert np.array_equal(run("atan2", ys, xs), want)
     for name in ("sin", "cos"):                  # beyond the accurate range: still in [-1, 1]
         big = np.array([1e20, -3e25, np.finfo(dtype).max, 2.0 ** 60], dtype)
         out = kernel(name, dtype)(big)

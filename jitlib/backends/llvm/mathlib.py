@@ -848,9 +848,11 @@ def _atan2(f, y, x):
     pio2_lo = -4.371138828673793e-08 if f is _F32 else 6.123233995736766e-17
     pi_lo = -8.742277657347586e-08 if f is _F32 else 1.2246467991473532e-16
     a = _select(red, (a + pio4_lo) + 0.7853981633974483, a)
-    a = _select(swap, (pio2_lo - a) + 1.5707963267948966, a)
+    # |y| > |x|: pi/2 -+ a by x's sign, in one step (pi - (pi/2 - a) rounds twice, so
+    # atan2(inf, -1) came out an ulp above pi/2)
     x_neg = x.e.cast("bitcast", x, f.ity).lt(0)
-    a = _select(x_neg, (pi_lo - a) + 3.141592653589793, a)
+    swapped = (pio2_lo + _select(x_neg, a, -a)) + 1.5707963267948966
+    a = _select(swap, swapped, _select(x_neg, (pi_lo - a) + 3.141592653589793, a))
     res = _copysign(a, y)
     return _select(_or(x.isnan(), y.isnan()), x + y, res)
 
