@@ -1349,6 +1349,34 @@ def complex_rotations_and_ratios(re, im):
     return rotated, cross, ratio, np.abs(ratio - z), same, -z.conj()
 
 
+def _airfoil_angles(rng):
+    return np.linspace(0.0, 2 * np.pi, 180, endpoint=False), np.array([0.08])
+
+
+@complex_program(_airfoil_angles)
+def karman_trefftz_airfoil_flow(theta, angle_of_attack):
+    # potential flow past a Karman-Trefftz airfoil: a circle's flow with circulation (its
+    # complex potential uses log), mapped by a non-integer power of (zeta-1)/(zeta+1);
+    # the surface speed and the lift come from the map's derivative
+    exponent, radius = 1.9, 1.1
+    center = -0.1 + 0.05j
+    zeta = center + radius * np.exp(1j * theta)
+    alpha = angle_of_attack[0]
+    beta = np.arcsin(center.imag / radius)
+    gamma = 4 * np.pi * radius * np.sin(alpha + beta)   # Kutta condition at zeta = 1
+    w = (zeta - center) * np.exp(-1j * alpha)
+    potential = w + radius ** 2 / w + 1j * gamma / (2 * np.pi) * np.log(w)
+    u = np.exp(-1j * alpha) * (1 - radius ** 2 / w ** 2) + 1j * gamma / (2 * np.pi * (zeta - center))
+    ratio = (zeta - 1) / (zeta + 1)
+    z = exponent * (1 + ratio ** exponent) / (1 - ratio ** exponent)
+    dz = 4 * exponent ** 2 * ratio ** exponent / ((zeta ** 2 - 1) * (1 - ratio ** exponent) ** 2)
+    dz = np.where(np.abs(zeta - 1) < 1e-9, 1.0, dz)
+    speed = np.abs(u / dz)
+    pressure = 1 - speed ** 2
+    chord = z.real.max() - z.real.min()
+    return z, potential.imag, pressure, gamma / chord, np.sinh(np.tanh(w)).mean()
+
+
 @complex_program(lambda rng: (np.linspace(-2.0, 2.0, 9), np.array([1.5])))
 def rabi_oscillation_rk4(detuning, rabi):
     # two-level amplitudes under a drive, one per detuning, stepped by RK4 in the rotating

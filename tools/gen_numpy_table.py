@@ -301,15 +301,24 @@ same results:
   (conjugating) and `einsum` take complex operands, and `np.fft` traces to one `fft` op
   per transform (`jnp.fft` too). `np.float_power` of complex values is refused by name.
   The cpu backend compiles loop kernels of complex arithmetic as real ones
-  (`backends/complex_lowering.py`): `+ - * /`, `abs`, `exp`, `sqrt`, integer powers,
-  sums, `conj`, `real`/`imag`, `==`/`!=`, conversions, `where` and data movement, each
-  complex value as its two parts. Division is NumPy's own algorithm (the same bits);
-  `abs`, `sqrt` (C99's csqrt) and `exp` are within 2, 2 and 4 ulps of NumPy's; a product
-  rounds each of its four terms, where NumPy's x86 loops fuse one of each pair into an
-  fma, so it may differ by an ulp of the larger term (and where a term overflows: NumPy's
-  `(1e308+1j) * (-inf+1e308j)` is `-inf-infj`, jitlib's `-inf+nanj`). Kernels with other
-  complex ops (`log`, other powers, trig, a sum with complex work after it, as in
-  `mean`) and products run on the reference interpreter (NumPy's loops and BLAS), as
+  (`backends/complex_lowering.py`): `+ - * /`, `abs`, `sign`, `exp`, `expm1`, `log`,
+  `log1p` (and `exp2`, `log2`, `log10` through them), `sqrt`, `sin`, `cos`, `tan`,
+  `sinh`, `cosh`, `tanh`, powers with a constant exponent, sums, `conj`,
+  `real`/`imag`, `==`/`!=`, conversions, `where` and data movement, each complex value
+  as its two parts, with the algorithms of the glibc functions NumPy's loops call
+  (`clog`, `cexp`, `csinh`, `ccosh`, `ctanh`, `cpow`; `csqrt` as C99 gives it) and their
+  special values (infinite and NaN parts, signed zeros). Division is NumPy's own
+  algorithm (the same bits), as are integer powers; `abs`, `sqrt`, `sign` are within 2-3
+  ulps of NumPy's, `exp`, `log`, `sin`, `cos`, `sinh`, `cosh` within 4, `tan`, `tanh`
+  within 8; `log1p` and `expm1` (NumPy's own formulas, which cancel near their zeros)
+  and powers (exp of b log z) within a few ulps of their terms' size. A product rounds
+  each of its four terms, where NumPy's x86 loops fuse one of each pair into an fma
+  (on AVX-512 hosts also for complex128 `square`, which `z ** 2` calls), so it may
+  differ by an ulp of the larger term (and where a term overflows: NumPy's
+  `(1e308+1j) * (-inf+1e308j)` is `-inf-infj`, jitlib's `-inf+nanj`). Kernels with
+  other complex ops (the inverse trigonometric and hyperbolic functions, a power with a
+  computed exponent, a sum with complex work after it, as in `mean`) and products run
+  on the reference interpreter (NumPy's loops and BLAS), as
   does every fft that the host FFT path does not take. The gpu backend generates the
   same kernels over real parts on the device, and a complex product as four real dot
   kernels (`backends/complex_products.py`); its other complex kernels run through host

@@ -263,17 +263,23 @@ def _power(low, instr):
     for positive n and nan+nanj for negative. Other exponents are not lowered."""
     base, exponent = instr.operands
     b = _scalar(exponent)
-    if b is None or b.imag != 0 or b.real != int(b.real) or not -100 < b.real < 100:
-        raise NotLowered("pow with an exponent other than a constant integer")
-    n = int(b.real)
+    if b is None:
+        raise NotLowered("pow with a computed exponent")
     a = low.of(base)
+    if b.imag != 0 or b.real != int(b.real) or not -100 < b.real < 100:
+        return _general_power(a, b)
+    n = int(b.real)
     if n == 0:
         return _full(1, a[0]), _full(0, a[0])
-    if abs(n) == 1:
+    # n = 1, 2, 3 written out; a negative n from 1 + 0i by squaring, as NumPy's loop
+    # (1 * z is not z where a part is infinite)
+    if n == -1:
+        return _reciprocal(a)
+    if n == 1:
         r = a
-    elif abs(n) == 2:
+    elif n == 2:
         r = _times(a, a)
-    elif abs(n) == 3:
+    elif n == 3:
         r = _times(a, _times(a, a))
     else:
         r, p, k = (_full(1, a[0]), _full(0, a[0])), a, abs(n)
@@ -286,12 +292,70 @@ def _power(low, instr):
             p = _times(p, p)
     if n < 0:
         r = _divide((_full(1, a[0]), _full(0, a[0])), r)
-    if abs(n) == 1 and n > 0:
+    if n == 1:
         return r
     zero = build.binary(Op.AND, build.compare(a[0], _full(0, a[0]), "EQ"),
                         build.compare(a[1], _full(0, a[1]), "EQ"))
     at_zero = _full(0 if n > 0 else np.nan, a[0])
     return tuple(build.select(zero, at_zero, part) for part in r)
+
+
+def _c_times(x, y):
+    """x * y as C's complex product (what glibc's cpow multiplies with): the product as
+    written, and where both of its parts are NaN but an operand or a term is infinite,
+    Annex G's recomputation with infinities boxed to +-1 (x finite here)."""
+    (a, b), (c, d) = x, y
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    re, im = _times(x, y)
+    inf, zero, one = _full(np.inf, c), _full(0, c), _full(1, c)
+
+    def is_inf(v):
+        return C(U(Op.ABS, v), inf, "EQ")
+
+    def is_nan(v):
+        return C(v, v, "NE")
+
+    cd_inf = B(Op.OR, is_inf(c), is_inf(d))
+    terms_inf = is_inf(B(Op.MUL, a, c))
+    for p, q in ((b, d), (a, d), (b, c)):
+        terms_inf = B(Op.OR, terms_inf, is_inf(B(Op.MUL, p, q)))
+
+    def boxed(v):   # inf -> +-1, else +-0 where c or d is infinite; NaN -> 0 otherwise
+        return S(cd_inf, _copysign(S(is_inf(v), one, zero), v), S(is_nan(v), zero, v))
+
+    c1, d1 = boxed(c), boxed(d)
+    again = B(Op.AND, B(Op.AND, is_nan(re), is_nan(im)), B(Op.OR, cd_inf, terms_inf))
+    re1 = B(Op.MUL, inf, B(Op.SUB, B(Op.MUL, a, c1), B(Op.MUL, b, d1)))
+    im1 = B(Op.MUL, inf, B(Op.ADD, B(Op.MUL, a, d1), B(Op.MUL, b, c1)))
+    return S(again, re1, re), S(again, im1, im)
+
+
+def _reciprocal(a):
+    """NumPy's np.reciprocal of a complex value (what pow's exponent -1 means, as in
+    the interpreter): the smaller part over the larger, without Smith's zero case."""
+    re, im = a
+    B = build.binary
+    one = _full(1, re)
+    r1 = B(Op.DIV, im, re)
+    d1 = B(Op.ADD, re, B(Op.MUL, im, r1))
+    r2 = B(Op.DIV, re, im)
+    d2 = B(Op.ADD, B(Op.MUL, re, r2), im)
+    first = build.compare(build.unary(Op.ABS, im), build.unary(Op.ABS, re), "LE")
+    return (build.select(first, B(Op.DIV, one, d1), B(Op.DIV, r2, d2)),
+            build.select(first, B(Op.DIV, build.unary(Op.NEG, r1), d1),
+                         B(Op.DIV, build.unary(Op.NEG, one), d2)))
+
+
+def _general_power(a, b):
+    """a ** b for a constant b that is not a small integer, as NumPy's nc_pow: 0 at
+    a = 0 for Re b > 0 (NaN otherwise), else glibc's cpow, exp(b * log a)."""
+    part = a[0].dtype.type
+    br, bi = _full(part(b.real), a[0]), _full(part(b.imag), a[0])
+    r = _exp_parts(*_c_times((br, bi), _log_parts(*a)))
+    zero = build.binary(Op.AND, build.compare(a[0], _full(0, a[0]), "EQ"),
+                        build.compare(a[1], _full(0, a[1]), "EQ"))
+    at_zero = _full(0 if b.real > 0 else np.nan, a[0])
+    return tuple(build.select(zero, at_zero, p) for p in r)
 
 
 def _divide_by_constant(ar, ai, br, bi):
@@ -318,7 +382,16 @@ def _abs(low, instr):
     return _hypot(*low.parts[instr.operands[0]])
 
 
-def _hypot(re, im):
+def _hypot(re, im, rounded_once=False):
+    if rounded_once and re.dtype == np.float32:
+        # in double, rounded once as glibc's hypotf: log|z + 1| near |z + 1| = 1 magnifies
+        # the ratio form's ulp or two into thousands (3x slower than it, so only there)
+        x, y = build.convert(re, np.float64), build.convert(im, np.float64)
+        h = build.unary(Op.SQRT, build.binary(Op.ADD, build.binary(Op.MUL, x, x),
+                                              build.binary(Op.MUL, y, y)))
+        inf = build.binary(Op.OR, build.compare(build.unary(Op.ABS, re), _full(np.inf, re), "EQ"),
+                           build.compare(build.unary(Op.ABS, im), _full(np.inf, im), "EQ"))
+        return build.select(inf, _full(np.inf, re), build.convert(h, np.float32))
     a, b = build.unary(Op.ABS, re), build.unary(Op.ABS, im)
     a_larger = build.compare(a, b, "GE")
     larger, smaller = build.select(a_larger, a, b), build.select(a_larger, b, a)
@@ -359,6 +432,13 @@ def _sqrt(low, instr):
             C(abs_b, _full(np.finfo(b.dtype).max / 2.414213562373095, b), "GE"))
     quarter = _full(0.25, a)
     sa, sb = S(big, B(Op.MUL, a, quarter), a), S(big, B(Op.MUL, b, quarter), b)
+    # both parts below twice the smallest normal: scaled up by 4**k first and the root
+    # down by 2**k after, so that |z| is not rounded as a subnormal
+    k = (np.finfo(a.dtype).nmant + 2) // 2
+    tiny = B(Op.AND, C(abs_a, _full(2 * np.finfo(a.dtype).tiny, a), "LT"),
+             C(abs_b, _full(2 * np.finfo(b.dtype).tiny, b), "LT"))
+    up = _full(4.0 ** k, a)
+    sa, sb = S(tiny, B(Op.MUL, sa, up), sa), S(tiny, B(Op.MUL, sb, up), sb)
     h, half, two = _hypot(sa, sb), _full(0.5, a), _full(2, a)
     t_pos = build.unary(Op.SQRT, B(Op.MUL, B(Op.ADD, sa, h), half))
     t_neg = build.unary(Op.SQRT, B(Op.MUL, B(Op.ADD, build.unary(Op.NEG, sa), h), half))
@@ -366,6 +446,8 @@ def _sqrt(low, instr):
     re = S(nonneg, t_pos, B(Op.DIV, build.unary(Op.ABS, sb), B(Op.MUL, two, t_neg)))
     im = S(nonneg, B(Op.DIV, sb, B(Op.MUL, two, t_pos)), _copysign(t_neg, sb))
     re, im = S(big, B(Op.MUL, re, two), re), S(big, B(Op.MUL, im, two), im)
+    down = _full(0.5 ** k, a)
+    re, im = S(tiny, B(Op.MUL, re, down), re), S(tiny, B(Op.MUL, im, down), im)
     # the special cases, the most binding last
     inf, nan = _full(np.inf, a), _full(np.nan, a)
     b_minus_b = B(Op.SUB, b, b)   # NaN, for b inf or NaN; else 0
@@ -382,12 +464,28 @@ def _sqrt(low, instr):
 
 
 def _exp(low, instr):
-    re, im = low.parts[instr.operands[0]]
+    return _exp_parts(*low.parts[instr.operands[0]])
+
+
+def _exp_parts(re, im):
+    """glibc's cexp, which NumPy calls: exp(re) (cos im, sin im), past re = t without
+    overflowing on the way, with C99's special values."""
     scale = build.unary(Op.EXP, re)
-    out_re = build.binary(Op.MUL, scale, build.unary(Op.COS, im))
-    out_im = build.binary(Op.MUL, scale, build.unary(Op.SIN, im))
+    cos, sin = build.unary(Op.COS, im), build.unary(Op.SIN, im)
+    out_re, out_im = build.binary(Op.MUL, scale, cos), build.binary(Op.MUL, scale, sin)
+    far = build.compare(re, _full(_exp_t(re.dtype), re), "GT")
+    far_re, far_im = _exp_times(re, cos, sin)
+    out_re, out_im = build.select(far, far_re, out_re), build.select(far, far_im, out_im)
     real_axis = build.compare(im, _full(0, im), "EQ")   # exp(x + 0j) = exp(x) + 0j, x = inf too
-    return build.select(real_axis, scale, out_re), build.select(real_axis, im, out_im)
+    out_re, out_im = build.select(real_axis, scale, out_re), build.select(real_axis, im, out_im)
+    # an infinite or NaN y beside x = +inf gives inf + NaN i, beside -inf a signed zero
+    bad_y = build.unary(Op.NOT, build.unary(Op.IS_FINITE, im))
+    plus_inf = build.binary(Op.AND, bad_y, build.compare(re, _full(np.inf, re), "EQ"))
+    minus_inf = build.binary(Op.AND, bad_y, build.compare(re, _full(-np.inf, re), "EQ"))
+    out_re = build.select(plus_inf, re, build.select(minus_inf, _full(0, re), out_re))
+    out_im = build.select(plus_inf, _full(np.nan, im),
+                          build.select(minus_inf, _copysign(_full(0, im), im), out_im))
+    return out_re, out_im
 
 
 def _compare(low, instr):
@@ -423,6 +521,284 @@ def _neg(low, instr):
     return tuple(build.unary(Op.NEG, p) for p in low.parts[instr.operands[0]])
 
 
+# -- log, and the trigonometric and hyperbolic functions (glibc's algorithms, which
+# NumPy's complex loops call: clog, csinh, ccosh, ctanh; csin, ccos and ctan through them)
+
+def _real(ufunc, x):
+    """NumPy's real `ufunc` of x as the trace builds it (real sinh and cosh are composed
+    of other ops, not ops of their own)."""
+    from jitlib.trace.ufuncs import BUILDERS
+    return BUILDERS[ufunc](x)
+
+
+def _two_sum(a, b):
+    """(s, e) with s + e == a + b exactly (Knuth's)."""
+    B = build.binary
+    s = B(Op.ADD, a, b)
+    bb = B(Op.SUB, s, a)
+    return s, B(Op.ADD, B(Op.SUB, a, B(Op.SUB, s, bb)), B(Op.SUB, b, bb))
+
+
+def _square_split(x):
+    """(hi, lo) with hi + lo == x * x exactly (Veltkamp's split; no backend contracts
+    a product and a sum into an fma)."""
+    B = build.binary
+    t = B(Op.MUL, x, _full(2.0 ** 27 + 1, x))
+    hi = B(Op.SUB, t, B(Op.SUB, t, x))
+    lo = B(Op.SUB, x, hi)
+    sq = B(Op.MUL, x, x)
+    err = B(Op.ADD, B(Op.ADD, B(Op.SUB, B(Op.MUL, hi, hi), sq), B(Op.MUL, _full(2, x),
+                                                                      B(Op.MUL, hi, lo))),
+            B(Op.MUL, lo, lo))
+    return sq, err
+
+
+def _x2y2m1(x, y):
+    """x*x + y*y - 1 for 0.5 <= x < 1, y <= x, without the cancellation: complex64's parts
+    in double (as glibc's clogf), complex128's squares split exactly and summed with
+    their errors carried."""
+    B = build.binary
+    if x.dtype == np.float32:
+        dx, dy = build.convert(x, np.float64), build.convert(y, np.float64)
+        d = B(Op.ADD, B(Op.MUL, B(Op.SUB, dx, _full(1, dx)), B(Op.ADD, dx, _full(1, dx))),
+              B(Op.MUL, dy, dy))
+        return build.convert(d, np.float32)
+    (xh, xl), (yh, yl) = _square_split(x), _square_split(y)
+    s, e1 = _two_sum(_full(-1, x), xh)
+    s, e2 = _two_sum(s, yh)
+    s, e3 = _two_sum(s, xl)
+    s, e4 = _two_sum(s, yl)
+    return B(Op.ADD, s, B(Op.ADD, B(Op.ADD, e1, e2), B(Op.ADD, e3, e4)))
+
+
+def _log(low, instr):
+    return _log_parts(*low.parts[instr.operands[0]])
+
+
+def _log_parts(x, y):
+    """glibc's clog: log|z| (log1p of |z|^2 - 1 where |z| is near 1; the parts scaled by
+    a power of two first where |z| would overflow or both are subnormal) and atan2 for
+    the angle."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    ax, ay = U(Op.ABS, x), U(Op.ABS, y)
+    x_larger = C(ax, ay, "GE")
+    big, small = S(x_larger, ax, ay), S(x_larger, ay, ax)
+    info = np.finfo(x.dtype)
+    one, half = _full(1, x), _full(0.5, x)
+
+    def log1p_half(d):
+        return B(Op.MUL, U(Op.LOG1P, d), half)
+
+    def log_hypot(scale):   # log(hypot(big, small) * 2**scale) - scale * ln 2
+        factor = _full(2.0 ** scale, x)
+        h = _hypot(B(Op.MUL, big, factor), B(Op.MUL, small, factor))
+        return B(Op.SUB, U(Op.LOG, h), _full(x.dtype.type(scale) * x.dtype.type(np.log(2)), x))
+
+    d2m1 = B(Op.MUL, B(Op.SUB, big, one), B(Op.ADD, big, one))
+    re = U(Op.LOG, _hypot(big, small))
+    # |z| near 1: glibc's four cases, each select overriding the ones before it
+    x2y2 = B(Op.ADD, B(Op.MUL, big, big), B(Op.MUL, small, small))
+    below_one = B(Op.AND, C(big, half, "GE"), C(big, one, "LT"))
+    re = S(B(Op.AND, below_one, C(x2y2, half, "GE")), log1p_half(_x2y2m1(big, small)), re)
+    re = S(B(Op.AND, below_one, C(small, _full(info.eps / 2, x), "LT")), log1p_half(d2m1), re)
+    above_one = B(Op.AND, B(Op.AND, C(big, one, "GT"), C(big, _full(2, x), "LT")),
+                  C(small, one, "LT"))
+    with_small = S(C(small, _full(info.eps, x), "GE"),
+                   B(Op.ADD, d2m1, B(Op.MUL, small, small)), d2m1)
+    re = S(above_one, log1p_half(with_small), re)
+    re = S(C(big, one, "EQ"), log1p_half(B(Op.MUL, small, small)), re)
+    # past max/2 both parts halved (a part below 2 * tiny becomes 0); both subnormal:
+    # both scaled up by 2**mantissa bits
+    huge = C(big, _full(info.max / 2, x), "GT")
+    small_half = S(C(small, _full(info.tiny * 2, x), "GE"), B(Op.MUL, small, half), _full(0, x))
+    halved = B(Op.ADD, U(Op.LOG, _hypot(B(Op.MUL, big, half), small_half)),
+               _full(np.log(2), x))
+    re = S(huge, halved, re)
+    re = S(C(big, _full(info.tiny, x), "LT"), log_hypot(info.nmant + 1), re)
+    # a NaN part: NaN, or +inf beside an infinite part
+    nan = B(Op.OR, C(x, x, "NE"), C(y, y, "NE"))
+    inf = B(Op.OR, C(ax, _full(np.inf, x), "EQ"), C(ay, _full(np.inf, x), "EQ"))
+    re = S(nan, S(inf, _full(np.inf, x), _full(np.nan, x)), re)
+    return re, B(Op.ATAN2, y, x)
+
+def _exp_t(dtype):
+    """glibc's t for exp(x) * (c, s) past overflow: the largest integer with exp(t) finite."""
+    return float(int((np.finfo(dtype).maxexp - 1) * np.log(2)))
+
+
+def _exp_times(x, c, s, halved=False):
+    """exp(x) (or exp(x) / 2) times c and s for x > t, as glibc's cexp and csinh take it:
+    exp(t) (halved) multiplied into c and s, up to twice, and exp of what is left, so that
+    a product that is finite does not overflow on the way (the largest finite number
+    times c and s past 3t)."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    t = _exp_t(x.dtype)
+    exp_t = x.dtype.type(np.exp(t))
+    first = _full(exp_t / 2 if halved else exp_t, x)
+    rx = B(Op.SUB, x, _full(t, x))
+    c, s = B(Op.MUL, c, first), B(Op.MUL, s, first)
+    twice = C(rx, _full(t, x), "GT")
+    rx = S(twice, B(Op.SUB, rx, _full(t, x)), rx)
+    c = S(twice, B(Op.MUL, c, _full(exp_t, x)), c)
+    s = S(twice, B(Op.MUL, s, _full(exp_t, x)), s)
+    ev = S(C(rx, _full(t, x), "GT"), _full(np.finfo(x.dtype).max, x), U(Op.EXP, rx))
+    return B(Op.MUL, ev, c), B(Op.MUL, ev, s)
+
+
+def _sinh_cosh(x, y, odd):
+    """glibc's csinh (odd) or ccosh of x + iy: sinh(x) cos(y) + i cosh(x) sin(y) (cosh's
+    the other way round), past |x| = t (exp(t) the largest finite power) as exp(|x|-t) times
+    the trig parts scaled by exp(t)/2, so that a finite result does not overflow on the way."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    t = _exp_t(x.dtype)
+    sin_y, cos_y = U(Op.SIN, y), U(Op.COS, y)
+    ax = U(Op.ABS, x)
+    sinh_x, cosh_x = _real(np.sinh, x), _real(np.cosh, x)
+    re = B(Op.MUL, sinh_x if odd else cosh_x, cos_y)
+    im = B(Op.MUL, cosh_x if odd else sinh_x, sin_y)
+    # |x| > t: the odd factor's sign is x's
+    neg = _signbit(x)
+    if odd:
+        cos_y = S(neg, U(Op.NEG, cos_y), cos_y)
+    else:
+        sin_y = S(neg, U(Op.NEG, sin_y), sin_y)
+    far = C(ax, _full(t, x), "GT")
+    far_re, far_im = _exp_times(ax, cos_y, sin_y, halved=True)
+    re, im = S(far, far_re, re), S(far, far_im, im)
+    return _sinh_cosh_special(x, y, odd, re, im)
+
+
+def _sinh_cosh_special(x, y, odd, re, im):
+    """C99's values where a part is not finite and the formula gives NaN where the
+    answer is not: an infinite or NaN y (0 or inf beside x = 0 or inf), a NaN x beside
+    y = 0."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    nan, inf = _full(np.nan, x), _full(np.inf, x)
+    x_zero = C(x, _full(0, x), "EQ")
+    x_inf = C(U(Op.ABS, x), inf, "EQ")
+    y_bad = U(Op.NOT, U(Op.IS_FINITE, y))
+    if odd:
+        bad_re = S(x_zero, x, S(x_inf, inf, nan))
+        bad_im = nan
+    else:
+        bad_re = S(x_inf, inf, nan)
+        bad_im = S(x_zero, _full(0, x), nan)
+    re, im = S(y_bad, bad_re, re), S(y_bad, bad_im, im)
+    nan_by_zero = B(Op.AND, C(x, x, "NE"), C(y, _full(0, y), "EQ"))
+    return re, S(nan_by_zero, y, im)
+
+
+def _tanh_parts(x, y):
+    """glibc's ctanh: (sinh x cosh x + i sin y cos y) / (sinh^2 x + cos^2 y), and past
+    |x| = t/2 the real part +-1 and the imaginary 4 sin y cos y / exp(2|x|) (divided in
+    two steps so that it underflows gracefully)."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    info = np.finfo(x.dtype)
+    t = float(int((info.maxexp - 1) * np.log(2) / 2))
+    sin_y, cos_y = U(Op.SIN, y), U(Op.COS, y)
+    sinh_x, cosh_x = _real(np.sinh, x), _real(np.cosh, x)
+    tiny_x = C(U(Op.ABS, x), _full(info.tiny, x), "LE")
+    sinh_x, cosh_x = S(tiny_x, x, sinh_x), S(tiny_x, _full(1, x), cosh_x)
+    cos2 = B(Op.MUL, cos_y, cos_y)
+    negligible = C(U(Op.ABS, sinh_x), B(Op.MUL, U(Op.ABS, cos_y), _full(info.eps, x)), "LE")
+    den = S(negligible, cos2, B(Op.ADD, B(Op.MUL, sinh_x, sinh_x), cos2))
+    re = B(Op.DIV, B(Op.MUL, sinh_x, cosh_x), den)
+    sc = B(Op.MUL, sin_y, cos_y)
+    im = B(Op.DIV, sc, den)
+    exp_2t = _full(x.dtype.type(np.exp(2 * t)), x)
+    rx = B(Op.SUB, U(Op.ABS, x), _full(t, x))
+    far_im = B(Op.DIV, B(Op.MUL, _full(4, x), sc), exp_2t)
+    far_im = B(Op.DIV, far_im, S(C(rx, _full(t, x), "GT"), exp_2t,
+                                 U(Op.EXP, B(Op.MUL, _full(2, x), rx))))
+    one = _copysign(_full(1, x), x)
+    far = C(U(Op.ABS, x), _full(t, x), "GT")
+    re, im = S(far, one, re), S(far, far_im, im)
+    # not finite: x = +-inf gives +-1 and a zero (the sign of sin y cos y where |y| > 1,
+    # else y's); x = 0 gives x + NaN i; y = 0 gives z itself; anything else NaN
+    x_inf = C(U(Op.ABS, x), _full(np.inf, x), "EQ")
+    y_finite = U(Op.IS_FINITE, y)
+    zero_im = _copysign(_full(0, x), S(B(Op.AND, y_finite, C(U(Op.ABS, y), _full(1, y), "GT")),
+                                        sc, y))
+    finite = B(Op.AND, U(Op.IS_FINITE, x), y_finite)
+    y_zero = C(y, _full(0, y), "EQ")
+    nan = _full(np.nan, x)
+    x_zero = C(x, _full(0, x), "EQ")
+    bad_re = S(x_inf, one, S(B(Op.OR, y_zero, x_zero), x, nan))
+    bad_im = S(x_inf, zero_im, S(y_zero, y, nan))
+    return S(finite, re, bad_re), S(finite, im, bad_im)
+
+
+def _times_minus_i(parts):
+    """-i * (a + ib) = b - ia: csin, ctan from csinh, ctanh of i*z (C99's identities,
+    which glibc's csin and ctan follow)."""
+    return parts[1], build.unary(Op.NEG, parts[0])
+
+
+def _sinh(low, instr):
+    return _sinh_cosh(*low.parts[instr.operands[0]], odd=True)
+
+
+def _cosh(low, instr):
+    return _sinh_cosh(*low.parts[instr.operands[0]], odd=False)
+
+
+def _tanh(low, instr):
+    return _tanh_parts(*low.parts[instr.operands[0]])
+
+
+def _sin(low, instr):
+    x, y = low.parts[instr.operands[0]]
+    re, im = _times_minus_i(_sinh_cosh(build.unary(Op.NEG, y), x, odd=True))
+    # glibc's csin (not -i csinh(iz)): +inf imaginary part for an infinite y beside a
+    # non-finite x
+    y_inf = build.compare(build.unary(Op.ABS, y), _full(np.inf, y), "EQ")
+    x_bad = build.unary(Op.NOT, build.unary(Op.IS_FINITE, x))
+    return re, build.select(build.binary(Op.AND, y_inf, x_bad), _full(np.inf, y), im)
+
+
+def _cos(low, instr):
+    x, y = low.parts[instr.operands[0]]
+    return _sinh_cosh(build.unary(Op.NEG, y), x, odd=False)
+
+
+def _tan(low, instr):
+    x, y = low.parts[instr.operands[0]]
+    return _times_minus_i(_tanh_parts(build.unary(Op.NEG, y), x))
+
+
+def _log1p(low, instr):
+    # NumPy's own nc_log1p: log|z + 1| + i atan2(y, x + 1)
+    x, y = low.parts[instr.operands[0]]
+    x1 = build.binary(Op.ADD, x, _full(1, x))
+    return build.unary(Op.LOG, _hypot(x1, y, rounded_once=True)), build.binary(Op.ATAN2, y, x1)
+
+
+def _expm1(low, instr):
+    # NumPy's own nc_expm1: expm1(x) cos y - 2 sin^2(y/2) + i exp(x) sin y
+    x, y = low.parts[instr.operands[0]]
+    B, U = build.binary, build.unary
+    a = U(Op.SIN, B(Op.DIV, y, _full(2, y)))
+    re = B(Op.SUB, B(Op.MUL, U(Op.EXPM1, x), U(Op.COS, y)), B(Op.MUL, B(Op.MUL, _full(2, a), a), a))
+    return re, B(Op.MUL, U(Op.EXP, x), U(Op.SIN, y))
+
+
+def _sign(low, instr):
+    """NumPy 2's sign of a complex value: z / |z|; 0 at 0; NaN where |z| is; where a part
+    is infinite, that part's sign (NaN where both are)."""
+    x, y = low.parts[instr.operands[0]]
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    h = _hypot(x, y)
+    zero, one, nan, inf = _full(0, x), _full(1, x), _full(np.nan, x), _full(np.inf, x)
+    unit = lambda v: S(C(v, zero, "GT"), one, U(Op.NEG, one))
+    x_inf, y_inf = C(U(Op.ABS, x), inf, "EQ"), C(U(Op.ABS, y), inf, "EQ")
+    re = S(C(h, zero, "EQ"), zero, B(Op.DIV, x, h))
+    im = S(C(h, zero, "EQ"), zero, B(Op.DIV, y, h))
+    re = S(C(h, inf, "EQ"), S(x_inf, S(y_inf, nan, unit(x)), zero), re)
+    im = S(C(h, inf, "EQ"), S(x_inf, S(y_inf, nan, zero), unit(y)), im)
+    h_nan = C(h, h, "NE")
+    return S(h_nan, nan, re), S(h_nan, nan, im)
+
+
 _RULES = {
     Op.CONSTANT: _constant,
     Op.CONVERT: _convert,
@@ -434,4 +810,6 @@ _RULES = {
     Op.ADD: _add_sub, Op.SUB: _add_sub, Op.NEG: _neg,
     Op.MUL: _mul, Op.DIV: _div, Op.ABS: _abs, Op.EXP: _exp, Op.SQRT: _sqrt,
     Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum, Op.POW: _power,
+    Op.LOG: _log, Op.LOG1P: _log1p, Op.EXPM1: _expm1, Op.SIGN: _sign,
+    Op.SIN: _sin, Op.COS: _cos, Op.TAN: _tan, Op.SINH: _sinh, Op.COSH: _cosh, Op.TANH: _tanh,
 }

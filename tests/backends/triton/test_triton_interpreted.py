@@ -335,8 +335,23 @@ def test_complex_arithmetic_is_generated_over_real_parts(dtype):
     assert [g.dtype for g in got] == [r.dtype for r in module.results]
     assert_allclose_tree(got, evaluate(module, args), err_msg=exe.kernel_sources())
     # an op without a real form keeps its kernel on the interpreter, and says which
-    logged = Module("l", [z], [B.unary(Op.LOG, z)])
-    assert "log on complex values" in str(GPU.compile(logged).fallbacks)
+    inverse = Module("l", [z], [B.unary(Op.ASIN, z)])
+    assert "asin on complex values" in str(GPU.compile(inverse).fallbacks)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_complex_log_trig_and_powers_are_generated_over_real_parts(dtype):
+    # glibc's clog, ctanh and cpow over real parts, with libdevice's real functions
+    z = B.parameter(0, (9,), dtype)
+    power = B.binary(Op.POW, z, B.full(2.5 - 0.5j, (9,), dtype))
+    module = Module("t", [z], [B.unary(Op.LOG, z), B.unary(Op.TAN, z), power])
+    rng = np.random.default_rng(4)
+    args = [(rng.standard_normal(9) * 2 + 1j * rng.standard_normal(9)).astype(dtype)]
+    exe, got = run(module, args)
+    assert exe.fallbacks == {}, exe.fallbacks
+    tol = 1e-5 if dtype == np.complex64 else 1e-12
+    assert_allclose_tree(got, evaluate(module, args), rtol=tol, atol=tol,
+                         err_msg=exe.kernel_sources())
 
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
