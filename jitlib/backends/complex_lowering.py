@@ -15,14 +15,21 @@ What NumPy computes, and so what the parts are:
   divides by |br|, giving NumPy's inf or nan), the same bits;
 - `abs(a)`: hypot of the parts as max * sqrt(1 + (min/max)^2), inf where a part is inf,
   within an ulp or two of NumPy's;
-- `exp(a)`: exp(ar) * (cos(ai), sin(ai)), with ai == 0 giving (exp(ar), ai) exactly;
-- `a ** n` for a constant integer |n| < 100: NumPy's repeated squaring and its zeros;
+- `exp(a)`: glibc's cexp, exp(ar) * (cos(ai), sin(ai)) (ai == 0 giving (exp(ar), ai)
+  exactly), past overflow scaled as glibc scales it;
+- `a ** n` for a constant integer |n| < 100: NumPy's repeated squaring and its zeros
+  (n = -1 is NumPy's reciprocal); another constant exponent: glibc's cpow, exp(b log a);
 - `sqrt(a)`: C99's csqrt (the algorithm and special cases of FreeBSD's libm);
+- `log`, `sin`, `cos`, `tan`, `sinh`, `cosh`, `tanh`: glibc's clog, csin/ccos/ctan
+  (through csinh/ccosh/ctanh of i*a), csinh, ccosh, ctanh, which NumPy's loops call,
+  with their scaling and special values; `log1p`, `expm1`, `sign`: NumPy's own formulas;
 - `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects and
   data movement part by part; a sum over the value as real pairs.
 
-Anything else (log, other powers, trig, products, sorts...) raises `NotLowered`: the kernel
-stays on the reference interpreter, NumPy's complex loops, as before.
+Anything else (the inverse trigonometric and hyperbolic functions, a computed exponent,
+products, sorts...) raises `NotLowered`: the kernel stays on the reference interpreter,
+NumPy's complex loops, as before. Fusion keeps work on a complex sum out of its kernel
+(`fusion/fuse.py`), so that a reduction kernel's complex values are its sums alone.
 """
 import numpy as np
 

@@ -288,9 +288,15 @@ class _Fuser:
         if (producer.op not in REDUCING
                 and group.reduction_checked == (S, R, len(group.members))
                 and not any(o in group.members for o in producer.operands)):
-            decision = (YES if producer.shape == S or not self._is_output(producer, members)
-                        else FusionDecision.no(f"output {producer.type_str} is neither the "
-                                               "kernel's shape nor a reduced value"))
+            output = self._is_output(producer, members)
+            if output and producer.shape != S:
+                decision = FusionDecision.no(f"output {producer.type_str} is neither the "
+                                             "kernel's shape nor a reduced value")
+            elif output and dtypes.is_complex(producer.dtype):
+                decision = FusionDecision.no(f"complex output {producer.type_str} beside "
+                                             "a reduction")
+            else:
+                decision = YES
         else:
             decision = self._check_reduction(members, S, R)
         self._reduction_passed = (group, producer, S, tuple(R)) if decision else (None, None)
@@ -336,6 +342,10 @@ class _Fuser:
         stay per kept index (K-level) until a broadcast takes them back to S."""
         K = tuple(d for i, d in enumerate(S) if i not in R)
         kept = [i for i in range(len(S)) if i not in R]
+        if len({dtypes.is_complex(m.operands[0].dtype) for m in members if m.op in REDUCING}) > 1:
+            # a complex sum compiles as a sum over (re, im) pairs: a trailing dim the real
+            # reductions do not have
+            return FusionDecision.no("complex and real reductions in one kernel")
         k_level = set()
         for m in sorted(members, key=self.position.get):
             if m.op in REDUCING:
@@ -347,6 +357,10 @@ class _Fuser:
             from_k = [o for o in m.operands if o in k_level]
             if not from_k:
                 continue
+            if any(dtypes.is_complex(o.dtype) for o in from_k):
+                # compiled kernels store a complex sum's parts as they are: work on them
+                # (a mean's division, abs) goes to a kernel of its own
+                return FusionDecision.no(f"{m.op} of a complex reduced value")
             if m.op is Op.BROADCAST_IN_DIM:
                 if m.shape != S or not _maps_kept_dims(m, kept):
                     return FusionDecision.no("a reduced value is broadcast other than back "
@@ -362,6 +376,9 @@ class _Fuser:
             if out.shape != S and out not in k_level:
                 return FusionDecision.no(f"output {out.type_str} is neither the kernel's "
                                          "shape nor a reduced value")
+            if out.shape == S and out not in k_level and dtypes.is_complex(out.dtype):
+                # a compiled reduction kernel writes no complex value of its full shape
+                return FusionDecision.no(f"complex output {out.type_str} beside a reduction")
         return YES
 
     def _outputs_of(self, members):
@@ -441,13 +458,13 @@ class _Fuser:
                 alike, rank = {}, {}
                 for g in gs:
                     if g.kind in ("loop", "reduction"):
-                        same = alike.setdefault((g.kind, g.space), [])
+                        same = alike.setdefault((g.kind, g.space, _complex_sums(g)), [])
                         rank[g] = len(same)
                         same.append(g)
                 for a in gs:
                     if a not in rank:
                         continue
-                    for b in alike[(a.kind, a.space)][rank[a] + 1:]:
+                    for b in alike[(a.kind, a.space, _complex_sums(a))][rank[a] + 1:]:
                         if (a, b) in apart:
                             continue
                         if reach is None:
@@ -638,6 +655,13 @@ class _Fuser:
         for out, value in zip(outputs, B.outputs(kernel)):
             value_of[out] = value
         return kernel, outputs
+
+
+def _complex_sums(group):
+    """Whether `group`'s reductions reduce complex values: a kernel holds one sort only
+    (`_check_reduction`), so siblings of the other sort stay apart."""
+    return any(m.op in REDUCING and dtypes.is_complex(m.operands[0].dtype)
+               for m in group.members)
 
 
 def _read_bytes(value):
