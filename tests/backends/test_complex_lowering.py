@@ -173,11 +173,44 @@ def test_views_scalars_and_conversions(dtype):
 
 def test_an_argument_written_in_place_keeps_numpys_values():
     def f(z, w):
-        z *= w      # the kernel overwrites z's own lines: kept on the interpreter
+        z *= w
         z[:4] = z[:4].conj() / 2
         return z.sum()
     a, b = pairs(np.complex128, n=16)
     check_backends(f, a, b, backends=("interpreter", "cpu"))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_a_kernel_written_over_its_complex_argument_reads_each_pair_first(dtype):
+    # the parts swapped in place: the kernel's output is the argument's own memory, and
+    # the imaginary part is computed from the real part the first store replaces
+    def swap(z, w):
+        z[...] = z.imag + 1j * z.real
+        w *= np.exp(1j * w.real)
+    a, b = pairs(dtype, n=1000)
+    f = cpu(swap)
+    lowered = f.lower(a.copy(), b.copy())
+    assert "overwrites" in lowered.as_text("optimized")
+    assert not lowered.compile().fallbacks
+    got, want = (a.copy(), b.copy()), (a.copy(), b.copy())
+    f(*got)
+    swap(*want)
+    assert np.array_equal(got[0], want[0])
+    # the product in place has the bits of the same product into a new array
+    assert np.array_equal(got[1], cpu(lambda w: w * np.exp(1j * w.real))(b))
+
+
+def test_a_complex_kernel_loads_every_part_before_it_stores_one():
+    # in place, a store of one part may land on memory the other part still has to read:
+    # the rendered loop (conj's real part alone reads the real half) loads both first
+    def conj_in_place(z):
+        np.conjugate(z, out=z)
+    z = pairs(np.complex128, n=64)[0]
+    text = cpu(conj_in_place).lower(z).as_text("kernels")
+    body = text[text.index("loop1:"):text.index("latch2:")].splitlines()
+    loads = [k for k, line in enumerate(body) if " = load " in line]
+    stores = [k for k, line in enumerate(body) if line.strip().startswith("store ")]
+    assert loads and stores and max(loads) < min(stores), text
 
 
 def test_ops_without_a_real_form_are_named():

@@ -351,14 +351,21 @@ def render_loop(name, inputs, outputs, stream=True, in_place=False, interleaved=
     for shape, group in by_shape.items():
         def body(index, group=group):
             el.push()
+            stores = []
             for j, out in group:
                 if j in interleaved:
                     at = el.im.mul(el.linear(index), 2)
-                    for k, part in enumerate(interleaved[j]):
-                        store(fn, el.value(part, index), f"%out{j}", el.im.add(at, k),
-                              part.dtype)
+                    stores += [(el.value(part, index), f"%out{j}", el.im.add(at, k), part.dtype)
+                               for k, part in enumerate(interleaved[j])]
                 else:
-                    store(fn, el.value(out, index), f"%out{j}", el.linear(index), out.dtype)
+                    stores.append((el.value(out, index), f"%out{j}", el.linear(index),
+                                   out.dtype))
+                if not interleaved:   # (else every value first: see below)
+                    store(fn, *stores.pop())
+            # a complex kernel written over its input (fusion/in_place.py) reads both parts
+            # of element i for either part of its output: all loads come before any store
+            for args in stores:
+                store(fn, *args)
             el.pop()
 
         values = [v for j, out in group for v in interleaved.get(j, (out,))]

@@ -29,14 +29,13 @@ def _render_complex(fusion):
     """A loop or reduction kernel with complex values, rendered from its real form
     (complex_lowering.py) and run on the complex kernel's own buffers."""
     kind, name, body = fusion.attrs["kind"], fusion.attrs["name"], fusion.attrs["body"]
-    if fusion.attrs.get("overwrites"):
-        # its output over its own input would overwrite a part the other still reads
-        raise Unsupported("complex values in a kernel written over its input are not "
-                          "compiled: NumPy computes it")
     real, parts = complex_lowering.lower_kernel(kind, body, ("loop", "reduction"),
                                                 Unsupported, "NumPy computes it")
     if kind == "loop":
+        # written over its own input (in place), it loads element i's pair before storing
+        # either part (render_loop), and streams no store (the lines were just read)
         kernel = kernels.render_loop(name, list(real.params), list(real.results),
+                                     stream=not fusion.attrs.get("overwrites"),
                                      interleaved=parts)
     else:
         kernel = kernels.render_reduction(name, real)
