@@ -55,6 +55,37 @@ try:
     rows["torch eager"] = median_ms(torch_wave, torch.cuda.synchronize)
 except Exception as e:
     print("torch:", e)
+for k, v in rows.items():
+    print(f"2^24 complex64 wave update, {k:12s} {v:8.3f} ms  {moved / v / 1e6:7.1f} GB/s")
+rows = {}
+
+
+# complex functions (glibc's algorithms over real parts): a Karman-Trefftz map and a
+# log-sinh product, compute-bound
+def conformal(z, xp=np):
+    r = (z - 1) / (z + 1)
+    p = r ** 1.9
+    return 1.9 * (1 + p) / (1 - p), xp.log(z) * xp.sinh(z)
+
+
+g = jitlib.jit(conformal, backend="gpu")
+print("function fallbacks:", g.lower(zd).compile().fallbacks)
+for got, want in zip(g(zd), conformal(z)):
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-3, atol=1e-3)
+functions = {"jitlib": median_ms(lambda: g(zd), device.synchronize)}
+try:
+    jg = jax.jit(lambda z: conformal(z, jnp))
+    functions["jax.jit"] = median_ms(lambda: [r.block_until_ready() for r in jg(jz)],
+                                     lambda: None)
+except Exception as e:
+    print("jax functions:", e)
+try:
+    functions["torch eager"] = median_ms(lambda: conformal(tz, torch), torch.cuda.synchronize)
+except Exception as e:
+    print("torch functions:", e)
+for k, v in functions.items():
+    print(f"2^24 complex64 conformal map + log*sinh, {k:12s} {v:8.3f} ms")
+
 # a complex product: four real dot kernels (complex_products.py) against cuBLAS's cgemm
 m = 2048
 a, b = ((rng.standard_normal((m, m)) + 1j * rng.standard_normal((m, m))).astype(np.complex64)

@@ -477,14 +477,16 @@ def _exp(low, instr):
 def _exp_parts(re, im):
     """glibc's cexp, which NumPy calls: exp(re) (cos im, sin im), past re = t without
     overflowing on the way, with C99's special values."""
-    scale = build.unary(Op.EXP, re)
+    B, C, S = build.binary, build.compare, build.select
     cos, sin = build.unary(Op.COS, im), build.unary(Op.SIN, im)
-    out_re, out_im = build.binary(Op.MUL, scale, cos), build.binary(Op.MUL, scale, sin)
-    far = build.compare(re, _full(_exp_t(re.dtype), re), "GT")
-    far_re, far_im = _exp_times(re, cos, sin)
-    out_re, out_im = build.select(far, far_re, out_re), build.select(far, far_im, out_im)
-    real_axis = build.compare(im, _full(0, im), "EQ")   # exp(x + 0j) = exp(x) + 0j, x = inf too
-    out_re, out_im = build.select(real_axis, scale, out_re), build.select(real_axis, im, out_im)
+    real_axis = C(im, _full(0, im), "EQ")   # exp(x + 0j) = exp(x) + 0j, x = inf too
+    far = B(Op.AND, C(re, _full(_exp_t(re.dtype), re), "GT"), build.unary(Op.NOT, real_axis))
+    rx, c, s, saturated = _exp_scaled(re, cos, sin)
+    # one exp for every element: of x, or past t of what the scaling left
+    e = build.unary(Op.EXP, S(far, rx, re))
+    e = S(B(Op.AND, far, saturated), _full(np.finfo(re.dtype).max, re), e)
+    out_re, out_im = B(Op.MUL, e, S(far, c, cos)), B(Op.MUL, e, S(far, s, sin))
+    out_re, out_im = S(real_axis, e, out_re), S(real_axis, im, out_im)
     # an infinite or NaN y beside x = +inf gives inf + NaN i, beside -inf a signed zero
     bad_y = build.unary(Op.NOT, build.unary(Op.IS_FINITE, im))
     plus_inf = build.binary(Op.AND, bad_y, build.compare(re, _full(np.inf, re), "EQ"))
@@ -531,11 +533,27 @@ def _neg(low, instr):
 # -- log, and the trigonometric and hyperbolic functions (glibc's algorithms, which
 # NumPy's complex loops call: clog, csinh, ccosh, ctanh; csin, ccos and ctan through them)
 
-def _real(ufunc, x):
-    """NumPy's real `ufunc` of x as the trace builds it (real sinh and cosh are composed
-    of other ops, not ops of their own)."""
-    from jitlib.trace.ufuncs import BUILDERS
-    return BUILDERS[ufunc](x)
+def _sinh_and_cosh(x):
+    """(sinh x, cosh x) from one expm1 of |x|: (e + e/(e+1)) / 2 and ((e+1) + 1/(e+1)) / 2,
+    within an ulp or two of libm's. float32 in double (one rounding at the end, and no
+    overflow below glibc's t); float64 past |x| = 22 as exp(|x|/2)^2 / 2, which stays
+    finite up to ~710.5."""
+    B, U = build.binary, build.unary
+    wide = x.dtype == np.float32
+    a = U(Op.ABS, build.convert(x, np.float64) if wide else x)
+    half = _full(0.5, a)
+    e = U(Op.EXPM1, a)
+    e1 = B(Op.ADD, e, _full(1, a))
+    sinh_a = B(Op.MUL, half, B(Op.ADD, e, B(Op.DIV, e, e1)))
+    cosh_a = B(Op.MUL, half, B(Op.ADD, e1, B(Op.DIV, _full(1, a), e1)))
+    if not wide:
+        h = U(Op.EXP, B(Op.MUL, a, half))
+        half_exp = B(Op.MUL, B(Op.MUL, h, half), h)
+        big = build.compare(a, _full(22.0, a), "GE")
+        sinh_a, cosh_a = build.select(big, half_exp, sinh_a), build.select(big, half_exp, cosh_a)
+    else:
+        sinh_a, cosh_a = build.convert(sinh_a, np.float32), build.convert(cosh_a, np.float32)
+    return _copysign(sinh_a, x), cosh_a
 
 
 def _two_sum(a, b):
@@ -593,52 +611,54 @@ def _log_parts(x, y):
     info = np.finfo(x.dtype)
     one, half = _full(1, x), _full(0.5, x)
 
-    def log1p_half(d):
-        return B(Op.MUL, U(Op.LOG1P, d), half)
-
-    def log_hypot(scale):   # log(hypot(big, small) * 2**scale) - scale * ln 2
-        factor = _full(2.0 ** scale, x)
-        h = _hypot(B(Op.MUL, big, factor), B(Op.MUL, small, factor))
-        return B(Op.SUB, U(Op.LOG, h), _full(x.dtype.type(scale) * x.dtype.type(np.log(2)), x))
-
+    # one log and one log1p for every element, their arguments picked by case (each
+    # case's own call cost a GPU kernel twice jax's time)
+    # log|z|, both parts halved past max/2 (a part below 2 * tiny becomes 0) or both
+    # scaled up by 2**(mantissa bits) where both are subnormal, then log 2 times the
+    # power taken back
+    k = info.nmant + 1
+    huge = C(big, _full(info.max / 2, x), "GT")
+    tiny = C(big, _full(info.tiny, x), "LT")
+    factor = S(huge, half, S(tiny, _full(2.0 ** k, x), one))
+    small_half = S(C(small, _full(info.tiny * 2, x), "GE"), B(Op.MUL, small, half), _full(0, x))
+    h = _hypot(B(Op.MUL, big, factor), S(huge, small_half, B(Op.MUL, small, factor)))
+    ln2 = x.dtype.type(np.log(2))
+    offset = S(huge, _full(-ln2, x), S(tiny, _full(x.dtype.type(k) * ln2, x), _full(0, x)))
+    re = B(Op.SUB, U(Op.LOG, h), offset)
+    # |z| near 1: glibc's four cases take log1p(d) / 2, d = |z|^2 - 1 computed each its way
+    # (a later case overrides an earlier one, as glibc's order of tests)
     d2m1 = B(Op.MUL, B(Op.SUB, big, one), B(Op.ADD, big, one))
-    re = U(Op.LOG, _hypot(big, small))
-    # |z| near 1: glibc's four cases, each select overriding the ones before it
     x2y2 = B(Op.ADD, B(Op.MUL, big, big), B(Op.MUL, small, small))
     below_one = B(Op.AND, C(big, half, "GE"), C(big, one, "LT"))
-    re = S(B(Op.AND, below_one, C(x2y2, half, "GE")), log1p_half(_x2y2m1(big, small)), re)
-    re = S(B(Op.AND, below_one, C(small, _full(info.eps / 2, x), "LT")), log1p_half(d2m1), re)
-    above_one = B(Op.AND, B(Op.AND, C(big, one, "GT"), C(big, _full(2, x), "LT")),
-                  C(small, one, "LT"))
+    near = B(Op.AND, below_one, C(x2y2, half, "GE"))
+    below = B(Op.AND, below_one, C(small, _full(info.eps / 2, x), "LT"))
+    above = B(Op.AND, B(Op.AND, C(big, one, "GT"), C(big, _full(2, x), "LT")),
+              C(small, one, "LT"))
     with_small = S(C(small, _full(info.eps, x), "GE"),
                    B(Op.ADD, d2m1, B(Op.MUL, small, small)), d2m1)
-    re = S(above_one, log1p_half(with_small), re)
-    re = S(C(big, one, "EQ"), log1p_half(B(Op.MUL, small, small)), re)
-    # past max/2 both parts halved (a part below 2 * tiny becomes 0); both subnormal:
-    # both scaled up by 2**mantissa bits
-    huge = C(big, _full(info.max / 2, x), "GT")
-    small_half = S(C(small, _full(info.tiny * 2, x), "GE"), B(Op.MUL, small, half), _full(0, x))
-    halved = B(Op.ADD, U(Op.LOG, _hypot(B(Op.MUL, big, half), small_half)),
-               _full(np.log(2), x))
-    re = S(huge, halved, re)
-    re = S(C(big, _full(info.tiny, x), "LT"), log_hypot(info.nmant + 1), re)
+    at_one = C(big, one, "EQ")
+    d = S(at_one, B(Op.MUL, small, small),
+          S(above, with_small, S(below, d2m1, _x2y2m1(big, small))))
+    use_log1p = B(Op.OR, B(Op.OR, near, below), B(Op.OR, above, at_one))
+    re = S(use_log1p, B(Op.MUL, U(Op.LOG1P, d), half), re)
     # a NaN part: NaN, or +inf beside an infinite part
     nan = B(Op.OR, C(x, x, "NE"), C(y, y, "NE"))
     inf = B(Op.OR, C(ax, _full(np.inf, x), "EQ"), C(ay, _full(np.inf, x), "EQ"))
     re = S(nan, S(inf, _full(np.inf, x), _full(np.nan, x)), re)
     return re, B(Op.ATAN2, y, x)
 
+
 def _exp_t(dtype):
     """glibc's t for exp(x) * (c, s) past overflow: the largest integer with exp(t) finite."""
     return float(int((np.finfo(dtype).maxexp - 1) * np.log(2)))
 
 
-def _exp_times(x, c, s, halved=False):
-    """exp(x) (or exp(x) / 2) times c and s for x > t, as glibc's cexp and csinh take it:
-    exp(t) (halved) multiplied into c and s, up to twice, and exp of what is left, so that
-    a product that is finite does not overflow on the way (the largest finite number
-    times c and s past 3t)."""
-    B, C, S, U = build.binary, build.compare, build.select, build.unary
+def _exp_scaled(x, c, s, halved=False):
+    """For x > t, as glibc's cexp and csinh take exp(x) (or exp(x) / 2) times c and s:
+    (r, c', s', saturated) with exp(x) c = exp(r) c' (or the largest finite number times
+    c' where `saturated`, past 3t): exp(t) (halved) multiplied into c and s, up to twice,
+    so that a product that is finite does not overflow on the way."""
+    B, C, S = build.binary, build.compare, build.select
     t = _exp_t(x.dtype)
     exp_t = x.dtype.type(np.exp(t))
     first = _full(exp_t / 2 if halved else exp_t, x)
@@ -648,8 +668,14 @@ def _exp_times(x, c, s, halved=False):
     rx = S(twice, B(Op.SUB, rx, _full(t, x)), rx)
     c = S(twice, B(Op.MUL, c, _full(exp_t, x)), c)
     s = S(twice, B(Op.MUL, s, _full(exp_t, x)), s)
-    ev = S(C(rx, _full(t, x), "GT"), _full(np.finfo(x.dtype).max, x), U(Op.EXP, rx))
-    return B(Op.MUL, ev, c), B(Op.MUL, ev, s)
+    return rx, c, s, C(rx, _full(t, x), "GT")
+
+
+def _exp_times(x, c, s, halved=False):
+    """exp(x) (or exp(x) / 2) times c and s for x > t (`_exp_scaled`)."""
+    rx, c, s, saturated = _exp_scaled(x, c, s, halved)
+    ev = build.select(saturated, _full(np.finfo(x.dtype).max, x), build.unary(Op.EXP, rx))
+    return build.binary(Op.MUL, ev, c), build.binary(Op.MUL, ev, s)
 
 
 def _sinh_cosh(x, y, odd):
@@ -660,7 +686,7 @@ def _sinh_cosh(x, y, odd):
     t = _exp_t(x.dtype)
     sin_y, cos_y = U(Op.SIN, y), U(Op.COS, y)
     ax = U(Op.ABS, x)
-    sinh_x, cosh_x = _real(np.sinh, x), _real(np.cosh, x)
+    sinh_x, cosh_x = _sinh_and_cosh(x)
     re = B(Op.MUL, sinh_x if odd else cosh_x, cos_y)
     im = B(Op.MUL, cosh_x if odd else sinh_x, sin_y)
     # |x| > t: the odd factor's sign is x's
@@ -703,7 +729,7 @@ def _tanh_parts(x, y):
     info = np.finfo(x.dtype)
     t = float(int((info.maxexp - 1) * np.log(2) / 2))
     sin_y, cos_y = U(Op.SIN, y), U(Op.COS, y)
-    sinh_x, cosh_x = _real(np.sinh, x), _real(np.cosh, x)
+    sinh_x, cosh_x = _sinh_and_cosh(x)
     tiny_x = C(U(Op.ABS, x), _full(info.tiny, x), "LE")
     sinh_x, cosh_x = S(tiny_x, x, sinh_x), S(tiny_x, _full(1, x), cosh_x)
     cos2 = B(Op.MUL, cos_y, cos_y)
