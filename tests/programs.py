@@ -1061,6 +1061,37 @@ def damped_oscillator_trajectory(x, v):
     return np.stack(xs), t
 
 
+def _spd_system(rng):
+    a = rng.standard_normal((10, 10))
+    return a @ a.T + 10 * np.eye(10), rng.standard_normal(10)
+
+
+@program(_spd_system)
+def gaussian_elimination_solve(A, b):
+    """Textbook elimination and back substitution: slices that shrink each trip (traced
+    once, as windows: jitlib/trace/windows.py)."""
+    A, b = A.copy(), b.copy()
+    n = len(b)
+    for k in range(n - 1):
+        factors = A[k + 1:, k] / A[k, k]
+        A[k + 1:, k:] -= np.outer(factors, A[k, k:])
+        b[k + 1:] -= factors * b[k]
+    x = np.zeros_like(b)
+    for i in range(n - 1, -1, -1):
+        x[i] = (b[i] - A[i, i + 1:] @ x[i + 1:]) / A[i, i]
+    return x, np.abs(A @ x - b).max()
+
+
+@program(lambda rng: (_spd_system(rng)[0],))
+def cholesky_banachiewicz_in_place(A):
+    """Cholesky by columns, written over the caller's matrix's lower triangle."""
+    n = A.shape[0]
+    for j in range(n):
+        A[j, j] = np.sqrt(A[j, j] - np.dot(A[j, :j], A[j, :j]))
+        A[j + 1:, j] = (A[j + 1:, j] - A[j + 1:, :j] @ A[j, :j]) / A[j, j]
+    return np.tril(A).sum()
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they

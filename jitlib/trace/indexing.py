@@ -24,7 +24,7 @@ from jitlib.hlo import build as B
 from jitlib.hlo import dtypes
 from jitlib.hlo.ir import Instr
 from jitlib.hlo.ops import Op
-from jitlib.trace import masked
+from jitlib.trace import masked, windows
 from jitlib.trace import tracer as T
 from jitlib.trace.tracer import Tracer
 
@@ -500,6 +500,8 @@ def _updated(x, index, value, mode):
     """The value of `x` after `x[index] <mode>= value`, as IR; mode: set|add|mul|min|max."""
     index = masked.as_mask_index(index)
     entries = _parse(x.shape, index)
+    if windows.is_window(value):
+        value._escape("writing through bounds other than those of")
     if masked.is_masked(value):
         return _selection_update(x, entries, value, mode)
     value = _value(value, x.dtype)
@@ -523,6 +525,8 @@ def _updated(x, index, value, mode):
 
 def getitem(x, index):
     """`x[index]` with NumPy's rules: a view for basic indices, a copy otherwise."""
+    if windows.traced_bounds(index):
+        return windows.read(x, index, errors.user_location())
     index = masked.as_mask_index(index)
     entries = _parse(x.shape, index)
     if any(isinstance(e, _Mask) and isinstance(e.mask, Instr) for e in entries):
@@ -564,6 +568,9 @@ def _has_ellipsis(index):
 def setitem(x, index, value):
     """`x[index] = value` in place. Values cast as NumPy's setitem casts them; for repeated
     integer indices the last write wins."""
+    if windows.traced_bounds(index):
+        windows.write(x, index, value)
+        return
     x._assign(_updated(x, index, value, "set"))
 
 

@@ -99,7 +99,11 @@ def _rewrite(fn):
     outer_locals = set(code.co_varnames) | set(code.co_cellvars)
     declared = {n for node in _own_nodes(fdef.body)
                 if isinstance(node, (ast.Global, ast.Nonlocal)) for n in node.names}
-    rewriter = _Rewriter(outer_locals, declared | set(code.co_freevars))
+    mentions = {}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name):
+            mentions[node.id] = mentions.get(node.id, 0) + 1
+    rewriter = _Rewriter(outer_locals, declared | set(code.co_freevars), mentions)
     fdef.body = rewriter.statements(fdef.body)
     if not rewriter.count:
         return None
@@ -202,9 +206,34 @@ def _appended_list(node):
     return None
 
 
+def _temporaries(body, names, mentions):
+    """The names in `names` that each trip binds before it reads them (a plain assignment
+    at the top of the body is their first mention) and that nothing outside the loop
+    mentions (`mentions`: per name, its count in the whole function): their values do
+    not pass from trip to trip, so their shapes may change (a shrinking window)."""
+    inside, first = {}, {}
+    for k, stmt in enumerate(body):
+        for node in ast.walk(stmt):
+            if isinstance(node, ast.Name):
+                inside[node.id] = inside.get(node.id, 0) + 1
+                first.setdefault(node.id, k)
+    temporaries = set()
+    for name in names:
+        if name not in first or inside[name] != mentions.get(name, 0):
+            continue
+        stmt = body[first[name]]
+        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) \
+                and any(t.id == name for t in stmt.targets) \
+                and not any(isinstance(n, ast.Name) and n.id == name
+                            for n in ast.walk(stmt.value)):
+            temporaries.add(name)
+    return temporaries
+
+
 class _Rewriter:
-    def __init__(self, outer_locals, nonlocal_names):
+    def __init__(self, outer_locals, nonlocal_names, mentions):
         self.outer_locals, self.nonlocal_names = outer_locals, nonlocal_names
+        self.mentions = mentions
         self.count = 0
 
     def statements(self, body):
@@ -230,6 +259,8 @@ class _Rewriter:
         index_used = any(isinstance(node, ast.Name) and node.id == target
                          and isinstance(node.ctx, ast.Load)
                          for stmt in loop.body for node in ast.walk(stmt))
+        temporaries = tuple(names.index(n) for n in sorted(
+            _temporaries(loop.body, set(names) - {target}, self.mentions)))
         body_name = f"_jitlib_for_{loop.lineno}_{self.count}"
         params = ", ".join(names)
         unbind = "".join(f"    if {n} is {_UNBOUND}: del {n}\n" for n in names)
@@ -238,7 +269,7 @@ class _Rewriter:
                   f"    return {_STATE}(locals(), {tuple(names)!r})\n"
                   f"({params},) = {_RUN}(_jitlib_iterable, {body_name}, "
                   f"{_STATE}(locals(), {tuple(names)!r}), {names.index(target)}, "
-                  f"{index_used})\n"
+                  f"{index_used}, {temporaries!r})\n"
                   + "".join(f"if {n} is {_UNBOUND}: del {n}\n" for n in names))
         made = ast.parse(source).body
         for node in (n for stmt in made for n in ast.walk(stmt)):
@@ -283,15 +314,15 @@ class _NotSteady(Exception):
     """The loop's trips are not one function of its arrays: run it as Python."""
 
 
-def run_for(iterable, body, state, index, index_used):
+def run_for(iterable, body, state, index, index_used, temporaries=()):
     """What `for i in iterable: state = body(i, *state)` leaves, with the trips past the
     first two traced once as a `while` where they provably repeat. `state[index]` is the
-    loop variable; `index_used`: whether the body reads it."""
+    loop variable; `index_used`: whether the body reads it; `temporaries`: the positions
+    of variables each trip binds before reading and nothing after the loop reads."""
     from jitlib.trace.context import current_trace
     from jitlib.trace.tracer import Tracer
     if type(iterable) is not range or len(iterable) < MIN_TRIPS \
-            or current_trace() is None or not config.capture_loops() \
-            or index_used and iterable.step != 1:
+            or current_trace() is None or not config.capture_loops():
         return _python(iterable, body, state)
     grown = []    # per Python trip, how many values each list in the state gained
     for i in iterable[:PYTHON_TRIPS]:
@@ -300,10 +331,10 @@ def run_for(iterable, body, state, index, index_used):
         before, state = state, body(i, *state)
         grown.append([len(x) - n if type(x) is list else 0 for x, n in zip(state, lengths)])
     rest = iterable[PYTHON_TRIPS:]
-    plan = _steady(before, state, index, values)
+    plan = _steady(before, state, index, values, temporaries)
     if plan is None or any(g != grown[0] for g in grown):
         return _python(rest, body, state)
-    captured = _captured(rest, body, state, plan, index, grown[-1])
+    captured = _captured(rest, body, state, plan, index, grown[-1], index_used)
     return captured if captured is not None else _python(rest, body, state)
 
 
@@ -313,16 +344,19 @@ def _python(iterable, body, state):
     return state
 
 
-def _steady(before, after, index, values):
+def _steady(before, after, index, values, temporaries=()):
     """Per variable, how the last trip treated it ("inplace", "new" or "same"; "index"
-    for the loop variable), or None where the trips are not shown to repeat. `values`:
-    the traced variables' values before the trip (an array only read stays "same")."""
+    for the loop variable, "temporary" for one of `temporaries`), or None where the trips
+    are not shown to repeat. `values`: the traced variables' values before the trip (an
+    array only read stays "same")."""
     from jitlib.trace.tracer import Tracer
     plan = []
     ids_before = {id(x) for x in before}
     for j, (a, b) in enumerate(zip(before, after)):
         if j == index:
             plan.append("index")
+        elif j in temporaries:
+            plan.append("temporary")
         elif isinstance(a, Tracer) and isinstance(b, Tracer):
             if a.shape != b.shape or a.dtype != b.dtype or a._weak != b._weak \
                     or a._base is not None or b._base is not None:
@@ -337,13 +371,14 @@ def _steady(before, after, index, values):
             return None
         else:
             plan.append("same")
-    arrays = [id(x) for x in after if isinstance(x, Tracer)]   # none is a view (above)
+    arrays = [id(x) for j, x in enumerate(after)   # none is a view (above)
+              if isinstance(x, Tracer) and plan[j] != "temporary"]
     if len(set(arrays)) != len(arrays):
         return None            # two variables name one array: separate carries would not
     return plan
 
 
-def _captured(rest, body, state, plan, index, appended):
+def _captured(rest, body, state, plan, index, appended, index_used=False):
     """The state after `rest` trips traced as one fori_loop, or None where the body did
     something a loop cannot repeat (the trace is left as it was). `appended[j]`: how
     many values the list `state[j]` gains each trip; they become stacked loop outputs."""
@@ -362,7 +397,8 @@ def _captured(rest, body, state, plan, index, appended):
     if any(not isinstance(item, Tracer) for _, _, item in stacks):
         return None
     n_trips = len(rest)
-    # with step 1 the counter is the loop variable; otherwise the body does not read it
+    # with step 1 the counter is the loop variable; otherwise it counts trips, and the
+    # loop variable is start + step * counter
     lower, upper = (rest.start, rest.stop) if rest.step == 1 else (0, n_trips)
     buffers = tuple(Tracer(broadcast(build.constant(0, item.dtype),
                                      (n_trips, *item.shape)))
@@ -370,13 +406,14 @@ def _captured(rest, body, state, plan, index, appended):
 
     def step(i, carry):
         args = list(state)
-        args[index] = i
+        args[index] = var = i if rest.step == 1 or not index_used \
+            else rest.start + rest.step * i
         for j, value in zip(carried, carry):
             args[j] = value
         lists = {id(state[j]): [] for j, n in enumerate(appended) if n}
         _collecting.lists = lists
         try:
-            out = body(i, *args)
+            out = body(var, *args)
         finally:
             _collecting.lists = None
         for j, kind in enumerate(plan):
@@ -405,7 +442,7 @@ def _captured(rest, body, state, plan, index, appended):
         # value for every trip: forget it, and let Python make one per trip
         del root.params[mark[0]:], root.call_inputs[mark[1]:], root.tracers[mark[2]:]
         return None
-    out = list(state)
+    out = [UNBOUND if kind == "temporary" else x for x, kind in zip(state, plan)]
     for j, value in zip(carried, result):
         if plan[j] == "inplace":
             state[j]._assign(value.instr)
