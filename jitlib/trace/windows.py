@@ -8,12 +8,14 @@ products, sums, and a write back through a slice of the same bounds
 trips differ only in such bounds traces once (trace/loop_capture.py) instead of once a
 trip.
 
-A Window keeps its values at the full extent of each windowed dim, left-aligned (its
-element i at position i whatever the start), beside that dim's traced length; the
-positions past the length hold values no use reads: reductions and products read zeros
-there, writes select the window's region. So the array keeps exactly NumPy's values.
-Anything that needs the window's shape (returning it, reshape, len(), indexing it)
-raises an error naming the line that made it.
+A Window keeps its values where they are in the sliced array, at the full extent of each
+windowed dim, beside that dim's traced start and length (positions outside hold values no
+use reads: reductions and products read zeros there, writes select the window's
+region). Windows of the same bounds (`A[k+1:, k]` and `A[k, k+1:]`, and the write
+`A[k+1:, k+1:] -= ...`) line up as they are, so an LU step is elementwise work and
+masks; windows of other starts but one length are moved to start 0 first. The array
+keeps exactly NumPy's values. Anything that needs the window's shape (returning it,
+reshape, len(), indexing it) raises an error naming the line that made it.
 """
 import numpy as np
 
@@ -28,10 +30,22 @@ HINT = ("keep the full extent and select: np.where(np.arange(n) > k, x, 0), or w
 
 
 def traced_bounds(index):
-    """Whether `index` has a slice with a traced start or stop (a window)."""
+    """Whether `index` has a slice with a traced start or stop (a window). Outside a loop
+    body, a bound made of Python int arguments does not count: jit traces again with
+    their values (trace/int_ranges.py), and the slice is an ordinary one."""
     parts = index if isinstance(index, tuple) else (index,)
-    return any(isinstance(p, slice) and any(isinstance(b, T.Tracer) for b in (p.start, p.stop))
+    return any(isinstance(p, slice) and any(_traced(b) for b in (p.start, p.stop))
                for p in parts)
+
+
+def _traced(bound):
+    if not isinstance(bound, T.Tracer):
+        return False
+    if type(bound._weak) is not tuple:
+        return True
+    from jitlib.trace.context import current_trace
+    # a loop's counter promotes like a Python int too: inside a region it makes windows
+    return getattr(current_trace(), "outer", None) is not None
 
 
 def is_window(x):
@@ -44,12 +58,19 @@ class Window:
     _jitlib_masked = True          # Tracer's protocols step aside for it
     __array_priority__ = 2000      # above Tracer's: operators defer to us
     __hash__ = None
-    __slots__ = ("_data", "_lengths", "_made_at")
+    __slots__ = ("_data", "_lengths", "_starts", "_made_at")
 
-    def __init__(self, data, lengths, made_at):
+    def __init__(self, data, bounds, made_at):
         self._data = data if isinstance(data, T.Tracer) else T.Tracer(T.as_instr(data))
-        self._lengths = tuple(lengths)   # per dim: a traced int64 length, or None (whole)
+        # per dim: (start, length) as traced int64 scalars, or None (the whole dim)
+        bounds = tuple(bounds)
+        self._starts = tuple(None if b is None else b[0] for b in bounds)
+        self._lengths = tuple(None if b is None else b[1] for b in bounds)
         self._made_at = made_at
+
+    @property
+    def _bounds(self):
+        return tuple(None if n is None else (s, n) for s, n in zip(self._starts, self._lengths))
 
     @property
     def dtype(self):
@@ -65,11 +86,20 @@ class Window:
 
     @property
     def T(self):   # noqa: N802 - NumPy's name
-        return Window(self._data.T, self._lengths[::-1], self._made_at)
+        return Window(self._data.T, self._bounds[::-1], self._made_at)
 
     def _valid(self):
         """Where the data holds the window's elements (bool, the data's shape)."""
-        return _valid(self._data.shape, self._lengths)
+        return _valid(self._data.shape, self._bounds)
+
+    def _at_zero(self):
+        """The same window with every windowed dim moved to start at 0."""
+        data, bounds = self._data.instr, list(self._bounds)
+        for dim, b in enumerate(bounds):
+            if b is not None and b[0] is not _ZERO():
+                data = _shift(data, dim, b[0], left=True)
+                bounds[dim] = (_ZERO(), b[1])
+        return Window(T.Tracer(data), bounds, self._made_at)
 
     def _zeroed(self):
         """The data with zeros past the lengths: what sums and products read."""
@@ -81,11 +111,11 @@ class Window:
     def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
         if method != "__call__" or kwargs.get("out") is not None or "where" in kwargs:
             self._escape(f"np.{ufunc.__name__}.{method} (or out=, where=) of")
-        lengths = _merged_lengths(inputs, self._made_at)
+        inputs, bounds = _lined_up(inputs)
         result = ufunc(*[w._data if is_window(w) else w for w in inputs], **kwargs)
         if isinstance(result, tuple):
-            return tuple(Window(r, lengths, self._made_at) for r in result)
-        return Window(result, lengths, self._made_at)
+            return tuple(Window(r, bounds, self._made_at) for r in result)
+        return Window(result, bounds, self._made_at)
 
     def __array_function__(self, func, types, args, kwargs):
         rule = _FUNCTIONS.get(func)
@@ -94,7 +124,7 @@ class Window:
         return rule(*args, **kwargs)
 
     def astype(self, dtype, copy=True):
-        return Window(self._data.astype(dtype), self._lengths, self._made_at)
+        return Window(self._data.astype(dtype), self._bounds, self._made_at)
 
     def copy(self):
         return self
@@ -134,11 +164,11 @@ class Window:
     def _reduce(self, reduce, axis, keepdims, data, **options):
         axes = T.normalize_axes(axis, self.ndim)
         result = reduce(data, axis=axes, keepdims=keepdims, **options)
-        kept = [n for ax, n in enumerate(self._lengths)
-                if ax not in axes or keepdims]
         if keepdims:
-            kept = [None if ax in axes else n for ax, n in enumerate(self._lengths)]
-        return Window(result, kept, self._made_at) if any(n is not None for n in kept) \
+            kept = [None if ax in axes else b for ax, b in enumerate(self._bounds)]
+        else:
+            kept = [b for ax, b in enumerate(self._bounds) if ax not in axes]
+        return Window(result, kept, self._made_at) if any(b is not None for b in kept) \
             else result
 
     # -- operators (NumPy's, through the ufuncs above)
@@ -206,13 +236,8 @@ class Window:
 def read(x, index, made_at):
     """`x[index]` where some slices of `index` have traced bounds: a Window."""
     full, windowed = _split(x, index)
-    y = x[full]
-    data = y.instr
-    lengths = [None] * len(data.shape)
-    for dim, (start, length) in windowed.items():
-        data = _shift(data, dim, start, left=True)
-        lengths[dim] = length
-    return Window(T.Tracer(data), lengths, made_at)
+    data = T.Tracer(x[full].instr)   # a copy: later writes to x must not reach it
+    return Window(data, [windowed.get(d) for d in range(data.ndim)], made_at)
 
 
 def write(x, index, value):
@@ -221,13 +246,16 @@ def write(x, index, value):
     along them), everything else keeps its values."""
     full, windowed = _split(x, index)
     old = x[full].instr
-    region = None
     if is_window(value):
         if value.ndim != len(old.shape) or any(
                 (value._lengths[d] is not windowed[d][1]) if d in windowed
                 else value._lengths[d] is not None for d in range(value.ndim)):
             value._escape("writing through other bounds than those of")
         new = B.convert(value._data.instr, x.dtype)
+        for dim, (start, _) in windowed.items():   # moved to the target's start
+            if value._starts[dim] is not start:
+                new = _shift(_shift(new, dim, value._starts[dim], left=True), dim, start,
+                             left=False)
     else:
         v = value if isinstance(value, T.Tracer) else T.Tracer(T.as_instr(value))
         lead = len(old.shape) - v.ndim
@@ -239,10 +267,7 @@ def write(x, index, value):
                 "a window of the same bounds: its length is decided by the data",
                 hint=HINT)
         new = B.broadcast_to(B.reshape(B.convert(v.instr, x.dtype), vshape), old.shape)
-    for dim, (start, length) in windowed.items():
-        new = _shift(new, dim, start, left=False)
-        inside = _inside(old.shape, dim, start, length)
-        region = inside if region is None else B.binary(Op.AND, region, inside)
+    region = _valid(old.shape, [windowed.get(d) for d in range(len(old.shape))])
     x[full] = T.Tracer(B.select(region, new, old))
 
 
@@ -255,7 +280,7 @@ def _split(x, index):
             "(no None, ... or arrays)", hint=HINT)
     full, windowed, dim = [], {}, 0
     for axis, p in enumerate(parts):
-        if isinstance(p, slice) and any(isinstance(b, T.Tracer) for b in (p.start, p.stop)):
+        if isinstance(p, slice) and any(_traced(b) for b in (p.start, p.stop)):
             if p.step not in (None, 1):
                 raise errors.UnsupportedError(
                     "a slice with traced bounds must have step 1", hint=HINT)
@@ -301,84 +326,99 @@ def _shift(x, dim, start, left):
     return B.dynamic_slice(both, starts, x.shape)
 
 
-def _position(shape, dim):
-    return B.iota(shape, dtypes.INDEX, dim)
+def _ZERO():   # noqa: N802 - a constant (instructions are interned: one object)
+    return B.constant(np.int64(0))
 
 
-def _inside(shape, dim, start, length):
-    """Whether each position of `shape` lies in [start, start + length) along `dim`."""
-    at = _position(shape, dim)
-    lo = B.broadcast_to(start, shape)
-    hi = B.broadcast_to(B.binary(Op.ADD, start, length), shape)
-    return B.binary(Op.AND, B.compare(at, lo, "GE"), B.compare(at, hi, "LT"))
-
-
-def _valid(shape, lengths):
+def _valid(shape, bounds):
+    """Whether each position of `shape` lies in [start, start + length) along every
+    windowed dim (`bounds`: per dim, (start, length) or None)."""
     valid = None
-    for dim, length in enumerate(lengths):
-        if length is None:
+    for dim, b in enumerate(bounds):
+        if b is None:
             continue
-        below = B.compare(_position(shape, dim), B.broadcast_to(length, shape), "LT")
-        valid = below if valid is None else B.binary(Op.AND, valid, below)
+        at = B.iota(shape, dtypes.INDEX, dim)
+        inside = B.compare(at, B.broadcast_to(B.binary(Op.ADD, b[0], b[1]), shape), "LT")
+        if b[0] is not _ZERO():
+            inside = B.binary(Op.AND, B.compare(at, B.broadcast_to(b[0], shape), "GE"), inside)
+        valid = inside if valid is None else B.binary(Op.AND, valid, inside)
     return valid if valid is not None else B.full(True, shape, np.bool_)
 
 
-def _merged_lengths(inputs, made_at):
-    """The lengths of an elementwise result: per dim (right-aligned, as broadcasting
-    aligns), the one length every window there has; an operand that is not a window must
-    have size 1 along windowed dims."""
+def _lined_up(inputs):
+    """(inputs, bounds of an elementwise result): windows of one length per dim
+    (right-aligned, as broadcasting aligns dims), moved to start 0 where their starts
+    differ; an operand that is not a window must have size 1 along windowed dims."""
+    inputs = list(inputs)
     shapes = [w._data.shape if is_window(w) else np.shape(w) for w in inputs]
     ndim = max(len(s) for s in shapes)
-    lengths = [None] * ndim
-    for w, shape in zip(inputs, shapes):
-        for d in range(len(shape)):
-            at = ndim - len(shape) + d
-            if is_window(w) and w._lengths[d] is not None:
-                if lengths[at] is not None and lengths[at] is not w._lengths[d]:
+
+    def bounds_of():
+        out = [None] * ndim
+        for w, shape in zip(inputs, shapes):
+            for d in range(len(shape)):
+                b = w._bounds[d] if is_window(w) else None
+                at = ndim - len(shape) + d
+                if b is None:
+                    continue
+                if out[at] is not None and out[at][1] is not b[1]:
                     w._escape("elementwise math between windows whose lengths may differ, "
                               "with")
-                lengths[at] = w._lengths[d]
+                if out[at] is not None and out[at][0] is not b[0]:
+                    return None
+                out[at] = b
+        return out
+
+    bounds = bounds_of()
+    if bounds is None:   # one length, other starts: every window from 0
+        inputs = [w._at_zero() if is_window(w) else w for w in inputs]
+        bounds = bounds_of()
     for w, shape in zip(inputs, shapes):
         for d in range(len(shape)):
             at = ndim - len(shape) + d
-            if lengths[at] is not None and shape[d] != 1 and not (
-                    is_window(w) and w._lengths[d] is lengths[at]):
+            if bounds[at] is not None and shape[d] != 1 and not (
+                    is_window(w) and w._bounds[d] is not None):
                 _window_of(inputs)._escape("elementwise math between an array of static "
                                            "shape and")
-    return lengths
+    return inputs, bounds
 
 
 def _window_of(values):
     return next(v for v in values if is_window(v))
 
 
+def _bounds_of(x):
+    return x._bounds if is_window(x) else (None,) * np.ndim(x)
+
+
 def _matmul(a, b):
-    """a @ b with windows: zeros past their lengths, the contracted lengths alike."""
+    """a @ b with windows: zeros outside them, the contracted bounds alike (moved to
+    start 0 where only the starts differ)."""
     w = _window_of((a, b))
-    la = a._lengths if is_window(a) else (None,) * np.ndim(a)
-    lb = b._lengths if is_window(b) else (None,) * np.ndim(b)
-    if not la or not lb or len(la) > 2 or len(lb) > 2:
+    ba, bb = _bounds_of(a), _bounds_of(b)
+    if not ba or not bb or len(ba) > 2 or len(bb) > 2:
         w._escape("@ of more than 2-d operands with")
-    if la[-1] is not lb[0 if len(lb) == 1 else -2]:
+    ca, cb = ba[-1], bb[0 if len(bb) == 1 else -2]
+    if (ca is None) != (cb is None) or ca is not None and ca[1] is not cb[1]:
         w._escape("a product whose contracted lengths may differ, with")
-    da = a._zeroed() if is_window(a) else a
-    db = b._zeroed() if is_window(b) else b
-    out = np.matmul(da, db)
-    lengths = list(la[:-1]) + ([lb[-1]] if len(lb) == 2 else [])
-    return Window(out, lengths, w._made_at) if any(n is not None for n in lengths) else out
+    if ca is not None and ca[0] is not cb[0]:
+        a, b = a._at_zero(), b._at_zero()
+        ba, bb = a._bounds, b._bounds
+    out = np.matmul(a._zeroed() if is_window(a) else a, b._zeroed() if is_window(b) else b)
+    bounds = list(ba[:-1]) + ([bb[-1]] if len(bb) == 2 else [])
+    return Window(out, bounds, w._made_at) if any(x is not None for x in bounds) else out
 
 
 def _outer(a, b, out=None):
     w = _window_of((a, b))
     if out is not None:
         w._escape("np.outer(..., out=) of")
-    la = a._lengths if is_window(a) else (None,) * np.ndim(a)
-    lb = b._lengths if is_window(b) else (None,) * np.ndim(b)
-    if len(la) != 1 or len(lb) != 1:
+    ba, bb = _bounds_of(a), _bounds_of(b)
+    if len(ba) != 1 or len(bb) != 1:
         w._escape("np.outer of other than 1-d operands with")
     da = a._data if is_window(a) else a
     db = b._data if is_window(b) else b
-    return Window(np.outer(da, db), (la[0], lb[0]), w._made_at)
+    return Window(np.outer(da, db), (ba[0], bb[0]), w._made_at)
 
 
 def _dot(a, b, out=None):
