@@ -273,7 +273,7 @@ def _power(low, instr):
     if b is None:
         raise NotLowered("pow with a computed exponent")
     a = low.of(base)
-    if b.imag != 0 or b.real != int(b.real) or not -100 < b.real < 100:
+    if b.imag != 0 or not -100 < b.real < 100 or b.real != int(b.real):   # inf, NaN too
         return _general_power(a, b)
     n = int(b.real)
     if n == 0:

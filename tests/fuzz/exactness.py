@@ -27,6 +27,15 @@ APPROXIMATE_OPS = frozenset({
 })
 # Float ops that jump: a tiny change of the operand can change the result by a lot.
 DISCONTINUOUS = frozenset({Op.FLOOR, Op.CEIL, Op.ROUND, Op.SIGN, Op.REM})
+# Ops on complex values that every backend computes to the bit: the parts' own IEEE
+# steps (the rest, products included, round differently where NumPy's loops fuse an fma
+# or call glibc's complex functions).
+COMPLEX_EXACT_OPS = frozenset({
+    Op.ADD, Op.SUB, Op.NEG, Op.CONJ, Op.REAL, Op.IMAG, Op.COMPLEX, Op.SELECT, Op.CONVERT,
+    Op.COMPARE, Op.BROADCAST_IN_DIM, Op.RESHAPE, Op.TRANSPOSE, Op.SLICE, Op.PAD,
+    Op.CONCATENATE, Op.REVERSE, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE, Op.GATHER,
+    Op.SCATTER, Op.CONSTANT, Op.PARAMETER,
+})
 # Ops whose zero sign depends on the order in which they combine elements.
 ORDER_FREE_SIGN = O.REDUCE | O.CUMULATIVE | {Op.SCATTER}
 _RANK = {EXACT: 0, APPROX: 1, UNSTABLE: 2}
@@ -109,16 +118,25 @@ def _class_of(instr, operand_classes):
     if worst == UNSTABLE:
         return UNSTABLE
     approx_in = worst == APPROX
+    complex_op = any(dtypes.is_complex(x.dtype) for x in (instr, *instr.operands))
+    if complex_op and instr.op not in COMPLEX_EXACT_OPS:
+        if not _inexact(instr.dtype) or instr.op in DISCONTINUOUS:
+            return UNSTABLE   # a comparison, sign or integer from complex math
+        return APPROX
     if approx_in:
-        if not dtypes.is_float(instr.dtype) or instr.op in DISCONTINUOUS:
+        if not _inexact(instr.dtype) or instr.op in DISCONTINUOUS:
             return UNSTABLE
         if instr.op in (Op.SELECT, Op.GATHER, Op.DYNAMIC_SLICE, Op.DYNAMIC_UPDATE_SLICE,
                         Op.SCATTER) and _index_is_approx(instr, operand_classes):
             return UNSTABLE
         return APPROX
-    if instr.op in APPROXIMATE_OPS and dtypes.is_float(instr.dtype):
+    if instr.op in APPROXIMATE_OPS and _inexact(instr.dtype):
         return APPROX
     return EXACT
+
+
+def _inexact(dtype):
+    return dtypes.is_float(dtype) or dtypes.is_complex(dtype)
 
 
 def _index_is_approx(instr, operand_classes):

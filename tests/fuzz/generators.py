@@ -5,6 +5,7 @@
     fused     random modules already cut into fusions (ir_strategies.fused_programs)
     numpy     random NumPy programs (numpy_programs), traced by jitlib, and checked
               against eager NumPy as well as across the backends
+    numpy_complex  the same with complex arguments among the others
 """
 import copy
 import dataclasses
@@ -21,7 +22,7 @@ from jitlib.hlo.ops import Op
 
 from . import oracle
 from .exactness import APPROXIMATE_OPS
-from .numpy_programs import NumpyProgram, numpy_programs
+from .numpy_programs import COMPLEX_DTYPES, NumpyProgram, numpy_programs
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,4 +83,5 @@ GENERATORS = {g.name: g for g in (
     Generator("ir_exact", irs.programs(ops=EXACT_OPS), _check_ir),
     Generator("fused", irs.fused_programs(), _check_ir),
     Generator("numpy", numpy_programs(), _check_numpy),
+    Generator("numpy_complex", numpy_programs(dtypes=COMPLEX_DTYPES), _check_numpy),
 )}

@@ -36,7 +36,10 @@ from hypothesis import strategies as st
 import jitlib.numpy as jnp
 
 DTYPES = ("bool", "int8", "int32", "int64", "uint8", "float16", "float32", "float64")
+# the numpy_complex generator's: complex values beside every other kind (a third of them)
+COMPLEX_DTYPES = DTYPES + ("complex64", "complex128") * 2
 _FLOATS = ("float16", "float32", "float64")
+_COMPLEX = ("complex64", "complex128")
 _DIMS = (3, 1, 2, 4, 0, 5)
 _FLAVOURS = ("normal", "halves", "specials", "huge", "tiny")
 _HUGE = {"float16": 3e4, "float32": 1e30, "float64": 1e300}
@@ -46,6 +49,9 @@ _UNARY_FLOAT = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "
                 "ceil", "rint", "sign", "square", "expm1", "log1p", "isfinite", "isnan",
                 "reciprocal")
 _UNARY_INT = ("negative", "abs", "square", "sign", "invert")
+_UNARY_COMPLEX = ("negative", "abs", "exp", "log", "sqrt", "sin", "cos", "tanh", "sign",
+                  "square", "expm1", "log1p", "isfinite", "isnan", "reciprocal", "conjugate",
+                  "real", "imag", "sinh", "cosh", "tan", "log10", "exp2")
 _UNARY_BOOL = ("logical_not", "invert")
 _BINARY_ANY = ("add", "multiply", "maximum", "minimum", "equal", "less", "greater_equal",
                "not_equal")
@@ -83,17 +89,25 @@ class NumpyProgram:
         return f"{self.source}args:\n{shown}"
 
 
-def numpy_programs(max_steps=6):
-    """A strategy of `NumpyProgram`s of 1 to `max_steps` lines."""
+def numpy_programs(max_steps=6, dtypes=DTYPES):
+    """A strategy of `NumpyProgram`s of 1 to `max_steps` lines, their arguments and
+    conversions of `dtypes`."""
     @st.composite
     def draw(draw_fn):
-        return _Builder(draw_fn).program(max_steps)
+        return _Builder(draw_fn, dtypes).program(max_steps)
     return draw()
 
 
+def _unary_names(dt):
+    if dt == bool:
+        return _UNARY_BOOL
+    return {"f": _UNARY_FLOAT, "c": _UNARY_COMPLEX}.get(dt.kind, _UNARY_INT)
+
+
 class _Builder:
-    def __init__(self, draw):
+    def __init__(self, draw, dtypes=DTYPES):
         self.draw = draw
+        self.dtypes = dtypes
         self.args, self.lines = [], []
         self.values = {}          # name -> eager value (args and lines)
         self.used = set()
@@ -128,6 +142,12 @@ class _Builder:
 
     def _values(self, shape, dtype, flavour):
         rng, n = self.rng, math.prod(shape)
+        if dtype in _COMPLEX:   # each part of the flavour
+            part = "float32" if dtype == "complex64" else "float64"
+            value = np.empty(shape, dtype)
+            value.real = self._values(shape, part, flavour)
+            value.imag = self._values(shape, part, flavour if self.chance(50) else "normal")
+            return value
         if dtype == "bool":
             return rng.random(shape) < 0.5
         if dtype not in _FLOATS:
@@ -157,7 +177,7 @@ class _Builder:
         if names and self.chance(70):
             return self.choice(names)
         for _ in range(4):
-            name = self.arg(self.shape(), self.choice(DTYPES))
+            name = self.arg(self.shape(), self.choice(self.dtypes))
             if accept(self.values[name]):
                 return name
         return None
@@ -175,7 +195,7 @@ class _Builder:
         dims = [1 if self.chance(30) else d for d in dims]
         if self.chance(20):
             dims = [self.choice((1, 2))] + dims
-        return self.arg(tuple(dims), self.choice(DTYPES))
+        return self.arg(tuple(dims), self.choice(self.dtypes))
 
     # -- lines
 
@@ -332,7 +352,7 @@ class _Builder:
         kind = self.choice(("unary", "binary", "binary", "counter", "where", "centre",
                             "rotate", "cumsum"))
         if kind == "unary":
-            fns = _UNARY_BOOL if dt == bool else _UNARY_FLOAT if dt.kind == "f" else _UNARY_INT
+            fns = _unary_names(dt)
             return f"np.{self.choice(fns)}({c})"
         if kind == "counter" and dt != bool:
             return f"{c} {self.choice(('+', '*', '-'))} {self.choice(('i', '(i + 1)', '0.5 * i'))}"
@@ -379,8 +399,7 @@ class _Builder:
     def _unary(self):
         x = self.operand()
         dt = self.values[x].dtype
-        fns = _UNARY_BOOL if dt == bool else _UNARY_FLOAT if dt.kind == "f" else _UNARY_INT
-        return f"np.{self.choice(fns)}({x})"
+        return f"np.{self.choice(_unary_names(dt))}({x})"
 
     def _binary(self):
         x = self.operand()
@@ -391,7 +410,7 @@ class _Builder:
             fns += _BINARY_BOOL
         else:
             fns += _BINARY_NUM
-            fns += _BINARY_FLOAT if dt.kind == "f" else _BINARY_INT
+            fns += {"f": _BINARY_FLOAT, "c": ("power",)}.get(dt.kind, _BINARY_INT)
         fn = self.choice(fns)
         if self.chance(50):
             x, y = y, x
@@ -488,8 +507,11 @@ class _Builder:
 
     def _astype(self):
         x = self.operand()
-        target = self.choice(DTYPES)
+        target = self.choice(self.dtypes)
         v = self.values[x]
+        if v.dtype.kind == "c" and target not in _COMPLEX:
+            x = f"{x}.real"   # NumPy drops the imaginary part, with a warning
+            v = v.real
         if v.dtype.kind == "f" and target not in _FLOATS and target != "bool":
             # float -> int of NaN, inf or out of range is undefined in C; NumPy just warns
             low = 0 if target.startswith("u") else -100
@@ -506,7 +528,7 @@ class _Builder:
         shape[axis] = self.choice(_DIMS)
         fits = [n for n, w in self.values.items() if list(w.shape) == shape]
         y = self.choice(fits) if fits and self.chance(50) else self.arg(tuple(shape),
-                                                                        self.choice(DTYPES))
+                                                                        self.choice(self.dtypes))
         return f"np.concatenate([{x}, {y}], axis={axis})"
 
     def _cumsum(self):
@@ -522,7 +544,7 @@ class _Builder:
 
 
 def _kind(dtype):
-    return "b" if dtype == bool else "f" if dtype.kind == "f" else "i"
+    return "b" if dtype == bool else dtype.kind if dtype.kind in "fc" else "i"
 
 
 def _broadcasts(a, b):

@@ -40,6 +40,7 @@ import numpy as np
 from jitlib import backends
 from jitlib.errors import UnsupportedError
 from jitlib.hlo import dtypes
+from jitlib.hlo import ops as O
 from jitlib.hlo.interpreter import eval_rules, evaluate
 from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
@@ -145,9 +146,16 @@ def _ill_conditioned(module, inputs, want, classes, working):
     masks = [np.zeros(np.shape(w), bool) for w in want]
     if X.APPROX not in classes:
         return masks
+    complex_ops = [op for op in O.ELEMENTWISE | O.REDUCE | {Op.FFT}
+                   if op not in X.APPROXIMATE_OPS and op not in X.COMPLEX_EXACT_OPS
+                   and op in eval_rules]
     for change in (np.inf, -np.inf, "reversed", "widened"):
-        saved = {op: eval_rules[op] for op in X.APPROXIMATE_OPS}
+        saved = {op: eval_rules[op] for op in (*X.APPROXIMATE_OPS, *complex_ops)}
         for op, rule in saved.items():
+            if op not in X.APPROXIMATE_OPS:   # complex math beyond the parts' IEEE steps
+                eval_rules[op] = (_nudged(rule, change, complex_only=True)
+                                  if change in (np.inf, -np.inf) else rule)
+                continue
             eval_rules[op] = (_reversed(op, rule) if change == "reversed"
                               else _widened(op, rule) if change == "widened"
                               else _nudged(rule, change))
@@ -158,7 +166,7 @@ def _ill_conditioned(module, inputs, want, classes, working):
         finally:
             eval_rules.update(saved)
         for mask, m, w, cls in zip(masks, moved, want, classes):
-            if cls == X.APPROX and dtypes.is_float(w.dtype):
+            if cls == X.APPROX and (dtypes.is_float(w.dtype) or dtypes.is_complex(w.dtype)):
                 mask |= compare_mask(np.asarray(m), w, at_least=working)
     return masks
 
@@ -191,9 +199,17 @@ def _widened(op, rule):
 _HALF = (np.dtype(np.float16), dtypes.bfloat16)
 
 
-def _nudged(rule, direction):
+def _nudged(rule, direction, complex_only=False):
     def nudged(instr, *xs):
-        out = np.asarray(rule(instr, *xs))
+        out = rule(instr, *xs)
+        if complex_only and not dtypes.is_complex(np.asarray(out).dtype):
+            return out
+        out = np.asarray(out)
+        if dtypes.is_complex(out.dtype):   # each part an ulp
+            step = np.asarray(direction, dtypes.part_type(out.dtype))
+            moved = np.empty_like(out)
+            moved.real, moved.imag = np.nextafter(out.real, step), np.nextafter(out.imag, step)
+            return moved
         if not dtypes.is_float(out.dtype):
             return out
         if out.dtype == dtypes.bfloat16:   # no nextafter: 1.5 ulp of the type's epsilon
@@ -291,7 +307,12 @@ def _compare_all(name, got, want, classes, free_sign, fused_sums, module, inputs
 
 def compare_mask(got, want, at_least=None):
     """Where an approximate float `got` is beyond the tolerance of `want` (`at_least`,
-    (rtol, atol), loosens it; NaN and inf must match in place)."""
+    (rtol, atol), loosens it; NaN and inf must match in place). A complex value: where
+    either part is, each part against the tolerance of the larger part's magnitude."""
+    if dtypes.is_complex(want.dtype):
+        scale = np.maximum(np.abs(want.real), np.abs(want.imag))
+        return (_part_mask(got.real, want.real, scale, at_least)
+                | _part_mask(got.imag, want.imag, scale, at_least))
     g, w = got.astype(np.float64), want.astype(np.float64)
     rtol, atol = APPROX_TOLERANCE[want.dtype]
     if at_least is not None:
@@ -299,6 +320,17 @@ def compare_mask(got, want, at_least=None):
     finite = np.isfinite(g) & np.isfinite(w)
     with np.errstate(all="ignore"):
         close = np.abs(g - w) <= atol + rtol * np.abs(w)
+    return np.where(finite, ~close, (g != w) & ~(np.isnan(g) & np.isnan(w)))
+
+
+def _part_mask(got, want, scale, at_least):
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    rtol, atol = APPROX_TOLERANCE[want.dtype]
+    if at_least is not None:
+        rtol, atol = max(rtol, at_least[0]), max(atol, at_least[1])
+    finite = np.isfinite(g) & np.isfinite(w)
+    with np.errstate(all="ignore"):
+        close = np.abs(g - w) <= atol + rtol * np.where(np.isfinite(scale), scale, np.abs(w))
     return np.where(finite, ~close, (g != w) & ~(np.isnan(g) & np.isnan(w)))
 
 
@@ -318,6 +350,8 @@ def compare(got, want, cls, zero_sign=True, overflow_free=True, at_least=None,
                 f"{list(got.shape)}, expected {dtypes.name(want.dtype)}{list(want.shape)}")
     if cls == X.UNSTABLE:
         return None
+    if dtypes.is_complex(want.dtype):
+        return _compare_complex(got, want, cls, zero_sign, overflow_free, at_least, excused)
     if not dtypes.is_float(want.dtype):
         bad = got != want
         return _show(bad, got, want, "") if bad.any() else None
@@ -343,6 +377,27 @@ def compare(got, want, cls, zero_sign=True, overflow_free=True, at_least=None,
     if at_least is not None:   # the tolerance of the least precise type computed in
         rtol, atol = max(rtol, at_least[0]), max(atol, at_least[1])
     return _show(bad, got, want, f"beyond rtol={rtol:g}, atol={atol:g}")
+
+
+def _compare_complex(got, want, cls, zero_sign, overflow_free, at_least, excused):
+    """`compare` of complex values: exact ones part by part; approximate ones where a
+    part is NaN or infinite (C99's special values, which either part may show beside a
+    NaN: NumPy's loops and a lowering may differ on the other part's NaN), and within
+    the tolerance of the value's magnitude elsewhere."""
+    if cls == X.EXACT:
+        for part in ("real", "imag"):
+            why = compare(getattr(got, part), getattr(want, part), cls, zero_sign)
+            if why is not None:
+                return f"{part} part: {why}"
+        return None
+    excused = np.zeros(want.shape, bool) if excused is None else excused
+    special = ~np.isfinite(want) | ~np.isfinite(got)
+    nan = np.isnan(got) | np.isnan(want)   # NaN in either part: a special value, free
+    excused = excused | (special & nan)
+    if not overflow_free:
+        excused = excused | special
+    bad = compare_mask(got, want, at_least) & ~excused
+    return _show(bad, got, want, "complex beyond tolerance") if bad.any() else None
 
 
 def _show(bad, got, want, what, limit=4):

@@ -17,8 +17,8 @@ from .generators import GENERATORS, check_numpy_source
 
 # Programs per generator: about 100 in all in CI, and in the slow job 300 more from
 # another seed (the fuller run takes about 20 s on two cores).
-CI_EXAMPLES = {"ir": 30, "ir_exact": 24, "fused": 16, "numpy": 30}
-SLOW_EXAMPLES = {"ir": 90, "ir_exact": 70, "fused": 50, "numpy": 90}
+CI_EXAMPLES = {"ir": 30, "ir_exact": 24, "fused": 16, "numpy": 30, "numpy_complex": 20}
+SLOW_EXAMPLES = {"ir": 90, "ir_exact": 70, "fused": 50, "numpy": 90, "numpy_complex": 60}
 BUDGETS = ([pytest.param(name, n, 0, id=name) for name, n in CI_EXAMPLES.items()] +
            [pytest.param(name, n, 1, id=f"{name}-slow", marks=pytest.mark.slow)
             for name, n in SLOW_EXAMPLES.items()])

@@ -115,7 +115,9 @@ def clip(a, a_min=NOVALUE, a_max=NOVALUE, out=None, *, min=NOVALUE, max=NOVALUE,
         lo, hi = operand(lo), operand(hi)
         dt = _clip_loop_dtype(x, lo, hi)
         r = apply(np.minimum, apply(np.maximum, x, lo, dtype=dt), hi, dtype=dt)
-        if is_inexact(dt) and all(np.prod(T.shape_of(b), dtype=int) == 1 for b in (lo, hi)):
+        # (complex values order lexicographically through maximum/minimum: no tie rule)
+        if is_inexact(dt) and not dtypes.is_complex(dt) \
+                and all(np.prod(T.shape_of(b), dtype=int) == 1 for b in (lo, hi)):
             r = T.Tracer(_keep_sign_of_zero_on_ties(x, lo, hi, r, dt))
     return finish(r, out, "clip")
 
