@@ -1082,6 +1082,21 @@ def gaussian_elimination_solve(A, b):
     return x, np.abs(A @ x - b).max()
 
 
+@program(lambda rng: (rng.standard_normal((9, 6)),))
+def householder_least_squares_r(A):
+    """R of A = QR by Householder reflections, and |R|'s diagonal (the column norms that
+    least squares divides by): one element of each shrinking column written."""
+    A = A.copy()
+    for k in range(A.shape[1]):
+        x = A[k:, k]
+        v = x.copy()
+        v[0] += np.sign(x[0]) * np.linalg.norm(x)
+        v /= np.linalg.norm(v)
+        A[k:, k:] -= 2.0 * np.outer(v, v @ A[k:, k:])
+    R = np.triu(A[:A.shape[1]])
+    return R, np.abs(np.diag(R))
+
+
 @program(lambda rng: (_spd_system(rng)[0],))
 def cholesky_banachiewicz_in_place(A):
     """Cholesky by columns, written over the caller's matrix's lower triangle."""

@@ -3,10 +3,10 @@
 A slice whose start or stop is traced has a length the data decides, as the shrinking
 slices of an LU factorization or a triangular solve do. What such code does with it keeps
 a static shape: elementwise math between windows of one length, `np.outer`, dot
-products, sums, and a write back through a slice of the same bounds
-(`A[k+1:, k] /= A[k, k]`, `A[k+1:, k+1:] -= np.outer(l, u)`). So a loop over k whose
-trips differ only in such bounds traces once (trace/loop_capture.py) instead of once a
-trip.
+products, sums and norms, one element (`v[0] += ...`), and a write back through a slice
+of the same bounds (`A[k+1:, k] /= A[k, k]`, `A[k+1:, k+1:] -= np.outer(l, u)`). So a
+loop over k whose trips differ only in such bounds traces once (trace/loop_capture.py)
+instead of once a trip.
 
 A Window keeps its values where they are in the sliced array, at the full extent of each
 windowed dim, beside that dim's traced start and length (positions outside hold values no
@@ -15,7 +15,8 @@ region). Windows of the same bounds (`A[k+1:, k]` and `A[k, k+1:]`, and the writ
 `A[k+1:, k+1:] -= ...`) line up as they are, so an LU step is elementwise work and
 masks; windows of other starts but one length are moved to start 0 first. The array
 keeps exactly NumPy's values. Anything that needs the window's shape (returning it,
-reshape, len(), indexing it) raises an error naming the line that made it.
+reshape, len(), indexing it other than for one element) raises an error naming the line
+that made it.
 """
 import numpy as np
 
@@ -127,7 +128,37 @@ class Window:
         return Window(self._data.astype(dtype), self._bounds, self._made_at)
 
     def copy(self):
-        return self
+        return Window(self._data, self._bounds, self._made_at)
+
+    # -- one element of a 1-d window: v[0], v[-1] = ..., as Householder steps write them
+
+    def _position(self, index):
+        """The data position of element `index` (a Python or traced int, negative from
+        the end). Not checked against the length: an index past it reads or writes the
+        array's element there, where NumPy raises IndexError."""
+        if self.ndim != 1 or self._lengths[0] is None or isinstance(index, tuple) \
+                or not (isinstance(index, (int, np.integer)) and not isinstance(index, bool)
+                        or isinstance(index, T.Tracer) and index.ndim == 0
+                        and dtypes.is_integer(index.dtype)):
+            self._escape("indexing other than one element of a 1-d")
+        i = B.convert(T.as_instr(index), dtypes.INDEX)
+        start, length = self._bounds[0]
+        from_end = B.binary(Op.ADD, B.binary(Op.ADD, start, length), i)
+        return B.select(B.compare(i, _ZERO(), "LT"), from_end, B.binary(Op.ADD, start, i))
+
+    def __getitem__(self, index):
+        at = self._position(index)
+        return T.Tracer(B.reshape(B.dynamic_slice(self._data.instr, [at], (1,)), ()))
+
+    def __setitem__(self, index, value):
+        at = self._position(index)
+        data = self._data.instr
+        v = B.convert(T.as_instr(value), data.dtype)
+        if v.shape:
+            self._escape("writing an array into one element of")
+        here = B.compare(B.iota(data.shape, dtypes.INDEX, 0), B.broadcast_to(at, data.shape),
+                         "EQ")
+        self._data = T.Tracer(B.select(here, B.broadcast_to(v, data.shape), data))
 
     # -- reductions
 
@@ -211,12 +242,6 @@ class Window:
 
     def __iter__(self):
         self._escape("iterating over")
-
-    def __getitem__(self, index):
-        self._escape("indexing")
-
-    def __setitem__(self, index, value):
-        self._escape("writing into")
 
     def __array__(self, dtype=None, copy=None):
         self._escape("converting to a NumPy array")
@@ -433,7 +458,17 @@ def _method(name):
     return call
 
 
+def _norm(x, ord=None, axis=None, keepdims=False):   # noqa: A002 - NumPy's name
+    """np.linalg.norm of a window: the 2-norm of its elements (the Frobenius norm of a
+    2-d one), sqrt(sum(|x|^2)) over the window alone."""
+    if ord is not None or axis is not None or keepdims:
+        x._escape("np.linalg.norm(..., ord=, axis=, keepdims=) of")
+    a = np.abs(x) if dtypes.is_complex(x.dtype) else x
+    return np.sqrt((a * a).sum())
+
+
 _FUNCTIONS = {
+    np.linalg.norm: _norm,
     np.outer: _outer, np.dot: _dot, np.matmul: lambda a, b: _matmul(a, b),
     np.sum: _method("sum"), np.mean: _method("mean"), np.max: _method("max"),
     np.min: _method("min"), np.amax: _method("max"), np.amin: _method("min"),

@@ -56,6 +56,18 @@ def running_stats(x):
     return means, tail_max
 
 
+def householder_r(A):
+    # R of A = QR by Householder reflections: one element of a window read and written
+    A = A.copy()
+    for k in range(A.shape[1]):
+        x = A[k:, k]
+        v = x.copy()
+        v[0] += np.sign(x[0]) * np.linalg.norm(x)
+        v /= np.linalg.norm(v)
+        A[k:, k:] -= 2.0 * np.outer(v, v @ A[k:, k:])
+    return np.triu(A)
+
+
 def _spd(n, seed=0, dtype=np.float64):
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((n, n))
@@ -72,6 +84,7 @@ def _whiles(fn, *args):
     ("back_substitute", back_substitute, lambda: (np.triu(_spd(12)[0]), _spd(12)[1])),
     ("cholesky_by_columns", cholesky_by_columns, lambda: (_spd(12)[0],)),
     ("running_stats", running_stats, lambda: (_spd(12)[1],)),
+    ("householder_r", householder_r, lambda: (np.random.default_rng(3).standard_normal((9, 6)),)),
 ])
 def test_shrinking_slices_trace_once_and_keep_numpys_values(name, fn, args):
     args = args()
@@ -114,6 +127,22 @@ def test_bounds_follow_numpys_rules(lo, hi):
                                    equal_nan=True)
 
 
+def test_one_element_of_a_window_is_read_and_written_from_either_end():
+    def ends(x):
+        out = np.zeros(4)
+        for i in range(4):
+            w = x[i:i + 3].copy()
+            w[0] += 10.0
+            w[-1] = w[-1] * 2 + w[i % 3 - 3]
+            x[i:i + 3] = w            # a copy: x changes only here
+            out[i] = w[1] + x[i]
+        return out
+
+    x = np.arange(10.0)
+    assert _whiles(ends, x) == 1
+    check_backends(ends, x, backends=BACKENDS)
+
+
 def test_an_empty_window_has_a_nan_maximum():
     x = np.arange(5.0)
     f = jitlib.jit(lambda x: jnp.fori_loop(0, 1, lambda i, acc: acc + x[i + 5:].max(), 0.0))
@@ -142,6 +171,7 @@ def test_a_variable_read_after_the_loop_is_carried_not_a_temporary():
     (lambda x, k: x[k:] * np.ones(8), "static shape"),
     (lambda x, k: x[k:].reshape(-1, 1), "reshape"),
     (lambda x, k: x[k::2], "step 1"),
+    (lambda x, k: np.outer(x[k:], x[k:])[0], "one element of a 1-d"),
 ])
 def test_a_windows_length_escaping_is_an_error_at_its_line(body, message):
     x = np.arange(8.0)
