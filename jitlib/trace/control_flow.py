@@ -382,16 +382,17 @@ def scan(f, init, xs=None, length=None, reverse=False):
 
     def body(k, state):
         carry, ys = state
-        index = n - 1 - k if reverse else k
-        x = tree.unflatten(xs_tree, [a[index] for a in xs_flat]) if xs is not None else None
+        index = as_instr(n - 1 - k if reverse else k)
+        # the step's row read and written at the counter itself: it lies in [0, n), so
+        # no wrapping of a negative index (a kernel a trip on the GPU)
+        x = tree.unflatten(xs_tree, [Tracer(build.gather(as_instr(a), index, 0))
+                                     for a in xs_flat]) if xs is not None else None
         carry, y = one_step(carry, x)
         y_flat = tree.leaves(y)
         ys_flat = tree.leaves(ys)
-        new = []
-        for buf, value in zip(ys_flat, y_flat):
-            buf = buf.copy()
-            buf[index] = value
-            new.append(buf)
+        new = [Tracer(build.scatter(buf.instr, index,
+                                    build.convert(as_instr(value), buf.dtype), 0, mode="set"))
+               for buf, value in zip(ys_flat, y_flat)]
         return carry, tree.unflatten(ys_tree, new)
 
     carry, ys = fori_loop(0, n, body, (init, ys0))
