@@ -169,29 +169,36 @@ def concatenate(xs, dim, loc=None):
 
 def _joined_slices(xs, dim):
     """`xs` with each run of adjacent slices of one array along `dim` (np.stack of a loop's
-    per-trip rows of its stacked output) joined into one slice."""
+    per-trip rows of its stacked output) joined into one slice: one new instruction a run,
+    so joining a thousand rows costs a thousand comparisons, not a thousand slices."""
     if len(xs) < 2 or not any(x.op is Op.SLICE for x in xs):
         return xs
-    out = [xs[0]]
-    for x in xs[1:]:
-        prev = out[-1]
-        if x.op is Op.SLICE and prev.op is Op.SLICE and _adjacent(prev, x, dim):
-            # the two agree off `dim`, so the joined slice spans prev's start to x's limit
-            out[-1] = slice(x.operands[0], prev.attrs["start"], x.attrs["limit"])
+    out, i = [], 0
+    while i < len(xs):
+        first = j = i
+        while j + 1 < len(xs) and _adjacent(xs[j], xs[j + 1], dim):
+            j += 1
+        if j == first:
+            out.append(xs[i])
         else:
-            out.append(x)
+            # the run agrees off `dim`, so the joined slice spans its first start to its
+            # last limit
+            out.append(slice(xs[first].operands[0], xs[first].attrs["start"],
+                             xs[j].attrs["limit"]))
+        i = j + 1
     return tuple(out)
 
 
 def _adjacent(a, b, dim):
-    if a.operands[0] is not b.operands[0]:
+    if a.op is not Op.SLICE or b.op is not Op.SLICE or a.operands[0] is not b.operands[0]:
         return False
+    sa, sb = a.attrs, b.attrs
     ones = (1,) * a.ndim
-    return a.attrs["strides"] == ones and b.attrs["strides"] == ones \
-        and a.attrs["limit"][dim] == b.attrs["start"][dim] \
-        and all(a.attrs["start"][d] == b.attrs["start"][d]
-                and a.attrs["limit"][d] == b.attrs["limit"][d]
-                for d in range(a.ndim) if d != dim)
+    if sa["strides"] != ones or sb["strides"] != ones or sa["limit"][dim] != sb["start"][dim]:
+        return False
+    start_a, start_b, limit_a, limit_b = sa["start"], sb["start"], sa["limit"], sb["limit"]
+    return start_a[:dim] == start_b[:dim] and start_a[dim + 1:] == start_b[dim + 1:] \
+        and limit_a[:dim] == limit_b[:dim] and limit_a[dim + 1:] == limit_b[dim + 1:]
 
 
 def reverse(x, dims, loc=None):

@@ -276,3 +276,24 @@ def test_roll_loops_off_keeps_the_straight_line_trace(monkeypatch):
     monkeypatch.setenv("JITLIB_ROLL_LOOPS", "0")
     module = _traced(leapfrog, (np.ones(3), np.ones(3), 20), (2,))
     assert _whiles(module) == 0
+
+
+def test_stacking_a_thousand_captured_rows_makes_one_slice():
+    # np.stack of a captured loop's per-trip rows joins each run of adjacent rows into one
+    # slice of the stacked buffer without a slice per joined prefix (1000 trips: was ~1000
+    # instructions, 20 ms of the first call)
+    from jitlib.hlo import build
+    x = build.parameter(0, (1000, 4), np.float32)
+    rows = [build.slice(x, (t, 0), (t + 1, 4)) for t in range(1000)]
+    log = []
+    saved = build.swap_log(log)
+    try:
+        joined = build.concatenate(rows[:400] + [build.slice(x, (0, 0), (1, 4))] + rows[400:],
+                                   0)
+    finally:
+        build.swap_log(saved)
+    assert joined.op is Op.CONCATENATE
+    assert [o.attrs["start"][0] for o in joined.operands] == [0, 0, 400]
+    assert [o.attrs["limit"][0] for o in joined.operands] == [400, 1, 1000]
+    assert sum(instr.op is Op.SLICE for instr, _ in log) == 3    # one a run
+    assert build.concatenate(rows, 0) is x
