@@ -228,7 +228,7 @@ def dl_dtype(dtype):
     dtype = np.dtype(dtype)
     if dtype == dtypes.BOOL:
         return _DL_BOOL, 8
-    if dtype == dtypes.bfloat16:
+    if dtypes.is_bfloat16(dtype):
         return _DL_BFLOAT, 16
     code = {"i": _DL_INT, "u": _DL_UINT, "f": _DL_FLOAT, "c": _DL_COMPLEX}.get(dtype.kind)
     if code is None or not dtypes.is_supported(dtype):
@@ -238,11 +238,13 @@ def dl_dtype(dtype):
 
 def numpy_dtype(code, bits, lanes):
     """The NumPy dtype of a DLDataType, or a JitlibTypeError for what jitlib lacks."""
+    if (code, bits, lanes) == (_DL_BFLOAT, 16, 1):
+        return dtypes.bfloat16
     dtype = _BY_DL_DTYPE.get((code, bits)) if lanes == 1 else None
     if dtype is None:
         raise JitlibTypeError(f"DLPack dtype (code={code}, bits={bits}, lanes={lanes}) is "
                               "not one jitlib supports",
-                              hint="supported: " + ", ".join(map(str, dtypes.SUPPORTED)))
+                              hint="supported: " + ", ".join(dtypes.SUPPORTED_NAMES))
     return dtype
 
 

@@ -16,7 +16,6 @@ reach (`zeros`, `arange`, `eye`, ...). docs/numpy_support.md lists them.
 import builtins as _builtins
 import types as _types
 
-import ml_dtypes as _ml_dtypes
 import numpy as _np
 
 import jitlib.trace.functions  # noqa: F401 - registers the implementations
@@ -33,7 +32,6 @@ bool_ = bool = _np.bool_
 int8, int16, int32, int64 = _np.int8, _np.int16, _np.int32, _np.int64
 uint8, uint16, uint32, uint64 = _np.uint8, _np.uint16, _np.uint32, _np.uint64
 float16, float32, float64 = _np.float16, _np.float32, _np.float64
-bfloat16 = _ml_dtypes.bfloat16
 intp = _np.intp
 dtype = _np.dtype
 issubdtype = _np.issubdtype
@@ -218,5 +216,8 @@ linalg.solve_triangular = _function("solve_triangular", _decompositions.solve_tr
 
 
 def __getattr__(name):
+    if name == "bfloat16":   # ml_dtypes' type, imported on first use (hlo/dtypes.py says why)
+        globals()[name] = _dtypes.bfloat16.type
+        return _dtypes.bfloat16.type
     raise AttributeError(f"module 'jitlib.numpy' has no attribute {name!r}: jitlib does not "
                          f"trace np.{name} (docs/numpy_support.md lists what it does)")

@@ -116,7 +116,7 @@ def _compare_leaf(actual: Any, expected: Any, rtol: float | None, atol: float | 
         return f"shape {a.shape} != expected {e.shape}"
     if e.dtype.kind == "c":
         return _compare_complex(a, e, rtol, atol, precision)
-    if not (np.issubdtype(e.dtype, np.floating) or e.dtype == dtypes.bfloat16):
+    if not (np.issubdtype(e.dtype, np.floating) or dtypes.is_bfloat16(e.dtype)):
         bad = a != e
         detail = ""
     else:

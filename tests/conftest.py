@@ -28,6 +28,11 @@ atexit.register(shutil.rmtree, _cache, ignore_errors=True)
 if importlib.util.find_spec("triton") is None:
     sys.modules["triton"] = None
 
+# bfloat16 is loaded on first need (jitlib/hlo/dtypes.py); the tests' dtype tables
+# (dtypes.SUPPORTED, REAL, FLOATS) must hold it whichever test file is collected first
+from jitlib.hlo import dtypes as _dtypes  # noqa: E402
+_dtypes.bfloat16
+
 SLOW = os.environ.get("JITLIB_SLOW_TESTS", "") not in ("", "0")
 
 settings.register_profile("ci", max_examples=40, deadline=None, derandomize=True,

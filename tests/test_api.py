@@ -157,6 +157,35 @@ def test_import_jitlib_is_light():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
+def test_float_programs_do_not_import_ml_dtypes_and_bfloat16_loads_on_first_need():
+    # ml_dtypes' import is half a second (NumPy 2.4): jitlib loads it only for bfloat16,
+    # asked for by name, as jitlib.numpy.bfloat16, or arriving on the user's array
+    code = """
+import sys, numpy as np, jitlib
+f = jitlib.jit(lambda x: np.tanh(x) * 2 + x.sum(), backend="cpu")
+f(np.ones(5, np.float32)); f(np.arange(3))
+assert "ml_dtypes" not in sys.modules
+y = jitlib.jit(lambda x: x.astype("bfloat16") * 3, backend="cpu")(np.ones(3, np.float32))
+assert y.dtype.name == "bfloat16" and y.tolist() == [3.0] * 3, y
+import ml_dtypes   # a fresh process where the user's array brings it
+""" + """
+from jitlib.hlo import dtypes
+assert dtypes.is_bfloat16(np.dtype(ml_dtypes.bfloat16)) and dtypes.name("bfloat16") == "bf16"
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+    late = """
+import sys, numpy as np, jitlib
+f = jitlib.jit(lambda x: x * 2 + 1, backend="cpu")
+f(np.ones(2, np.float32))
+import ml_dtypes
+x = np.ones(3, ml_dtypes.bfloat16)
+assert f(x).dtype == x.dtype and f(x).tolist() == [3.0] * 3
+import jitlib.numpy as jnp
+assert jnp.bfloat16 is ml_dtypes.bfloat16
+"""
+    subprocess.run([sys.executable, "-c", late], check=True)
+
+
 def test_partial_and_callable_objects_can_be_jitted():
     import functools
 

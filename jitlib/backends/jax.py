@@ -194,7 +194,7 @@ def _abs(x):
 
 
 def _sign(x):
-    if not dtypes.is_float(x.dtype) or x.dtype == dtypes.bfloat16:
+    if not dtypes.is_float(x.dtype) or dtypes.is_bfloat16(x.dtype):
         return lax.sign(x)
     # NumPy's sign(-0.0) is +0.0 (ml_dtypes' bf16 sign keeps -0.0, as XLA's does).
     return lax.select(lax.eq(x, _full(x, 0)), _full(x, 0), lax.sign(x))
@@ -276,7 +276,7 @@ def _cvtt(x, bits):
 
 def _float_to_int(x, dtype):
     """The interpreter's float_to_int: x86's C casts (ml_dtypes' for bfloat16)."""
-    if x.dtype == dtypes.bfloat16:
+    if dtypes.is_bfloat16(x.dtype):
         t = lax.convert_element_type(x, np.float32)
         t = lax.select(lax.lt(t, _full(t, 0)), lax.ceil(t), lax.floor(t))
         lo, hi = int_cast_bounds(dtype)

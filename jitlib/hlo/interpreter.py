@@ -154,7 +154,7 @@ def float_to_int(x, dtype):
     NaN and out-of-range values, so astype's answer depends on the layout."""
     dt = np.dtype(dtype)
     x = np.asarray(x)
-    if x.dtype == dtypes.bfloat16:
+    if dtypes.is_bfloat16(x.dtype):
         return _bfloat16_to_int(x.astype(np.float32), dt)
     if x.dtype.itemsize < 4:
         x = x.astype(np.float32)      # exact; NumPy converts half through float
@@ -594,7 +594,7 @@ def _dot_general(instr, lhs, rhs):
     # `a @ b` these are views of the operands, so BLAS sees what eager NumPy gives it.
     left = np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k])
     right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
-    if lhs.dtype == dtypes.bfloat16:
+    if dtypes.is_bfloat16(lhs.dtype):
         # NumPy's bfloat16 matmul returns float32; we round that to bfloat16.
         left, right = left.astype(np.float32), right.astype(np.float32)
     # Integers accumulate (and wrap) in their own type; bool is an or of ands.

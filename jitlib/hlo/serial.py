@@ -26,10 +26,23 @@ VERSION = 2
 READ_ERRORS = (ValueError, KeyError, IndexError, TypeError, AttributeError)
 # decoding looks names up here: Op(name) and canonicalize(name) cost a few calls each
 _OPS = {op.value: op for op in Op}
-_DTYPES = {dtypes.name(dt): dt for dt in dtypes.SUPPORTED}
+
+
+class _Lookup(dict):
+    """A dict that fills a missing key from `find` (bfloat16, loaded on first need)."""
+    def __init__(self, find, items):
+        super().__init__(items)
+        self._find = find
+
+    def __missing__(self, key):
+        value = self[key] = self._find(key)
+        return value
+
+
+_DTYPES = _Lookup(dtypes.from_name, {dtypes.name(dt): dt for dt in dtypes.SUPPORTED})
 # and encoding here: an Op's `.value` and `dtypes.name` are Python calls each
 _OP_NAMES = {op: name for name, op in _OPS.items()}
-_DTYPE_NAMES = {dt: name for name, dt in _DTYPES.items()}
+_DTYPE_NAMES = _Lookup(dtypes.name, {dt: name for name, dt in _DTYPES.items()})
 _PLAIN = (bool, int, str)
 
 

@@ -31,7 +31,7 @@ INT = ("an int", _is_int)
 BOOL = ("a bool", lambda v: isinstance(v, bool))
 STR = ("a str", lambda v: isinstance(v, str))
 INTS = ("a tuple of ints", lambda v: isinstance(v, tuple) and all(_is_int(x) for x in v))
-_DTYPE_NAMES = tuple(map(dtypes.name, dtypes.SUPPORTED))
+_DTYPE_NAMES = dtypes.IR_NAMES
 DTYPE = ("a dtype name (" + ", ".join(_DTYPE_NAMES) + ")",
          lambda v: isinstance(v, str) and v in _DTYPE_NAMES)
 LITERAL = ("a Literal of a supported dtype",

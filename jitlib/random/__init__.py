@@ -38,7 +38,6 @@ __all__ = ["key", "PRNGKey", "split", "fold_in", "uniform", "normal", "randint",
            "bernoulli", "permutation", "key_data"]
 
 U32 = T.U32
-_FLOATS = tuple(dtypes.FLOATS)
 # Inside jit, permutation ranks by n x n compares (the IR has no sort): O(n^2) work, which
 # past this size costs far more than permuting outside jit.
 MAX_TRACED_PERMUTATION = 1 << 14
@@ -89,7 +88,7 @@ def _shape(shape, fn):
 
 def _float_dtype(dtype, fn):
     dt = dtypes.canonicalize(dtype)
-    if dt not in _FLOATS:
+    if dt not in dtypes.FLOATS:
         raise errors.JitlibTypeError(
             f"jitlib.random.{fn}: dtype must be a float type, got {dt.name}",
             hint="float16, bfloat16, float32 or float64")
@@ -237,7 +236,7 @@ def bernoulli(key, p=0.5, shape=None):
     have = tuple(p.shape) if isinstance(p, Tracer) else np.shape(p)
     shape = have if shape is None else _shape(shape, "bernoulli")
     pdt = np.dtype(p.dtype if isinstance(p, Tracer) else np.asarray(p).dtype)
-    dt = pdt if pdt in _FLOATS and not is_weak(p) else np.dtype(np.float32)
+    dt = pdt if pdt in dtypes.FLOATS and not is_weak(p) else np.dtype(np.float32)
     k = _key_instr(key, "bernoulli")
     u = S.uniform(k, shape, dt, B.full(0.0, shape, dt), B.full(1.0, shape, dt))
     out = B.compare(u, _operand(p, dt, shape, "bernoulli", "p"), "LT")

@@ -145,7 +145,7 @@ def abstract_leaf(x, what):
     if not dtypes.is_supported(arr.dtype):
         raise errors.JitlibTypeError(
             f"{what} has dtype {arr.dtype}, which jitlib does not support",
-            hint="supported dtypes: " + ", ".join(str(d) for d in dtypes.SUPPORTED))
+            hint="supported dtypes: " + ", ".join(dtypes.SUPPORTED_NAMES))
     return tuple(arr.shape), dtypes.canonicalize(arr.dtype), weak
 
 

@@ -7,15 +7,14 @@ results are NumPy's bit for bit, edge values included. Narrow types compute in f
 which holds each of their values and neighbours exactly. Registered into
 ufuncs.BUILDERS on import.
 """
-import ml_dtypes
 import numpy as np
 
 from jitlib.hlo import build as B
+from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 from jitlib.trace.composed_ufuncs import _negative
 from jitlib.trace.ufuncs import _F32, _F64, _INV_LN2, _and, _c, _cmp, _scale_by_pow2, builder
 
-_BF16 = np.dtype(ml_dtypes.bfloat16)
 _F16 = np.dtype(np.float16)
 
 
@@ -119,7 +118,7 @@ class _Format:
     """A float type's precision and range, as float64 constants."""
 
     def __init__(self, dtype):
-        info = ml_dtypes.finfo(dtype) if dtype == _BF16 else np.finfo(dtype)
+        info = dtypes.finfo(dtype)
         self.digits = info.nmant + 1                 # significand bits, the hidden one too
         self.min_exponent = info.minexp + 1          # frexp exponent of the least normal
         self.tiny = 2.0 ** (info.minexp - info.nmant)  # the least subnormal
@@ -181,7 +180,7 @@ def _spacing(x):
     else:
         # NumPy's spacing(-0.0) is +tiny; ml_dtypes' bfloat16 one keeps the zero's sign
         out = B.select(_cmp(a, _c(0, a), "EQ"), _c(fmt.tiny, a), up)
-        if x.dtype != _BF16:
+        if not dtypes.is_bfloat16(x.dtype):
             negative = _cmp(xd, _c(0, xd), "LT")
         out = B.select(negative, _u(Op.NEG, out), out)
     out = B.select(_cmp(a, _c(np.inf, a), "LT"), out, _c(np.nan, a))   # inf and NaN: NaN

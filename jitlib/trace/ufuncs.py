@@ -688,8 +688,10 @@ def same_type_loop(ufunc, keys):
     return (strong,) * ufunc.nin + outs
 
 
-# the float dtypes' classes (a weak Python float or another type is no float dtype)
-_DTYPE_CLASS_OF = {dt: dt.__class__ for dt in dtypes.FLOATS}
+# NumPy's float dtypes' classes (a weak Python float or another type is no float dtype;
+# bfloat16's kind is not "f", so it has no place here)
+_DTYPE_CLASS_OF = {np.dtype(t): np.dtype(t).__class__ for t in (np.float16, np.float32,
+                                                               np.float64)}
 _LOOPS = {}   # (ufunc, input type char) -> output dtypes of its one-type loop
 # NumPy's promoters send these to their bool loop when a Python scalar takes part
 _WEAK_TO_BOOL = {np.logical_and, np.logical_or, np.logical_xor}

@@ -43,11 +43,10 @@ class Unsupported(Exception):
 # -- types and literals
 
 F16 = np.dtype(np.float16)
-BF16 = dtypes.bfloat16
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
 I64 = np.dtype(np.int64)
-NARROW = (F16, BF16)
+NARROW = dtypes.NARROW_FLOATS
 
 
 def bits(dt):
@@ -67,7 +66,9 @@ def compute_type(dt):
 def memory_type(dt):
     """The in-memory element type of `dt`."""
     dt = np.dtype(dt)
-    return {dtypes.BOOL: "i8", F16: "half", BF16: "i16"}.get(dt, compute_type(dt))
+    if dtypes.is_bfloat16(dt):
+        return "i16"
+    return {dtypes.BOOL: "i8", F16: "half"}.get(dt) or compute_type(dt)
 
 
 def _suffix(ty):
@@ -299,7 +300,7 @@ def narrow(fn, v, dt):
     if dt == F16:
         h = fn.op(f"fptrunc float {v} to half", "h")
         return fn.op(f"fpext half {h} to float", "n")
-    if dt == BF16:
+    if dtypes.is_bfloat16(dt):
         b = fn.op(f"bitcast float {v} to i32", "b")
         lsb = fn.op(f"and i32 {fn.op(f'lshr i32 {b}, 16', 'b')}, 1", "b")
         r = fn.op(f"add i32 {b}, {fn.op(f'add i32 {lsb}, 32767', 'b')}", "b")
@@ -403,7 +404,7 @@ def _cvtt(fn, v, st, n):
 def _float_to_int(fn, v, src, dst):
     """Float -> integer with the interpreter's meaning for every value (float_to_int)."""
     st, dty = compute_type(src), compute_type(dst)
-    if src == BF16:
+    if dtypes.is_bfloat16(src):
         # ml_dtypes: toward zero where the result fits, else 0
         lo, hi = int_cast_bounds(dst)
         t = fn.intrinsic("trunc", st, v)
@@ -432,7 +433,7 @@ def to_compute(fn, v, dt):
         return fn.op(f"icmp ne i8 {v}, 0", "c")
     if dt == F16:
         return fn.op(f"fpext half {v} to float", "x")
-    if dt == BF16:
+    if dtypes.is_bfloat16(dt):
         w = fn.op(f"zext i16 {v} to i32", "x")
         return fn.op(f"bitcast i32 {fn.op(f'shl i32 {w}, 16', 'x')} to float", "x")
     return v
@@ -444,7 +445,7 @@ def to_memory(fn, v, dt):
         return fn.op(f"zext i1 {v} to i8", "s")
     if dt == F16:
         return fn.op(f"fptrunc float {v} to half", "s")
-    if dt == BF16:
+    if dtypes.is_bfloat16(dt):
         b = fn.op(f"bitcast float {v} to i32", "s")
         return fn.op(f"trunc i32 {fn.op(f'lshr i32 {b}, 16', 's')} to i16", "s")
     return v
@@ -540,7 +541,7 @@ def _sign(fn, instr, x):
         gt = fn.op(f"fcmp ogt {t} {x}, 0.0", "c")
         lt = fn.op(f"fcmp olt {t} {x}, 0.0", "c")
         rest = x
-        if dt != BF16:   # NumPy gives +0 for -0; ml_dtypes keeps the zero; NaN stays
+        if not dtypes.is_bfloat16(dt):   # NumPy gives +0 for -0; ml_dtypes keeps the zero; NaN stays
             nan = fn.op(f"fcmp uno {t} {x}, 0.0", "c")
             rest = fn.op(f"select i1 {nan}, {t} {x}, {t} 0.0")
         neg = fn.op(f"select i1 {lt}, {t} {literal(-1, dt)}, {t} {rest}")

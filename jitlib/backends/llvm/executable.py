@@ -159,7 +159,8 @@ def matmul(dot, lhs, rhs, out=None):
     rounded once, as NumPy's float16 matmul and the interpreter's bfloat16 rule do
     (NumPy's own f16 loop, which sums in f32 too, ran a 512^3 product in 0.58 s).
     Integer and bool products run compiled (int_products.py); others take the rule."""
-    wide = _BLAS_TYPE.get(np.dtype(dot.dtype))
+    wide = np.dtype(np.float32) if dtypes.is_bfloat16(dot.dtype) \
+        else _BLAS_TYPE.get(np.dtype(dot.dtype))
     if wide is None and int_products.supports(dot.dtype):
         wide = np.dtype(dot.dtype)   # integer and bool products: int_products.py
     if wide is None or (out is not None and not out.flags.c_contiguous):
@@ -214,8 +215,7 @@ def _blas_layout(matrix):
 # the type each float product runs in on the BLAS
 _BLAS_TYPE = {np.dtype(np.float32): np.dtype(np.float32),
               np.dtype(np.float64): np.dtype(np.float64),
-              np.dtype(np.float16): np.dtype(np.float32),
-              dtypes.bfloat16: np.dtype(np.float32)}
+              np.dtype(np.float16): np.dtype(np.float32)}   # and bfloat16
 
 
 def multiply_adds(dot):

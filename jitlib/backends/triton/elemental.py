@@ -241,7 +241,7 @@ def _float_to_int(w, x, src, dst):
     interpreter defines it (NumPy's casts on x86-64; ml_dtypes' for bfloat16)."""
     from jitlib.hlo.interpreter import int_cast_bounds
     x = w.let(x)
-    if src == dtypes.bfloat16:
+    if dtypes.is_bfloat16(src):
         lo, hi = int_cast_bounds(dst)
         t = w.let(f"libdevice.trunc({x})")
         fits = f"({t} >= {literal(lo, src)}) & ({t} < {literal(hi, src)})"

@@ -13,7 +13,7 @@ through f32 could round twice), and empty ones.
 import numpy as np
 
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.source import BF16, Unsupported, Writer
+from jitlib.backends.triton.source import Unsupported, Writer
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -30,7 +30,7 @@ def scan_of(body):
         raise Unsupported("not one cumulative op")
     (instr,) = ops
     dt = np.dtype(instr.dtype)
-    if dt == dtypes.BOOL or dt == BF16:
+    if dt == dtypes.BOOL or dtypes.is_bfloat16(dt):
         raise Unsupported(f"a {dtypes.name(dt)} scan runs on the interpreter")
     if instr.size == 0:
         raise Unsupported("an empty scan runs on the interpreter")

@@ -18,7 +18,7 @@ a tile still run in parallel across its threads.
 import numpy as np
 
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.source import BF16, Unsupported, Writer
+from jitlib.backends.triton.source import Unsupported, Writer
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
@@ -34,7 +34,8 @@ def scatter_of(body):
         raise Unsupported("opaque kernels other than one scatter, sort or scan are not generated")
     (instr,) = ops
     mode, dt = instr.attrs["mode"], np.dtype(instr.dtype)
-    if instr.operands[1].size == 1 and (mode == "set" or dt not in (BF16, dtypes.BOOL)):
+    if instr.operands[1].size == 1 and (mode == "set" or not (
+            dt == dtypes.BOOL or dtypes.is_bfloat16(dt))):
         return instr     # one index: nothing to order
     if mode not in _ATOMIC or dt not in _ATOMIC_DTYPES:
         raise Unsupported(f"an opaque scatter-{mode} of {dtypes.name(dt)} depends on the "

@@ -22,13 +22,13 @@ longer than MAX_ROW.
 import numpy as np
 
 from jitlib.backends.triton import configs
-from jitlib.backends.triton.source import BF16, F16, F32, Unsupported, Writer, literal
+from jitlib.backends.triton.source import F16, F32, Unsupported, Writer, literal
 from jitlib.hlo import dtypes
 from jitlib.hlo.ops import Op
 
 MAX_ROW = 1 << 12    # the longest row one program sorts: BLOCK u64 words held in registers
 MIN_TILE = 1024      # short rows share a program up to this many words
-_FLOATS = {F16: 16, BF16: 16, F32: 32}   # bits of the float keys packed with a position
+_FLOATS = {F16: 16, F32: 32}   # bits of the float keys packed with a position (bf16: 16)
 
 
 def sort_of(body):
@@ -56,7 +56,7 @@ def _order_key(w, dt, x):
         return f"{x}.to(tl.uint64)"
     if dtypes.is_integer(dt):   # shift the signed range up to start at 0
         return f"({x}.to(tl.int64) - ({int(np.iinfo(dt).min)})).to(tl.uint64)"
-    bits = _FLOATS[dt]
+    bits = 16 if dtypes.is_bfloat16(dt) else _FLOATS[dt]
     sign, inf = 1 << (bits - 1), int(np.array(np.inf, dt).view(f"u{bits // 8}"))
     u = w.let(f"{x}.to(tl.uint{bits}, bitcast=True).to(tl.uint32)", "bits")
     mag = w.let(f"{u} & {sign - 1}", "mag")

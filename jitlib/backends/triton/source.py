@@ -17,10 +17,9 @@ class Unsupported(Exception):
 
 
 F16 = np.dtype(np.float16)
-BF16 = dtypes.bfloat16
 F32 = np.dtype(np.float32)
 F64 = np.dtype(np.float64)
-NARROW = (F16, BF16)
+NARROW = dtypes.NARROW_FLOATS
 
 _TL = {
     "bool": "tl.int1", "i8": "tl.int8", "i16": "tl.int16", "i32": "tl.int32",

@@ -30,7 +30,7 @@ _F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
 def _dtype(*ts):
     """NumPy's linalg type: float32 if every input is, else float64 (ints too)."""
     for t in ts:
-        if t.dtype in (dtypes.FLOATS[0], dtypes.FLOATS[1]):
+        if dtypes.is_float(t.dtype) and t.dtype.itemsize == 2:   # float16, bfloat16
             raise errors.JitlibTypeError(f"array type {dtypes.name(t.dtype)} is unsupported "
                                          "in linalg", hint="convert to np.float32 first")
     return _F32 if all(t.dtype == _F32 for t in ts) else _F64

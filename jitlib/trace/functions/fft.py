@@ -74,7 +74,7 @@ def _transform(kind, a, s, axes, norm, out, fname, default_axes):
         raise errors.JitlibTypeError(f'Invalid norm value {norm}; should be "backward", '
                                      '"ortho" or "forward".')
     x = tracer(a)
-    if x.dtype == dtypes.bfloat16:
+    if dtypes.is_bfloat16(x.dtype):
         raise errors.UnsupportedError(f"np.fft.{fname} of bfloat16 (NumPy has no loop "
                                       "for it)", hint="convert to float32 first")
     axes, lengths = _axes_and_lengths(x, s, axes, default_axes(x), kind == "IRFFT")
