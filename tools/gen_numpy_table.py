@@ -303,21 +303,23 @@ same results:
   The cpu backend compiles loop kernels of complex arithmetic as real ones
   (`backends/complex_lowering.py`): `+ - * /`, `abs`, `sign`, `exp`, `expm1`, `log`,
   `log1p` (and `exp2`, `log2`, `log10` through them), `sqrt`, `sin`, `cos`, `tan`,
-  `sinh`, `cosh`, `tanh`, powers with a constant exponent, sums, `conj`,
-  `real`/`imag`, `==`/`!=`, conversions, `where` and data movement, each complex value
-  as its two parts, with the algorithms of the glibc functions NumPy's loops call
-  (`clog`, `cexp`, `csinh`, `ccosh`, `ctanh`, `cpow`; `csqrt` as C99 gives it) and their
-  special values (infinite and NaN parts, signed zeros). Division is NumPy's own
-  algorithm (the same bits), as are integer powers; `abs`, `sqrt`, `sign` are within 2-3
-  ulps of NumPy's, `exp`, `log`, `sin`, `cos`, `sinh`, `cosh` within 4, `tan`, `tanh`
-  within 8; `log1p` and `expm1` (NumPy's own formulas, which cancel near their zeros)
-  and powers (exp of b log z) within a few ulps of their terms' size. A product rounds
+  `sinh`, `cosh`, `tanh`, `arcsin`, `arccos`, `arctan`, `arcsinh`, `arccosh`,
+  `arctanh`, powers (a computed exponent element by element as `np.power`'s loop,
+  NumPy's npy_cpow), sums, `conj`, `real`/`imag`, `==`/`!=`, conversions, `where` and
+  data movement, each complex value as its two parts, with the algorithms of the glibc
+  functions NumPy's loops call (`clog`, `cexp`, `csinh`, `ccosh`, `ctanh`, `cpow`,
+  `casinh` and its kernel for `casin`, `cacos`, `cacosh`, `catanh` and its mirror
+  `catan`; `csqrt` as C99 gives it) and their special values (infinite and NaN parts,
+  signed zeros). Division is NumPy's own algorithm (the same bits), as are integer
+  powers; `abs`, `sqrt`, `sign` are within 2-3 ulps of NumPy's, `exp`, `log`, `sin`,
+  `cos`, `sinh`, `cosh` within 4, the inverse functions within 5, `tan`, `tanh` within
+  8; `log1p` and `expm1` (NumPy's own formulas, which cancel near their zeros) and
+  powers (exp of b log z) within a few ulps of their terms' size. A product rounds
   each of its four terms, where NumPy's x86 loops fuse one of each pair into an fma
   (on AVX-512 hosts also for complex128 `square`, which `z ** 2` calls), so it may
   differ by an ulp of the larger term (and where a term overflows: NumPy's
   `(1e308+1j) * (-inf+1e308j)` is `-inf-infj`, jitlib's `-inf+nanj`). Kernels with
-  other complex ops (the inverse trigonometric and hyperbolic functions, a power with a
-  computed exponent, a sum with complex work after it, as in `mean`) and products run
+  other complex ops (a sum with complex work after it, as in `mean`) and products run
   on the reference interpreter (NumPy's loops and BLAS), as
   does every fft that the host FFT path does not take. The gpu backend generates the
   same kernels over real parts on the device, and a complex product as four real dot

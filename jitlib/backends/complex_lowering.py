@@ -19,17 +19,31 @@ What NumPy computes, and so what the parts are:
   exactly), past overflow scaled as glibc scales it;
 - `a ** n` for a constant integer |n| < 100: NumPy's repeated squaring and its zeros
   (n = -1 is NumPy's reciprocal); another constant exponent: glibc's cpow, exp(b log a);
+  a computed exponent: NumPy's npy_cpow element by element (np.power's loop: b = 0, a = 0,
+  an integral real |b| < 100 by repeated squaring, the same bits; else glibc's cpow, within
+  16 ulps of |a ** b| times 1 + |b log a|, 1.6 measured), every branch per element, with
+  the IR's paths at b = 2, 0.5 and -1 (below);
 - `sqrt(a)`: C99's csqrt (the algorithm and special cases of FreeBSD's libm);
 - `log`, `sin`, `cos`, `tan`, `sinh`, `cosh`, `tanh`: glibc's clog, csin/ccos/ctan
   (through csinh/ccosh/ctanh of i*a), csinh, ccosh, ctanh, which NumPy's loops call,
   with their scaling and special values; `log1p`, `expm1`, `sign`: NumPy's own formulas;
+- `arcsinh`, `arcsin`, `arccos`, `arccosh`: glibc's casinh, casin, cacos, cacosh, all
+  through its __kernel_casinh (each case's arguments computed for every element, one
+  clog, log1p and atan2 picked between them); `arctanh`, `arctan`: glibc's catanh and its
+  mirror catan; their special values exactly (signed zeros too), finite values within 5
+  ulps of NumPy's (measured over parts from 1e-17 to 1e17 and at glibc's thresholds);
 - `==`/`!=` part by part; `real`, `imag`, `conj`, `complex`, conversions, selects and
   data movement part by part; a sum over the value as real pairs.
 
-Anything else (the inverse trigonometric and hyperbolic functions, a computed exponent,
-products, sorts...) raises `NotLowered`: the kernel stays on the reference interpreter,
-NumPy's complex loops, as before. Fusion keeps work on a complex sum out of its kernel
-(`fusion/fuse.py`), so that a reduction kernel's complex values are its sums alone.
+Anything else (rsqrt, products, cumulative sums, sorts...) raises `NotLowered`: the kernel
+stays on the reference interpreter, NumPy's complex loops, as before. (The IR's pow,
+as the interpreter defines it, takes eager NumPy's scalar-exponent paths at every
+element, z * z at b = 2, np.sqrt at 0.5, np.reciprocal at -1, and so does a computed
+exponent here; eager np.power of two arrays has none, so there jit and eager NumPy
+differ: in a part much smaller than |a ** b| by up to thousands of its ulps, and in some
+special values' NaNs.) Fusion keeps work on a
+complex sum out of its kernel (`fusion/fuse.py`), so that a reduction kernel's complex
+values are its sums alone.
 """
 import numpy as np
 
@@ -267,12 +281,13 @@ def _scalar(instr):
 def _power(low, instr):
     """z ** n for an integer n, |n| < 100, as NumPy's complex power computes it: repeated
     squaring (n = 1, 2, 3 written out), then 1 / z**|n| for negative n; z = 0 gives 0
-    for positive n and nan+nanj for negative. Other exponents are not lowered."""
+    for positive n and nan+nanj for negative. Another constant exponent: `_general_power`;
+    a computed one: `_computed_power`."""
     base, exponent = instr.operands
     b = _scalar(exponent)
-    if b is None:
-        raise NotLowered("pow with a computed exponent")
     a = low.of(base)
+    if b is None:
+        return _computed_power(a, low.of(exponent))
     if b.imag != 0 or not -100 < b.real < 100 or b.real != int(b.real):   # inf, NaN too
         return _general_power(a, b)
     n = int(b.real)
@@ -308,9 +323,10 @@ def _power(low, instr):
 
 
 def _c_times(x, y):
-    """x * y as C's complex product (what glibc's cpow multiplies with): the product as
-    written, and where both of its parts are NaN but an operand or a term is infinite,
-    Annex G's recomputation with infinities boxed to +-1 (x finite here)."""
+    """x * y as C's complex product (libgcc's __muldc3, what glibc's cpow multiplies
+    with): the product as written, and where both of its parts are NaN, Annex G's
+    recomputation: an infinite factor's parts boxed to +-1 or +-0 (and the other
+    factor's NaNs made 0), or without one, where a term overflowed, every NaN made 0."""
     (a, b), (c, d) = x, y
     B, C, S, U = build.binary, build.compare, build.select, build.unary
     re, im = _times(x, y)
@@ -322,18 +338,26 @@ def _c_times(x, y):
     def is_nan(v):
         return C(v, v, "NE")
 
-    cd_inf = B(Op.OR, is_inf(c), is_inf(d))
+    def box(v):
+        return _copysign(S(is_inf(v), one, zero), v)
+
+    def unnan(v):
+        return S(is_nan(v), _copysign(zero, v), v)
+
+    x_inf, y_inf = B(Op.OR, is_inf(a), is_inf(b)), B(Op.OR, is_inf(c), is_inf(d))
     terms_inf = is_inf(B(Op.MUL, a, c))
     for p, q in ((b, d), (a, d), (b, c)):
         terms_inf = B(Op.OR, terms_inf, is_inf(B(Op.MUL, p, q)))
-
-    def boxed(v):   # inf -> +-1, else +-0 where c or d is infinite; NaN -> 0 otherwise
-        return S(cd_inf, _copysign(S(is_inf(v), one, zero), v), S(is_nan(v), zero, v))
-
-    c1, d1 = boxed(c), boxed(d)
-    again = B(Op.AND, B(Op.AND, is_nan(re), is_nan(im)), B(Op.OR, cd_inf, terms_inf))
-    re1 = B(Op.MUL, inf, B(Op.SUB, B(Op.MUL, a, c1), B(Op.MUL, b, d1)))
-    im1 = B(Op.MUL, inf, B(Op.ADD, B(Op.MUL, a, d1), B(Op.MUL, b, c1)))
+    a, b = S(x_inf, box(a), a), S(x_inf, box(b), b)
+    c, d = S(x_inf, unnan(c), c), S(x_inf, unnan(d), d)
+    c, d = S(y_inf, box(c), c), S(y_inf, box(d), d)
+    a, b = S(y_inf, unnan(a), a), S(y_inf, unnan(b), b)
+    boxed = B(Op.OR, x_inf, y_inf)
+    overflowed = B(Op.AND, U(Op.NOT, boxed), terms_inf)
+    a, b, c, d = (S(overflowed, unnan(v), v) for v in (a, b, c, d))
+    again = B(Op.AND, B(Op.AND, is_nan(re), is_nan(im)), B(Op.OR, boxed, terms_inf))
+    re1 = B(Op.MUL, inf, B(Op.SUB, B(Op.MUL, a, c), B(Op.MUL, b, d)))
+    im1 = B(Op.MUL, inf, B(Op.ADD, B(Op.MUL, a, d), B(Op.MUL, b, c)))
     return S(again, re1, re), S(again, im1, im)
 
 
@@ -363,6 +387,49 @@ def _general_power(a, b):
                         build.compare(a[1], _full(0, a[1]), "EQ"))
     at_zero = _full(0 if b.real > 0 else np.nan, a[0])
     return tuple(build.select(zero, at_zero, p) for p in r)
+
+
+def _computed_power(a, b):
+    """a ** b for a computed b, element by element as NumPy's npy_cpow (np.power's loop
+    for complex arrays): 1 where b = 0 (a NaN a too); at a = 0, 0 where Re b > 0, else
+    nan+nanj; an integral real b, |b| < 100: b = 1, 2, 3 written out, any other by
+    repeated squaring from 1 + 0i (each of the seven bits of |b| a select between
+    multiplying and not, so the products are NumPy's), then 1 / that (Smith's) for
+    negative b; anything else glibc's cpow, exp(b log a). Each element costs every
+    branch."""
+    (ar, ai), (br, bi) = a, b
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    zero, one, half = _full(0, ar), _full(1, ar), _full(0.5, ar)
+    general = _exp_parts(*_c_times(b, _log_parts(ar, ai)))
+    # |b| < 100 has seven bits, t's last: t halved (floored) each step
+    aa, p, t = (one, zero), a, U(Op.ABS, br)
+    for k in range(7):
+        t_next = U(Op.FLOOR, B(Op.MUL, t, half))
+        bit = C(B(Op.SUB, t, B(Op.ADD, t_next, t_next)), zero, "NE")
+        aa = tuple(S(bit, new, old) for new, old in zip(_times(aa, p), aa))
+        if k < 6:
+            p = _times(p, p)
+        t = t_next
+    aa = tuple(S(C(br, zero, "LT"), new, old) for new, old in zip(_divide((one, zero), aa), aa))
+    square = _times(a, a)
+    written = {1: a, 2: square, 3: _times(a, square)}
+    for n in (3, 2, 1):
+        aa = tuple(S(C(br, _full(n, br), "EQ"), new, old) for new, old in zip(written[n], aa))
+    integral = B(Op.AND, B(Op.AND, C(bi, zero, "EQ"), C(U(Op.FLOOR, br), br, "EQ")),
+                 B(Op.AND, C(br, _full(-100, br), "GT"), C(br, _full(100, br), "LT")))
+    r = tuple(S(integral, n, g) for n, g in zip(aa, general))
+    a_zero = B(Op.AND, C(ar, zero, "EQ"), C(ai, zero, "EQ"))
+    at_zero = S(C(br, zero, "GT"), zero, _full(np.nan, ar))
+    r = tuple(S(a_zero, at_zero, v) for v in r)
+    b_zero = B(Op.AND, C(br, zero, "EQ"), C(bi, zero, "EQ"))
+    r = S(b_zero, one, r[0]), S(b_zero, zero, r[1])
+    # the IR's pow (the interpreter's rule) takes eager NumPy's scalar-exponent paths at
+    # every element: z * z at 2, np.sqrt at 0.5, np.reciprocal at -1
+    for exponent, value in ((2, lambda: _times(a, a)), (0.5, lambda: _sqrt_parts(ar, ai)),
+                            (-1, lambda: _reciprocal(a))):
+        hit = B(Op.AND, C(br, _full(exponent, br), "EQ"), C(bi, zero, "EQ"))
+        r = tuple(S(hit, new, old) for new, old in zip(value(), r))
+    return r
 
 
 def _divide_by_constant(ar, ai, br, bi):
@@ -429,10 +496,13 @@ def _copysign(magnitude, sign):
 
 
 def _sqrt(low, instr):
+    return _sqrt_parts(*low.parts[instr.operands[0]])
+
+
+def _sqrt_parts(a, b):
     """C99's csqrt (CACM algorithm 312 with its special cases, as FreeBSD's libm writes
     it): the principal root, imaginary part with b's sign; parts past max/2.414 scaled
     by 1/4 first and the root by 2 after."""
-    a, b = low.parts[instr.operands[0]]
     B, C, S = build.binary, build.compare, build.select
     abs_a, abs_b = build.unary(Op.ABS, a), build.unary(Op.ABS, b)
     big = B(Op.OR, C(abs_a, _full(np.finfo(a.dtype).max / 2.414213562373095, a), "GE"),
@@ -600,10 +670,12 @@ def _log(low, instr):
     return _log_parts(*low.parts[instr.operands[0]])
 
 
-def _log_parts(x, y):
+def _log_parts(x, y, log_of=None, log1p_of=None):
     """glibc's clog: log|z| (log1p of |z|^2 - 1 where |z| is near 1; the parts scaled by
     a power of two first where |z| would overflow or both are subnormal) and atan2 for
-    the angle."""
+    the angle. `log_of`, `log1p_of`: (where, u), the real part log(u), or log1p(u) / 2,
+    where `where` instead (x and y finite there): the same log and log1p serve a caller's
+    cases of its own (casinh's kernel)."""
     B, C, S, U = build.binary, build.compare, build.select, build.unary
     ax, ay = U(Op.ABS, x), U(Op.ABS, y)
     x_larger = C(ax, ay, "GE")
@@ -624,6 +696,8 @@ def _log_parts(x, y):
     h = _hypot(B(Op.MUL, big, factor), S(huge, small_half, B(Op.MUL, small, factor)))
     ln2 = x.dtype.type(np.log(2))
     offset = S(huge, _full(-ln2, x), S(tiny, _full(x.dtype.type(k) * ln2, x), _full(0, x)))
+    if log_of is not None:
+        h, offset = S(log_of[0], log_of[1], h), S(log_of[0], _full(0, x), offset)
     re = B(Op.SUB, U(Op.LOG, h), offset)
     # |z| near 1: glibc's four cases take log1p(d) / 2, d = |z|^2 - 1 computed each its way
     # (a later case overrides an earlier one, as glibc's order of tests)
@@ -640,6 +714,10 @@ def _log_parts(x, y):
     d = S(at_one, B(Op.MUL, small, small),
           S(above, with_small, S(below, d2m1, _x2y2m1(big, small))))
     use_log1p = B(Op.OR, B(Op.OR, near, below), B(Op.OR, above, at_one))
+    if log_of is not None:
+        use_log1p = B(Op.AND, use_log1p, U(Op.NOT, log_of[0]))
+    if log1p_of is not None:
+        d, use_log1p = S(log1p_of[0], log1p_of[1], d), B(Op.OR, use_log1p, log1p_of[0])
     re = S(use_log1p, B(Op.MUL, U(Op.LOG1P, d), half), re)
     # a NaN part: NaN, or +inf beside an infinite part
     nan = B(Op.OR, C(x, x, "NE"), C(y, y, "NE"))
@@ -799,6 +877,296 @@ def _tan(low, instr):
     return _times_minus_i(_tanh_parts(build.unary(Op.NEG, y), x))
 
 
+# -- the inverse functions: glibc's casinh, casin, cacos, cacosh (all four through its
+# __kernel_casinh) and catanh, catan (one kernel, mirrored), which NumPy's loops call
+
+def _kernel_asinh(xr, xi, adj):
+    """glibc's __kernel_casinh of a finite nonzero xr + i xi (other elements get
+    garbage, which the callers' special values replace), the imaginary part as
+    pi/2 minus it where `adj` (cacos, cacosh). Its cases on the first quadrant's
+    (rx, ix), each element computing every case's arguments: past 1/eps, log(2z);
+    near the axes and near ix = 1 the real part log(u) or log1p(v) / 2 of cancellation-
+    free u, v, and the angle atan2(p, q); elsewhere clog(z + csqrt(1 + z^2)). One clog,
+    whose log and log1p take the cases' u and v, and one atan2."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    eps = float(np.finfo(xr.dtype).eps)
+
+    def f(v):
+        return _full(v, xr)
+
+    def cmp(a, v, direction):
+        return C(a, v if not isinstance(v, (int, float)) else f(v), direction)
+
+    def add(*vs):
+        out = vs[0]
+        for v in vs[1:]:
+            out = B(Op.ADD, out, v)
+        return out
+
+    def mul(a, b):
+        return B(Op.MUL, a, b)
+
+    def sqrt(a):
+        return U(Op.SQRT, a)
+
+    AND, NOT = (lambda p, q: B(Op.AND, p, q)), (lambda p: U(Op.NOT, p))
+    one, two, half = f(1), f(2), f(0.5)
+    rx, ix = U(Op.ABS, xr), U(Op.ABS, xi)
+    large = B(Op.OR, cmp(rx, 1 / eps, "GE"), cmp(ix, 1 / eps, "GE"))
+    case_b = AND(cmp(rx, 0.5, "GE"), cmp(ix, eps / 8, "LT"))
+    case_c = AND(cmp(rx, eps / 8, "LT"), cmp(ix, 1.5, "GE"))
+    rx_small = cmp(rx, 0.5, "LT")
+    above_one = cmp(ix, 1, "GT")
+    case_d = AND(AND(above_one, cmp(ix, 1.5, "LT")), rx_small)
+    case_e = AND(cmp(ix, 1, "EQ"), rx_small)
+    case_f = AND(cmp(ix, 1, "LT"), rx_small)
+    tiny_rx = cmp(rx, eps * eps, "LT")
+    # b, f (ix < eps): s = hypot(1, rx)
+    s_b = _hypot(one, rx)
+    # c, d (rx < eps^2): s = sqrt(ix^2 - 1)
+    ix2m1 = mul(B(Op.ADD, ix, one), B(Op.SUB, ix, one))
+    s_c = sqrt(ix2m1)
+    # d and f otherwise: m = ix^2 - 1 or 1 - ix^2, exactly its negation
+    onemix2 = mul(B(Op.ADD, one, ix), B(Op.SUB, one, ix))
+    m = S(above_one, ix2m1, onemix2)
+    rx2 = mul(rx, rx)
+    fq = mul(rx2, add(two, rx2, mul(mul(two, ix), ix)))
+    d = sqrt(B(Op.ADD, mul(m, m), fq))
+    dp = B(Op.ADD, d, m)
+    dm = B(Op.DIV, fq, dp)
+    r1 = sqrt(B(Op.DIV, B(Op.ADD, S(above_one, dm, dp), rx2), two))
+    r2 = B(Op.DIV, mul(rx, ix), r1)
+    v_df = add(rx2, S(above_one, dp, dm), mul(two, B(Op.ADD, mul(rx, r1), mul(ix, r2))))
+    p_df, q_df = B(Op.ADD, ix, r2), B(Op.ADD, rx, r1)
+    v_d1 = mul(two, B(Op.ADD, ix2m1, mul(ix, s_c)))
+    # e: ix = 1
+    sq_rx = sqrt(rx)
+    v_e1 = mul(two, B(Op.ADD, rx, sq_rx))
+    de = mul(rx, sqrt(B(Op.ADD, f(4), rx2)))
+    s1 = sqrt(B(Op.DIV, B(Op.ADD, de, rx2), two))
+    s2 = sqrt(B(Op.DIV, B(Op.SUB, de, rx2), two))
+    v_e2 = add(rx2, de, mul(two, B(Op.ADD, mul(rx, s1), s2)))
+    # f: ix < 1
+    s_f = sqrt(onemix2)
+    v_f1 = B(Op.DIV, mul(two, rx), s_f)
+    v_f3 = mul(mul(two, rx), B(Op.ADD, rx, s_b))
+    ix_tiny = cmp(ix, eps, "LT")
+    v = S(case_d, S(tiny_rx, v_d1, v_df),
+          S(case_e, S(cmp(rx, eps / 8, "LT"), v_e1, v_e2),
+            S(ix_tiny, v_f3, S(tiny_rx, v_f1, v_df))))
+    p = S(case_d, S(tiny_rx, s_c, p_df),
+          S(case_e, S(cmp(rx, eps / 8, "LT"), one, B(Op.ADD, one, s2)),
+            S(ix_tiny, ix, S(tiny_rx, ix, p_df))))
+    q = S(case_d, S(tiny_rx, rx, q_df),
+          S(case_e, S(cmp(rx, eps / 8, "LT"), sq_rx, B(Op.ADD, rx, s1)),
+            S(ix_tiny, s_b, S(tiny_rx, s_f, q_df))))
+    # b and c: log(u)
+    u = S(case_b, B(Op.ADD, rx, s_b), B(Op.ADD, ix, s_c))
+    p = S(case_b, ix, S(case_c, s_c, p))
+    q = S(case_b, s_b, S(case_c, rx, q))
+    # elsewhere: w = z + csqrt((rx - ix)(rx + ix) + 1 + i 2 rx ix); past 1/eps, z itself
+    w = _sqrt_parts(B(Op.ADD, mul(B(Op.SUB, rx, ix), B(Op.ADD, rx, ix)), one),
+                    mul(mul(two, rx), ix))
+    wr = S(large, rx, B(Op.ADD, w[0], rx))
+    wi = S(large, ix, B(Op.ADD, w[1], ix))
+    not_large = NOT(large)
+    by_log = AND(not_large, B(Op.OR, case_b, case_c))
+    by_log1p = AND(not_large, B(Op.OR, case_d, B(Op.OR, case_e, case_f)))
+    re = _log_parts(wr, wi, log_of=(by_log, u), log1p_of=(by_log1p, v))[0]
+    re = S(large, B(Op.ADD, re, f(xr.dtype.type(np.log(2)))), re)
+    clog = B(Op.OR, large, NOT(B(Op.OR, by_log, by_log1p)))
+    p, q = S(clog, wi, p), S(clog, wr, q)
+    if adj:
+        im = U(Op.ABS, B(Op.ATAN2, q, _copysign(p, xi)))
+    else:
+        im = _copysign(B(Op.ATAN2, p, q), xi)
+    return _copysign(re, xr), im
+
+
+def _is_inf(v):
+    return build.compare(build.unary(Op.ABS, v), _full(np.inf, v), "EQ")
+
+
+def _is_nan(v):
+    return build.compare(v, v, "NE")
+
+
+def _asinh_special(xr, xi):
+    """glibc's casinh where a part is infinite or NaN, or both are zero (z itself)."""
+    S, U = build.select, build.unary
+    part = xr.dtype.type
+    nan, inf = _full(np.nan, xr), _full(np.inf, xr)
+    xr_finite, xi_finite = U(Op.IS_FINITE, xr), U(Op.IS_FINITE, xi)
+    # an infinite xi: +-inf, and pi/2 (finite xr) or pi/4 (infinite) with xi's sign
+    angle = S(xr_finite, _full(part(np.pi / 2), xr), _full(part(np.pi / 4), xr))
+    re = S(_is_inf(xi), _copysign(inf, xr), S(xr_finite, nan, xr))
+    zero_im = build.binary(Op.OR, build.binary(Op.AND, _is_inf(xr), xi_finite),
+                           build.binary(Op.AND, _is_nan(xr),
+                                        build.compare(xi, _full(0, xi), "EQ")))
+    im = S(_is_inf(xi), S(_is_nan(xr), nan, _copysign(angle, xi)),
+           S(xr_finite, nan, S(zero_im, _copysign(_full(0, xi), xi), nan)))
+    zeros = _both_zero(xr, xi)
+    return S(zeros, xr, re), S(zeros, xi, im)
+
+
+def _both_zero(xr, xi):
+    return build.binary(Op.AND, build.compare(xr, _full(0, xr), "EQ"),
+                        build.compare(xi, _full(0, xi), "EQ"))
+
+
+def _ordinary(xr, xi):
+    """Both parts finite and not both zero: where glibc's functions take their kernels."""
+    B, U = build.binary, build.unary
+    return B(Op.AND, B(Op.AND, U(Op.IS_FINITE, xr), U(Op.IS_FINITE, xi)),
+             U(Op.NOT, _both_zero(xr, xi)))
+
+
+def _asin_special(xr, xi):
+    """glibc's casin where casinh(i z) is special, and its own NaN cases."""
+    S = build.select
+    y = _asinh_special(build.unary(Op.NEG, xi), xr)
+    re, im = y[1], build.unary(Op.NEG, y[0])
+    nan = _full(np.nan, xr)
+    re_zero = build.compare(xr, _full(0, xr), "EQ")
+    any_inf = build.binary(Op.OR, _is_inf(xr), _is_inf(xi))
+    nan_re, nan_im = (S(re_zero, xr, nan),
+                      S(re_zero, xi, S(any_inf, _copysign(_full(np.inf, xi), xi), nan)))
+    either_nan = build.binary(Op.OR, _is_nan(xr), _is_nan(xi))
+    return S(either_nan, nan_re, re), S(either_nan, nan_im, im)
+
+
+def _asinh(low, instr):
+    xr, xi = low.parts[instr.operands[0]]
+    ordinary = _ordinary(xr, xi)
+    k, s = _kernel_asinh(xr, xi, adj=False), _asinh_special(xr, xi)
+    return tuple(build.select(ordinary, kp, sp) for kp, sp in zip(k, s))
+
+
+def _asin(low, instr):
+    # glibc's casin: -i casinh(i z), the kernel on -xi + i xr
+    xr, xi = low.parts[instr.operands[0]]
+    nxi = build.unary(Op.NEG, xi)
+    y = _kernel_asinh(nxi, xr, adj=False)
+    k = y[1], build.unary(Op.NEG, y[0])
+    s = _asin_special(xr, xi)
+    ordinary = _ordinary(xr, xi)
+    return tuple(build.select(ordinary, kp, sp) for kp, sp in zip(k, s))
+
+
+def _acos(low, instr):
+    # glibc's cacos: the kernel (adjusted) on -xi + i xr, parts swapped; special
+    # values pi/2 - casin(z) (+0 for a zero real part)
+    xr, xi = low.parts[instr.operands[0]]
+    y = _kernel_asinh(build.unary(Op.NEG, xi), xr, adj=True)
+    sr, si = _asin_special(xr, xi)
+    sr = build.binary(Op.SUB, _full(xr.dtype.type(np.pi / 2), xr), sr)
+    sr = build.select(build.compare(sr, _full(0, sr), "EQ"), _full(0, sr), sr)
+    ordinary = _ordinary(xr, xi)
+    return (build.select(ordinary, y[1], sr),
+            build.select(ordinary, y[0], build.unary(Op.NEG, si)))
+
+
+def _acosh(low, instr):
+    """glibc's cacosh: the kernel (adjusted) on -xi + i xr, signs by xi's; its own
+    special values."""
+    xr, xi = low.parts[instr.operands[0]]
+    B, S, U = build.binary, build.select, build.unary
+    part = xr.dtype.type
+    yr, yi = _kernel_asinh(U(Op.NEG, xi), xr, adj=True)
+    neg = _signbit(xi)
+    kr, ki = S(neg, yr, U(Op.NEG, yr)), S(neg, U(Op.NEG, yi), yi)
+    nan, inf = _full(np.nan, xr), _full(np.inf, xr)
+    pi = _full(part(np.pi), xr)
+    xr_inf, xi_inf = _is_inf(xr), _is_inf(xi)
+    xr_finite, xi_finite = U(Op.IS_FINITE, xr), U(Op.IS_FINITE, xi)
+    xr_zero = build.compare(xr, _full(0, xr), "EQ")
+    # an infinite xi: 3pi/4 or pi/4 (infinite xr by its sign), pi/2, NaN (NaN xr)
+    corner = S(build.compare(xr, _full(0, xr), "LT"), _full(part(np.pi) - part(np.pi / 4), xr),
+               _full(part(np.pi / 4), xr))
+    angle = S(xr_inf, corner, _full(part(np.pi / 2), xr))
+    im_xi_inf = S(_is_nan(xr), nan, _copysign(angle, xi))
+    im_xr_inf = S(xi_finite, _copysign(S(_signbit(xr), pi, _full(0, xr)), xi), nan)
+    im_nan = S(xr_zero, _full(part(np.pi / 2), xr), nan)
+    sr = S(B(Op.OR, xi_inf, xr_inf), inf, nan)
+    si = S(xi_inf, im_xi_inf, S(xr_inf, im_xr_inf, im_nan))
+    zeros = _both_zero(xr, xi)
+    sr = S(zeros, _full(0, xr), sr)
+    si = S(zeros, _copysign(_full(part(np.pi / 2), xr), xi), si)
+    ordinary = _ordinary(xr, xi)
+    return S(ordinary, kr, sr), S(ordinary, ki, si)
+
+
+def _atanh_parts(a, b):
+    """glibc's catanh of a + ib, all of it, as (p, q); catan(x + iy) is (q, p) of
+    y + ix (its formulas are catanh's, mirrored). p: past 16/eps its limit, else
+    log((1+a)^2 + b^2) / ((1-a)^2 + b^2)) / 4 (as log1p(4a / den) / 4 above 1/2);
+    q: atan2(2b, (1 - a^2 - b^2)) / 2, the denominator cancellation-free."""
+    B, C, S, U = build.binary, build.compare, build.select, build.unary
+    part = a.dtype.type
+    eps = float(np.finfo(a.dtype).eps)
+
+    def f(v):
+        return _full(v, a)
+
+    def mul(x, y):
+        return B(Op.MUL, x, y)
+
+    one, two, quarter = f(1), f(2), f(0.25)
+    ra, rb = U(Op.ABS, a), U(Op.ABS, b)
+    pi_2 = _copysign(f(part(np.pi / 2)), b)
+    # past 16/eps
+    h = _hypot(B(Op.DIV, a, two), B(Op.DIV, b, two))
+    p_large = S(C(rb, one, "LE"), B(Op.DIV, one, a),
+                S(C(ra, one, "LE"), B(Op.DIV, B(Op.DIV, a, b), b),
+                  B(Op.DIV, B(Op.DIV, B(Op.DIV, a, h), h), f(4))))
+    # p otherwise: one log, of |b| (a = +-1, tiny b) or of the quotient
+    b2 = S(C(rb, f(eps * eps), "GE"), mul(b, b), f(0))
+    num = B(Op.ADD, one, a)
+    num = B(Op.ADD, b2, mul(num, num))
+    den = B(Op.SUB, one, a)
+    den = B(Op.ADD, b2, mul(den, den))
+    quotient = B(Op.DIV, num, den)
+    unit = B(Op.AND, C(ra, one, "EQ"), C(rb, f(eps * eps), "LT"))
+    log = U(Op.LOG, S(unit, rb, quotient))
+    p_unit = mul(_copysign(f(0.5), a), B(Op.SUB, f(part(np.log(2))), log))
+    p_mid = S(C(quotient, f(0.5), "LT"), mul(quarter, log),
+              mul(quarter, U(Op.LOG1P, B(Op.DIV, mul(f(4), a), den))))
+    p = S(unit, p_unit, p_mid)
+    # q: 1 - |z|^2 by the larger part's form
+    x_larger = C(ra, rb, "GE")
+    big, small = S(x_larger, ra, rb), S(x_larger, rb, ra)
+    one_minus = mul(B(Op.SUB, one, big), B(Op.ADD, one, big))
+    both = B(Op.SUB, one_minus, mul(small, small))
+    den_q = S(C(small, f(eps / 2), "LT"), one_minus,
+              S(C(big, one, "GE"), both,
+                S(B(Op.OR, C(big, f(0.75), "GE"), C(small, f(0.5), "GE")),
+                  U(Op.NEG, _x2y2m1(big, small)), both)))
+    q = mul(f(0.5), B(Op.ATAN2, mul(two, b), den_q))
+    large = B(Op.OR, C(ra, f(16 / eps), "GE"), C(rb, f(16 / eps), "GE"))
+    p, q = S(large, p_large, p), S(large, pi_2, q)
+    # special values: an infinite b gives (+-0, +-pi/2); an infinite or zero a (b NaN
+    # or finite), +-0 and +-pi/2 or NaN; both zero, z; anything else NaN
+    nan = f(np.nan)
+    zero_a = _copysign(f(0), a)
+    a_inf_or_zero = B(Op.OR, _is_inf(a), C(a, f(0), "EQ"))
+    sp = S(_is_inf(b), zero_a, S(a_inf_or_zero, zero_a, nan))
+    sq = S(_is_inf(b), pi_2, S(a_inf_or_zero, S(U(Op.IS_FINITE, b), pi_2, nan), nan))
+    zeros = _both_zero(a, b)
+    sp, sq = S(zeros, a, sp), S(zeros, b, sq)
+    ordinary = _ordinary(a, b)
+    return S(ordinary, p, sp), S(ordinary, q, sq)
+
+
+def _atanh(low, instr):
+    return _atanh_parts(*low.parts[instr.operands[0]])
+
+
+def _atan(low, instr):
+    xr, xi = low.parts[instr.operands[0]]
+    p, q = _atanh_parts(xi, xr)
+    return q, p
+
+
 def _log1p(low, instr):
     # NumPy's own nc_log1p: log|z + 1| + i atan2(y, x + 1)
     x, y = low.parts[instr.operands[0]]
@@ -845,4 +1213,6 @@ _RULES = {
     Op.COMPARE: _compare, Op.SELECT: _select, Op.REDUCE_SUM: _reduce_sum, Op.POW: _power,
     Op.LOG: _log, Op.LOG1P: _log1p, Op.EXPM1: _expm1, Op.SIGN: _sign,
     Op.SIN: _sin, Op.COS: _cos, Op.TAN: _tan, Op.SINH: _sinh, Op.COSH: _cosh, Op.TANH: _tanh,
+    Op.ASINH: _asinh, Op.ASIN: _asin, Op.ACOS: _acos, Op.ACOSH: _acosh, Op.ATANH: _atanh,
+    Op.ATAN: _atan,
 }
