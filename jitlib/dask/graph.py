@@ -115,10 +115,10 @@ class _Builder:
             if set(letters) <= set(out_ind):   # one layer: the blocks are the result
                 task.single = True
                 self.out[stage.results[0]] = da.blockwise(
-                    task, out_ind, *pairs, new_axes=new_axes, concatenate=True,
+                    task, out_ind, *pairs, new_axes=new_axes, concatenate=False,
                     name=name, meta=self._meta(len(out_ind), results[0][0].dtype))
                 return
-        blocks = da.blockwise(task, letters, *pairs, concatenate=True, name=name,
+        blocks = da.blockwise(task, letters, *pairs, concatenate=False, name=name,
                               meta=np.empty((0,) * len(letters), object))
         slots = [2 if self._is_arg(c) else 1 for c in stage.partials]
         for pos, i in enumerate(stage.results, sum(slots)):
@@ -236,7 +236,8 @@ class _Builder:
         self._compile(fold.program)
         arg = self._is_arg(c)
         pick = Slots(pos, 2 if arg else 1)
-        parts = [dask.delayed(pick, pure=True)(b) for b in blocks]
+        parts = [dask.delayed(pick, pure=True)(b, dask_key_name=f"{name}-part{c}-{i}")
+                 for i, b in enumerate(blocks)]
         level = 0
         while len(parts) > 1:
             parts = [dask.delayed(fold, pure=True)(

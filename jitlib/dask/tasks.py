@@ -19,6 +19,10 @@ class StageTask:
         self.single = False
 
     def __call__(self, *args):
+        # an axis the stage does not keep has one chunk (every axis of two or more is a
+        # group), so blockwise hands its block as a list of one: unwrapped, not joined
+        # (blockwise's concatenate=True copies even a lone block)
+        args = [_lone(x) for x in args]
         lengths = list(self.main)
         for g, (p, a) in self.locator:
             lengths[g] = args[p].shape[a]
@@ -30,6 +34,12 @@ class StageTask:
         if which == "masked":
             outs = self.ragged.cut(outs, lengths)
         return outs[0] if self.single else tuple(outs)
+
+
+def _lone(x):
+    while isinstance(x, list):
+        (x,) = x
+    return x
 
 
 class Ragged:
