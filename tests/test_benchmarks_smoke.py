@@ -1,6 +1,7 @@
 """Smoke tests of benchmarks/fusion_vs_xla.py: the HLO counting rules, and a full table."""
 
 import numpy as np
+import pytest
 
 from benchmarks import fusion_vs_xla as F
 from benchmarks import workloads as W
@@ -152,3 +153,21 @@ def test_cpu_run_measures_a_hang_prone_peer_in_a_child_with_a_time_limit():
     rec, why = run.jax_in_child("histogram_256",
                                 argparse.Namespace(**{**vars(args), "peer_timeout": 0.01}))
     assert rec is None and why.startswith("hung")
+
+
+def test_dask_quick_run_checks_results_and_counts_worker_compiles(tmp_path):
+    # two worker processes over a 20 MiB array: ~8 s, most of it starting the cluster
+    pytest.importorskip("dask.distributed")
+    import json
+    from benchmarks import dask as D
+    D.main(["--gib", "0.02", "--chunk-mib", "4", "--reps", "1",
+            "--only", "layernorm", "sum_of_squares", "--out", str(tmp_path)])
+    out = json.loads(next(tmp_path.glob("dask-cpu-*.json")).read_text())
+    rows = {r["workload"]: r for r in out["rows_out"]}
+    assert set(rows) == {"layernorm", "sum_of_squares"}
+    for r in rows.values():
+        assert r["ok"], r["check"]
+        assert sum(r["compiled_on_workers"].values()) == 0
+        assert 0 < r["jitlib_busy_pct"] <= 100
+    md = next(tmp_path.glob("dask-cpu-*.md")).read_text()
+    assert "## Targets (issue 27)" in md and "| sum_of_squares |" in md
