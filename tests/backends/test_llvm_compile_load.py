@@ -68,3 +68,28 @@ def test_runtime_helpers_skip_the_optimizer_and_keep_their_own_cache_entries(
     assert c.optimized_here == 1 and optimized.address != address
     assert c.compiled == 2
     assert len(list(tmp_path.glob("objects/*/*.obj"))) == 2
+
+
+def test_scalar_kernels_skip_the_optimizer_with_the_same_bits(tmp_path, monkeypatch):
+    # a loop kernel of one element per output (a rolled loop's index math) is compiled at
+    # -O0, as is a program's driver (calls through a table); kernels over arrays keep O3
+    import jitlib
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path))
+    c = compiler.get_compiler()
+    levels = []
+    for name, level in (("quick_object_code", "O0"), ("object_code", "O3")):
+        real = getattr(c, name)
+        monkeypatch.setattr(c, name, lambda text, real=real, level=level:
+                            levels.append(level) or real(text))
+
+    def step(a, b):
+        return np.float32(0.8123457) * np.sqrt(a * b + np.float32(1.5)) - a / b
+
+    a, b = np.float32(2.718), np.float32(0.3)
+    got = jitlib.jit(step, backend="cpu")(np.asarray(a), np.asarray(b))
+    assert levels and "O3" not in levels
+    assert np.asarray(got).tobytes() == np.asarray(step(a, b)).tobytes()
+    x = np.linspace(0.5, 2.0, 1000, dtype=np.float32)
+    got = jitlib.jit(step, backend="cpu")(x, x[::-1].copy())
+    assert levels.count("O3") == 1
+    np.testing.assert_array_equal(got, step(x, x[::-1].copy()))

@@ -200,12 +200,14 @@ class Compiler:
 
     def load_all(self, kernels, quick=False, saved=None):
         """`load` for each (ir_text, name) of `kernels`; the code not mapped yet is mapped
-        together (a program's kernels: one mapping instead of one each). `saved`: per
-        kernel, (digest, object code) as a saved program kept them (KernelCode's), or
-        None: no hashing of the text, and no object code to find."""
-        prefix = "; jitlib: compiled at -O0\n" if quick else ""
+        together (a program's kernels: one mapping instead of one each). `quick`: for all
+        of them, or per kernel. `saved`: per kernel, (digest, object code) as a saved
+        program kept them (KernelCode's), or None: no hashing of the text, and no object
+        code to find."""
+        quick = [quick] * len(kernels) if isinstance(quick, bool) else list(quick)
         # the level is part of the text: hashes and disk keys tell them apart
-        texts = [(prefix + text, name) for text, name in map(anonymous, kernels)]
+        texts = [(QUICK_PREFIX + text if q else text, name)
+                 for (text, name), q in zip(map(anonymous, kernels), quick)]
         saved = saved or [None] * len(texts)
         digests = [hashlib.sha256(text.encode()).hexdigest() if known is None else known[0]
                    for (text, _), known in zip(texts, saved)]
@@ -218,13 +220,13 @@ class Compiler:
                 if code is None:
                     native = self._unused.pop(digest, None)
                     if native is None:
-                        new[digest] = (text, name, None if known is None else known[1])
+                        new[digest] = (text, name, None if known is None else known[1],
+                                       text.startswith(QUICK_PREFIX))
                         continue
                     code = self._live[digest] = self._handle(digest, native)
                 held[digest] = code
             if new:
-                for digest, native in zip(new, self._build(list(new.values()), list(new),
-                                                           quick)):
+                for digest, native in zip(new, self._build(list(new.values()), list(new))):
                     held[digest] = self._live[digest] = self._handle(digest, native)
             return [held[digest] for digest in digests]
 
@@ -233,11 +235,11 @@ class Compiler:
         weakref.finalize(code, self._release, digest, native).atexit = False
         return code
 
-    def _build(self, texts, digests, quick=False):
-        """[_Native] for each (ir_text, name, object code or None) of `texts`, mapped
-        together."""
+    def _build(self, texts, digests):
+        """[_Native] for each (ir_text, name, object code or None, quick) of `texts`,
+        mapped together."""
         symbols, objects = [], []
-        for (ir_text, name, obj), digest in zip(texts, digests):
+        for (ir_text, name, obj, quick), digest in zip(texts, digests):
             if obj is None:
                 symbol, renamed = _renamed(ir_text, name, digest)
                 obj = self._object_for(renamed, symbol, digest, quick)
@@ -317,6 +319,8 @@ class Compiler:
 
 # kernels kept mapped after their last user is gone (see the module docstring)
 RETAIN_UNUSED = 64
+# heads the text of a kernel compiled without the optimizer: hashes and disk keys differ
+QUICK_PREFIX = "; jitlib: compiled at -O0\n"
 # the jitlib folders whose sources decide what a saved program holds (saved.py keys by
 # their fingerprint): the IR, the optimizer and the code generators
 # "backends" whole, not backends/llvm alone: the cpu's kernels also come from the modules

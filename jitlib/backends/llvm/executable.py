@@ -275,6 +275,16 @@ def native_texts(kernel):
     return [] if kernel is None else [(kernel.ir, kernel.name)]
 
 
+def _scalar_loop(fusion):
+    """Whether `fusion` is a loop kernel of one element per output (a loop counter, an
+    index, a step size): straight-line code that LLVM's optimizer has nothing to do for,
+    compiled at -O0 in a tenth of the time (the index kernels of a rolled loop's body were
+    a third of a first call's objects). No kernel has fast-math flags outside reductions,
+    so the bits are the same."""
+    return fusion.attrs.get("kind") == "loop" and all(
+        math.prod(shape) <= 1 for shape, _ in output_types(fusion))
+
+
 def render_all(optimized):
     """{fusion: `render(fusion)`} for every kernel of `optimized`."""
     return {instr: render(instr) for instr in optimized.instructions if instr.op is Op.FUSION}
@@ -315,15 +325,19 @@ class LLVMExecutable(Executable):
         if made is None:
             made = render_all(optimized)
         # every kernel's object code first, on both cores where that pays
-        texts = [text for kernel, _ in made.values() for text in native_texts(kernel)]
+        texts, quick = [], []
+        for instr, (kernel, _) in made.items():
+            for text in native_texts(kernel):
+                texts.append(text)
+                quick.append(_scalar_loop(instr))
         progress = logs.current()
         if progress is not None:
             progress.total = len(texts)
         if ahead:
-            get_compiler().compile_ahead(texts)
+            get_compiler().compile_ahead([t for t, q in zip(texts, quick) if not q])
         # mapped together; each runner holds its kernel's handle
         mapped = get_compiler().load_all(
-            texts, saved=saved and [saved.get(text) for text, _ in texts])
+            texts, quick, saved=saved and [saved.get(text) for text, _ in texts])
         self.code = {text: code for (text, _), code in zip(texts, mapped)}
         for instr in optimized.instructions:
             runner = None

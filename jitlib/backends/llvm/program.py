@@ -40,7 +40,9 @@ class Program:
         self._table = np.array([kernels[f].address for f in plan.steps] +
                                [c.ctypes.data for c in plan.constants], np.uint64)
         self.ir = self._render(plan, kernels)
-        self._code = get_compiler().load(self.ir, "program")   # keeps the driver mapped
+        # straight-line calls through a table: nothing for LLVM's optimizer to do, so
+        # -O0 (a tenth of O3's time on a first call); keeps the driver mapped
+        self._code = get_compiler().load(self.ir, "program", quick=True)
         self.kernels = kernels   # the runners it calls (their code stays mapped)
         address = self._code.address
         self._fn = _driver_type(2 + len(self._params) + len(plan.fresh))(address)
