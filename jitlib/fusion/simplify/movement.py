@@ -81,6 +81,28 @@ def slice_slice(instr, options):
     return build.slice(x, start, limit, strides, loc=instr.loc)
 
 
+def update_over_update(instr, options):
+    """dus(dus(x, u, i), v, i) -> dus(x, v, i) for u and v of one shape: the outer write
+    covers every element the inner one wrote (the same clamped box). `A[k+1:, k] /= d`
+    writes twice so: once through the view, once by the setitem Python adds."""
+    inner, update, *starts = instr.operands
+    if inner.op is not Op.DYNAMIC_UPDATE_SLICE:
+        return None
+    x, previous, *inner_starts = inner.operands
+    if previous.shape != update.shape or not all(
+            _same_scalar(a, b) for a, b in zip(starts, inner_starts)):
+        return None
+    return build.dynamic_update_slice(x, update, starts, loc=instr.loc)
+
+
+def _same_scalar(a, b):
+    if a is b:
+        return True
+    return (a.op is Op.CONSTANT and b.op is Op.CONSTANT and a.dtype == b.dtype
+            and np.array_equal(np.asarray(a.attrs["value"].array),
+                               np.asarray(b.attrs["value"].array)))
+
+
 # ** reductions **
 
 def reduce_of_one(instr, options):
@@ -223,6 +245,7 @@ RULES = RuleTable([
     (Op.RESHAPE, reshape_reshape),                    # reshape(reshape(x)) -> reshape(x)
     (Op.BROADCAST_IN_DIM, broadcast_broadcast),       # broadcast(broadcast(x)) -> one
     (Op.SLICE, slice_slice),                          # x[a:b:s][c:d:t] -> x[a+c*s::s*t]
+    (Op.DYNAMIC_UPDATE_SLICE, update_over_update),    # dus(dus(x, u, i), v, i) -> dus(x, v, i)
     # ** reductions **
     (O.REDUCE, reduce_of_one),                        # reduce over one element -> reshape
     (Op.REDUCE_SUM, sum_of_broadcast_int),            # sum(broadcast(x)) -> x*n (integers)
