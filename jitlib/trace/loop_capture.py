@@ -325,6 +325,7 @@ def run_for(iterable, body, state, index, index_used, temporaries=()):
             or current_trace() is None or not config.capture_loops():
         return _python(iterable, body, state)
     grown = []    # per Python trip, how many values each list in the state gained
+    start = _Start(state)
     for i in iterable[:PYTHON_TRIPS]:
         lengths = [len(x) if type(x) is list else 0 for x in state]
         values = [x.instr if isinstance(x, Tracer) else None for x in state]
@@ -334,8 +335,43 @@ def run_for(iterable, body, state, index, index_used, temporaries=()):
     plan = _steady(before, state, index, values, temporaries)
     if plan is None or any(g != grown[0] for g in grown):
         return _python(rest, body, state)
+    # where the Python trips began as the others do, the loop takes them too: their ops
+    # are then dead, and never optimized or compiled (LU's first trips, whose shrinking
+    # slices make kernels of their own, were a third of its first call)
+    if _steady(start.state, state, index, start.instrs, temporaries) == plan:
+        captured = start.rolled(iterable, body, state, plan, index, grown[-1], index_used)
+        if captured is not None:
+            return captured
     captured = _captured(rest, body, state, plan, index, grown[-1], index_used)
     return captured if captured is not None else _python(rest, body, state)
+
+
+class _Start:
+    """The state before a loop's first trip, to roll every trip from it."""
+
+    def __init__(self, state):
+        from jitlib.trace.tracer import Tracer
+        self.state = tuple(state)
+        self.instrs = [x.instr if isinstance(x, Tracer) else None for x in state]
+        self.lengths = [len(x) if type(x) is list else 0 for x in state]
+
+    def rolled(self, iterable, body, state, plan, index, appended, index_used):
+        """`_captured` over all of `iterable` from the start; None (and `state` as it
+        was after the Python trips) where it cannot be."""
+        written = [(x, x.instr) for x, kind in zip(state, plan) if kind == "inplace"]
+        made = {j: state[j][self.lengths[j]:] for j, n in enumerate(appended) if n}
+        for (x, _), j in zip(written, (j for j, k in enumerate(plan) if k == "inplace")):
+            x._instr = self.instrs[j]    # as before the first trip: no write, no effect
+        for j in made:
+            del state[j][self.lengths[j]:]
+        captured = _captured(iterable, body, self.state, plan, index, appended, index_used,
+                             typed_by=[(j, made[j]) for j in made])
+        if captured is None:
+            for x, instr in written:
+                x._instr = instr
+            for j, items in made.items():
+                state[j].extend(items)
+        return captured
 
 
 def _python(iterable, body, state):
@@ -378,10 +414,12 @@ def _steady(before, after, index, values, temporaries=()):
     return plan
 
 
-def _captured(rest, body, state, plan, index, appended, index_used=False):
+def _captured(rest, body, state, plan, index, appended, index_used=False, typed_by=None):
     """The state after `rest` trips traced as one fori_loop, or None where the body did
     something a loop cannot repeat (the trace is left as it was). `appended[j]`: how
-    many values the list `state[j]` gains each trip; they become stacked loop outputs."""
+    many values the list `state[j]` gains each trip; they become stacked loop outputs,
+    typed by the last values of the lists (or by `typed_by`: [(j, the values a list
+    gained over the Python trips)], where the lists were cut back)."""
     from jitlib.trace import control_flow
     from jitlib.trace.context import current_trace
     from jitlib.trace.tracer import Tracer, broadcast
@@ -392,7 +430,9 @@ def _captured(rest, body, state, plan, index, appended, index_used=False):
     mark = len(root.params), len(root.call_inputs), len(root.tracers)
     carried = [j for j, kind in enumerate(plan) if kind in ("inplace", "new")]
     # one stacked buffer per value a list gains per trip, typed by the last Python trip's
-    stacks = [(j, q, state[j][len(state[j]) - n + q])
+    gained = dict(typed_by) if typed_by is not None else {
+        j: state[j] for j, n in enumerate(appended) if n}
+    stacks = [(j, q, gained[j][len(gained[j]) - n + q])
               for j, n in enumerate(appended) for q in range(n)]
     if any(not isinstance(item, Tracer) for _, _, item in stacks):
         return None

@@ -165,11 +165,55 @@ def test_values_appended_each_trip_become_stacked_outputs(fn, backend):
     assert _whiles(_traced(fn, (x,))) == 1
 
 
+def _trip_counts(module):
+    return [i.attrs["trip_count"] for i in module.instructions if i.op is Op.WHILE]
+
+
+def promoted_on_the_first_trip(x):
+    h = np.zeros(x.shape)               # float64 until the first trip makes it float32
+    for t in range(7):
+        h = np.tanh(x + h.astype(np.float32) * 0.5)
+    return h
+
+
+def python_value_set_on_the_first_trip(x):
+    scale = None
+    for _ in range(6):
+        scale = 0.5 if scale is None else scale
+        x = x * scale + 1
+    return x
+
+
+def argument_written_every_trip(x):
+    for i in range(6):
+        x[i % 3] += i * x[(i + 1) % 3]
+    return x.sum()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn, trips", [
+    (promoted_on_the_first_trip, 5), (python_value_set_on_the_first_trip, 4),
+    (argument_written_every_trip, 6), (smooth_in_place, 25)], ids=lambda v: getattr(
+        v, "__name__", str(v)))
+def test_the_loop_takes_the_python_trips_where_they_began_alike(fn, trips, backend):
+    # all trips roll where the state before the first trip is carried as after the
+    # second (the Python trips' ops are then dead); else the loop takes the trips after
+    # them, as the first two trips made their own state
+    args = (np.linspace(-1, 1, 6).astype(np.float32),) + ((25,) if fn is smooth_in_place
+                                                         else ())
+    static = (1,) if fn is smooth_in_place else ()
+    _check(fn, args, backend, static)
+    assert _trip_counts(_traced(fn, args, static)) == [trips]
+
+
 def test_stacking_a_collected_list_reads_the_loop_output_whole():
     module = jitlib.jit(collected).lower(np.ones(3)).module
-    # the four rows the loop made are one slice of its stacked output, not four
-    concat = [i for i in module.instructions if i.op is Op.CONCATENATE]
-    assert len(concat) == 1 and len(concat[0].operands) == 3, module
+    # the loop takes all six trips (the two Python ones too) and its stacked output is
+    # the result whole: no row by row slices, no concatenate
+    assert not [i for i in module.instructions if i.op is Op.CONCATENATE], module
+    (result,) = module.results
+    assert result.op is Op.GET_OUTPUT and result.operands[0].op is Op.WHILE
+    assert result.operands[0].attrs["trip_count"] == 6
 
 
 # -- loops that stay Python loops, with Python's results
