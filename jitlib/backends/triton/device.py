@@ -57,17 +57,21 @@ def _driver():
     return driver
 
 
-def _triton_launch_stream(ordinal):
+def _triton_launch_stream(cu, ordinal):
     """The CUstream handle Triton launches kernels on, as an int.
 
     Why PyTorch is reached here: Triton 3.6's launcher takes the current device and stream
     from PyTorch (`torch._C._cuda_getCurrentRawStream`); queueing our allocations and
     copies on that same stream keeps them ordered with the kernels. This function is the
-    only place the runtime touches PyTorch, and only through Triton's own driver object.
+    only place the runtime may touch PyTorch, and only through Triton's own driver object.
     Where that fails (no Triton, or no PyTorch under it) we use the legacy default stream,
-    which is also what PyTorch reports unless the user switched streams.
+    which is also what PyTorch reports unless the user switched streams. Where PyTorch is
+    not loaded, Triton's driver is told to answer without it (torch_free.py), as Triton
+    3.9 does: importing PyTorch was most of a cold first call.
     """
     try:
+        from jitlib.backends.triton import torch_free
+        torch_free.install(cu, ordinal)
         from triton.runtime import driver
         return int(driver.active.get_current_stream(ordinal))
     except Exception as e:   # the fallback is correct for the usual setup; say so
@@ -104,7 +108,7 @@ class Device:
                                     "cuDevicePrimaryCtxRetain")
         self._thread = threading.local()
         self._make_current()
-        self._stream = _triton_launch_stream(ordinal)
+        self._stream = _triton_launch_stream(cu, ordinal)
         self._capture_stream = None
         self._pool = self._check(cu.cuDeviceGetDefaultMemPool(self._handle),
                                  "cuDeviceGetDefaultMemPool")
