@@ -1,6 +1,6 @@
 """Python `for` loops traced once: the body of `for t in range(n): ...` becomes one
-`while` region after two ordinary trips, so tracing a loop costs the same at 10 trips
-and at 10,000.
+`while` region, checked by two ordinary trips first, so tracing a loop costs the same at
+10 trips and at 10,000.
 
 The roller (`rolling.py`) finds repeated trips in a finished trace, but the trace still
 ran every trip, at tens of microseconds an op. This module removes that cost before it
@@ -18,7 +18,9 @@ the loop body as a nested function of the variables the loop reads or binds:
 traced variable kept its shape and dtype and is either the same array written in place
 or a new array (not another variable's), and every other variable is the very object
 it was, the trips that remain are the same function of the carried arrays: it traces
-the body once more as `fori_loop` over them. Anything that says otherwise (a Python
+the body once more as `fori_loop` over them, and over the two Python trips too where
+the state before the first trip is carried as after the second (their ops are then dead
+code, never compiled). Anything that says otherwise (a Python
 number that changes, the index used as a Python int, a new random draw, a shape that
 grows) makes it run the remaining trips as Python, which is what the loop would have
 done anyway, so what it cannot prove costs time, never values.
