@@ -35,6 +35,12 @@ def locations(source, log=None):
         _state.source, _state.log = saved
 
 
+def here():
+    """The location instructions built now get (None outside `locations`)."""
+    source = getattr(_state, "source", None)
+    return source() if source is not None else None
+
+
 def swap_log(log):
     """Make `log` the one `make` appends to (None: none); returns the one it replaces."""
     saved = getattr(_state, "log", None)

@@ -424,7 +424,7 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     gained over the Python trips)], where the lists were cut back)."""
     from jitlib.trace import control_flow
     from jitlib.trace.context import current_trace
-    from jitlib.trace.tracer import Tracer, broadcast
+    from jitlib.trace.tracer import StackedRow, Tracer, broadcast
     from jitlib.hlo import build
     root = current_trace()
     while getattr(root, "outer", None) is not None:
@@ -491,12 +491,10 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
         else:
             out[j] = value
     stacked = result[len(carried):]
+    loc = build.here()
     for t in range(n_trips):     # each trip's values, in the order the trips made them
         for (j, q, item), buf in zip(stacks, stacked):
-            start = (t,) + (0,) * item.ndim
-            limit = (t + 1,) + item.shape
-            state[j].append(Tracer(build.reshape(build.slice(buf.instr, start, limit),
-                                                 item.shape)))
+            state[j].append(StackedRow(buf.instr, t, item.shape, loc))
     out[index] = rest[-1]
     return tuple(out)
 

@@ -343,6 +343,42 @@ class Tracer:
         return self.copy()
 
 
+class StackedRow(Tracer):
+    """Row `row` of a captured loop's stacked output `stack` (the values a list gained
+    each trip), made as an IR value only when something reads it: `np.stack` of the
+    whole run of rows takes the stacked output itself (joining.stack), so a loop of
+    1,000 trips does not build 1,000 slices to join them again."""
+    __slots__ = ("stack", "row", "_row_shape", "_loc")
+
+    def __init__(self, stack, row, row_shape, loc):
+        # every slot but `_instr`, which `__getattr__` fills on first use
+        self._base = self._view = self._derived_from = self._param = None
+        self._weak = self._array0d = False
+        self._live = current_liveness()
+        self.stack, self.row, self._row_shape, self._loc = stack, row, row_shape, loc
+
+    def __getattr__(self, name):
+        if name != "_instr":
+            raise AttributeError(name)
+        self._instr = self._made()
+        return self._instr
+
+    def _made(self):
+        start = (self.row,) + (0,) * len(self._row_shape)
+        limit = (self.row + 1,) + self._row_shape
+        return build.reshape(build.slice(self.stack, start, limit, loc=self._loc),
+                             self._row_shape, loc=self._loc)
+
+    def as_stacked(self):
+        """Whether the row still holds its place in the stacked output (never made, or
+        made and not written into since: instructions are interned)."""
+        try:
+            current = object.__getattribute__(self, "_instr")
+        except AttributeError:
+            return True
+        return current is self._made()
+
+
 def _method(name):
     from jitlib.trace.registry import lookup
     return lookup(name)

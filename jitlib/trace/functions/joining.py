@@ -73,6 +73,9 @@ def concatenate(arrays, /, axis=0, out=None, *, dtype=None, casting="same_kind")
 @implements(np.stack)
 def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     """reshape each to add the new axis, then concatenate."""
+    whole = _stacked_rows(arrays, axis, dtype)
+    if whole is not None:
+        return finish(whole, out, "stack")
     xs = _arrays(arrays, "stack")
     if any(x.shape != xs[0].shape for x in xs):
         raise errors.ShapeError("all input arrays must have the same shape",
@@ -82,6 +85,23 @@ def stack(arrays, axis=0, out=None, *, dtype=None, casting="same_kind"):
     shape = xs[0].shape[:ax] + (1,) + xs[0].shape[ax:]
     expanded = [T.Tracer(B.reshape(x.instr, shape)) for x in xs]
     return finish(_concat(expanded, ax, dtype, casting), out, "stack")
+
+
+def _stacked_rows(arrays, axis, dtype):
+    """The rows a captured loop appended (tracer.StackedRow), consecutive, stacked on
+    axis 0: that slice of the loop's stacked output, without making a row; else None."""
+    if type(arrays) not in (list, tuple) or not arrays or axis != 0 or given(dtype):
+        return None
+    first = arrays[0]
+    if type(first) is not T.StackedRow:
+        return None
+    stack, row = first.stack, first.row
+    for k, x in enumerate(arrays):
+        if type(x) is not T.StackedRow or x.stack is not stack or x.row != row + k \
+                or not x.as_stacked():
+            return None
+    start = (row,) + (0,) * (stack.ndim - 1)
+    return T.Tracer(B.slice(stack, start, (row + len(arrays),) + stack.shape[1:]))
 
 
 @implements(np.hstack)
