@@ -1107,6 +1107,38 @@ def cholesky_banachiewicz_in_place(A):
     return np.tril(A).sum()
 
 
+@program(lambda rng: (normal(rng, 6, 2, dtype=np.float64),
+                      np.abs(normal(rng, 6, 2, dtype=np.float64)) * 5,
+                      uniform(rng, 6, low=0.01, high=0.1, dtype=np.float64)))
+def projectile_trajectories(pos, vel, drag):
+    """Explicit Euler with quadratic drag, the trajectory kept as a copy a step and made
+    an array after the loop (np.array of the list), then its highest points."""
+    dt, g = 0.01, np.array([0.0, -9.81])
+    traj = []
+    for _ in range(200):
+        speed = np.sqrt((vel * vel).sum(axis=1, keepdims=True))
+        vel = vel + dt * (g - drag[:, None] * speed * vel)
+        pos = pos + dt * vel
+        traj.append(pos.copy())
+    traj = np.array(traj)
+    return traj, traj[:, :, 1].max(axis=0)
+
+
+@program(lambda rng: tuple(normal(rng, *s, scale=0.3) for s in
+                           ((40, 8), (16,), (8, 16), (16, 16), (8, 16), (16, 16))))
+def gru_like_sequence(xs, h, Wz, Uz, Wh, Uh):
+    """A gated recurrent cell over a sequence: hidden states appended each step, stacked
+    after the loop, and their mean."""
+    states = []
+    for t in range(xs.shape[0]):
+        z = 1.0 / (1.0 + np.exp(-(xs[t] @ Wz + h @ Uz)))
+        cand = np.tanh(xs[t] @ Wh + (z * h) @ Uh)
+        h = (1 - z) * h + z * cand
+        states.append(h)
+    hs = np.stack(states)
+    return hs, hs.mean(axis=0)
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they
