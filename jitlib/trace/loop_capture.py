@@ -317,20 +317,19 @@ class _NotSteady(Exception):
 
 
 def run_for(iterable, body, state, index, index_used, temporaries=()):
-    """What `for i in iterable: state = body(i, *state)` leaves, with the trips past the
-    first two traced once as a `while` where they provably repeat. `state[index]` is the
-    loop variable; `index_used`: whether the body reads it; `temporaries`: the positions
-    of variables each trip binds before reading and nothing after the loop reads."""
+    """What `for i in iterable: state = body(i, *state)` leaves, with the trips traced
+    once as a `while` where they provably repeat (all of them, or those past the first
+    two). `state[index]` is the loop variable; `index_used`: whether the body reads it;
+    `temporaries`: the positions of variables each trip binds before reading and nothing
+    after the loop reads."""
     from jitlib.trace.context import current_trace
-    from jitlib.trace.tracer import Tracer
     if type(iterable) is not range or len(iterable) < MIN_TRIPS \
             or current_trace() is None or not config.capture_loops():
         return _python(iterable, body, state)
     grown = []    # per Python trip, how many values each list in the state gained
     start = _Start(state)
     for i in iterable[:PYTHON_TRIPS]:
-        lengths = [len(x) if type(x) is list else 0 for x in state]
-        values = [x.instr if isinstance(x, Tracer) else None for x in state]
+        values, lengths = _snapshot(state)
         before, state = state, body(i, *state)
         grown.append([len(x) - n if type(x) is list else 0 for x, n in zip(state, lengths)])
     rest = iterable[PYTHON_TRIPS:]
@@ -352,28 +351,35 @@ class _Start:
     """The state before a loop's first trip, to roll every trip from it."""
 
     def __init__(self, state):
-        from jitlib.trace.tracer import Tracer
         self.state = tuple(state)
-        self.instrs = [x.instr if isinstance(x, Tracer) else None for x in state]
-        self.lengths = [len(x) if type(x) is list else 0 for x in state]
+        self.instrs, self.lengths = _snapshot(state)
 
     def rolled(self, iterable, body, state, plan, index, appended, index_used):
         """`_captured` over all of `iterable` from the start; None (and `state` as it
         was after the Python trips) where it cannot be."""
-        written = [(x, x.instr) for x, kind in zip(state, plan) if kind == "inplace"]
+        written = [(state[j], state[j].instr, self.instrs[j])
+                   for j, kind in enumerate(plan) if kind == "inplace"]
         made = {j: state[j][self.lengths[j]:] for j, n in enumerate(appended) if n}
-        for (x, _), j in zip(written, (j for j, k in enumerate(plan) if k == "inplace")):
-            x._instr = self.instrs[j]    # as before the first trip: no write, no effect
+        for x, _, first in written:
+            x._instr = first    # as before the first trip: no write, no effect
         for j in made:
             del state[j][self.lengths[j]:]
         captured = _captured(iterable, body, self.state, plan, index, appended, index_used,
                              typed_by=[(j, made[j]) for j in made])
         if captured is None:
-            for x, instr in written:
+            for x, instr, _ in written:
                 x._instr = instr
             for j, items in made.items():
                 state[j].extend(items)
         return captured
+
+
+def _snapshot(state):
+    """Each variable's traced value (None for others) and each list's length (0 for
+    others)."""
+    from jitlib.trace.tracer import Tracer
+    return ([x.instr if isinstance(x, Tracer) else None for x in state],
+            [len(x) if type(x) is list else 0 for x in state])
 
 
 def _python(iterable, body, state):
