@@ -307,6 +307,18 @@ def is_multi_output(instr) -> bool:
     return module is not None and len(module.results) > 1
 
 
+def is_reshape_only(instr) -> bool:
+    """Whether `instr` is a fusion whose body is its one parameter passed through
+    reshapes: over a C-contiguous buffer, a view of its operand's memory, not a copy."""
+    body = instr.attrs.get("body")
+    if instr.op is not Op.FUSION or body is None or len(body.results) != 1:
+        return False
+    value = body.results[0]
+    while value.op is Op.RESHAPE:
+        value = value.operands[0]
+    return value.op is Op.PARAMETER and value is not body.results[0]
+
+
 def output_types(instr) -> list:
     """(shape, dtype) of each value `instr` gives: one per result of a multi-output op."""
     if is_multi_output(instr):

@@ -231,3 +231,80 @@ def test_threads_never_share_a_recycled_result(pooled_from_1_mib):
     for t in threads:
         t.join()
     assert not errors
+
+
+# -- a reshape at the program's boundary is a view of its operand's buffer (issue 25)
+
+def _views_exe(fn, shape=(512, 512)):
+    from jitlib.backends.llvm.executable import ViewRunner
+    args = [RNG.standard_normal(shape).astype(F32) for _ in range(2)]
+    module = jitlib.make_ir(fn)(*args)
+    exe = LLVM.compile(module)
+    views = [i for i, r in exe._run_steps if type(r) is ViewRunner]
+    return exe, module, args, views
+
+
+def test_a_reshaped_result_is_a_view_not_a_copy_kernel():
+    def f(x, w):
+        y = np.tanh(x @ w)
+        return y.reshape(-1), y.sum()
+    exe, module, args, views = _views_exe(f)
+    assert len(views) == 1, exe.optimized
+    first = exe(*args)
+    assert first[0].base is not None            # a view of the kernel's fresh output
+    kept = np.copy(first[0])
+    exe(*[a[::-1].copy() for a in args])        # the arena is reused: the view is not in it
+    assert first[0].tobytes() == kept.tobytes()
+    assert_allclose_tree(first, evaluate(module, args), rtol=2e-5, atol=2e-5)
+
+
+def test_two_results_over_one_buffer_do_not_see_each_others_writes():
+    def f(x, w):
+        y = x @ w
+        return y, y.reshape(256, 1024)
+    exe, module, args, views = _views_exe(f)
+    assert len(views) == 1, exe.optimized
+    y, r = exe(*args)
+    assert not np.shares_memory(y, r)
+    y[...] = 0
+    assert_allclose_tree([r], evaluate(module, args)[1:], rtol=2e-5, atol=2e-5)
+
+
+def test_a_view_result_keeps_its_pooled_memory_until_dropped(pooled_from_1_mib):
+    def f(x, w):
+        return np.tanh(x @ w).reshape(-1)
+    exe, module, args, views = _views_exe(f, (1024, 1024))   # 4 MiB: pooled
+    first = exe(*args)[0]
+    want = np.copy(first)
+    second = exe(*[-a for a in args])[0]
+    assert not np.shares_memory(first, second)
+    assert first.tobytes() == want.tobytes()
+    at = _address(second)
+    del second
+    assert _address(exe(*args)[0]) == at                     # dropped: reused
+
+
+def _kernel(operands, name, make):
+    params = [B.parameter(k, o.shape, o.dtype) for k, o in enumerate(operands)]
+    return B.fusion(operands, Module(name, params, [make(*params)]), "loop", name)
+
+
+def test_a_views_operand_lives_as_long_as_the_view_is_read():
+    # k1 is a view of k0 read by k3: k2, made in between, must not take k0's memory
+    from jitlib.backends.llvm.executable import LLVMExecutable, ViewRunner
+    x = B.parameter(0, (1024, 1024), F32)
+    k0 = _kernel([x], "k0", lambda p: B.unary(Op.EXP, p))
+    k1 = _kernel([k0], "k1", lambda p: B.reshape(p, (1 << 20,)))
+    k2 = _kernel([x], "k2", lambda p: B.reshape(B.unary(Op.NEG, p), (1 << 20,)))
+    k3 = _kernel([k1, k2], "k3", lambda a, b: B.binary(Op.ADD, a, b))
+    module = Module("views", [x], [k3])
+    outputs = {k: [(k.shape, k.dtype)] for k in (k0, k1, k2, k3)}
+    plain = buffers.BufferPlan(module, outputs)
+    assert plain.slots[(k2, 0)].at == plain.slots[(k0, 0)].at    # k0 dead after k1
+    aliased = buffers.BufferPlan(module, outputs, aliases={(k1, 0): (k0, 0)})
+    assert (k1, 0) not in aliased.slots and aliased.root((k1, 0)) == (k0, 0)
+    assert aliased.slots[(k2, 0)].at != aliased.slots[(k0, 0)].at
+    exe = LLVMExecutable(module, "cpu", module)
+    assert exe.program is None and [r for _, r in exe._run_steps if type(r) is ViewRunner]
+    a = RNG.standard_normal((1024, 1024)).astype(F32)
+    np.testing.assert_allclose(exe(a)[0], np.exp(a).reshape(-1) - a.reshape(-1), rtol=1e-6)

@@ -60,9 +60,13 @@ class BufferPlan:
 
     `key(instr)` names a value: a kernel output is (fusion, j), a get_output names one,
     anything else is itself. `slots` maps keys to Slots; `fresh` lists the results'
-    (shape, dtype); `results_of(arrays, fresh)` assembles the returned list."""
+    (shape, dtype); `results_of(arrays, fresh)` assembles the returned list.
 
-    def __init__(self, module, outputs_of, placeable=lambda fusion, j: True):
+    `aliases` maps the key of a value that is a view (a reshape) to the key of the value
+    whose memory it sees: a view has no slot, its root lives as long as the view is read,
+    and a root whose view is a result is kept out of the arena (fresh memory)."""
+
+    def __init__(self, module, outputs_of, placeable=lambda fusion, j: True, aliases=None):
         self.steps = [i for i in module.instructions
                       if i.op is Op.FUSION or i.op in O.CONTROL]
         constants = [i for i in module.instructions if i.op is Op.CONSTANT]
@@ -86,13 +90,16 @@ class BufferPlan:
         # the common case: every result is a kernel output of its own, in order
         self.just_fresh = self.results == [("fresh", n) for n in range(len(result_of))]
 
+        self.aliases = aliases or {}
         step_of = {f: s for s, f in enumerate(self.steps)}
         last = {}
         for f in self.steps:
             for o in f.operands:
-                last[self.key(o)] = step_of[f]
+                last[self.root(self.key(o))] = step_of[f]
+        escaping = {self.root(self.key(r)) for r in module.results}
         temps = [(f, j) for f in self.steps for j in range(len(outputs_of[f]))
-                 if (f, j) not in slots and placeable(f, j)]
+                 if (f, j) not in slots and (f, j) not in self.aliases
+                 and (f, j) not in escaping and placeable(f, j)]
         sizes = [dtypes.nbytes(*outputs_of[f][j]) for f, j in temps]
         lives = [(step_of[f], last.get((f, j), step_of[f])) for f, j in temps]
         offsets, self.arena_bytes = plan_arena(sizes, lives)
@@ -104,6 +111,12 @@ class BufferPlan:
         if instr.op is Op.GET_OUTPUT:
             return instr.operands[0], instr.attrs["index"]
         return (instr, 0) if instr.op is Op.FUSION or instr.op in O.CONTROL else instr
+
+    def root(self, key):
+        """The key of the value whose memory `key`'s value lives in."""
+        while key in self.aliases:
+            key = self.aliases[key]
+        return key
 
     def results_of(self, arrays, fresh):
         results = []

@@ -28,7 +28,7 @@ from jitlib.fusion.in_place import filled, overwritten
 from jitlib.hlo import dtypes
 from jitlib.hlo.interpreter import eval_rules, evaluate
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import is_multi_output, output_types
+from jitlib.hlo.ir import is_multi_output, is_reshape_only, output_types
 from jitlib.hlo.ops import Op
 
 
@@ -245,6 +245,19 @@ class Scratch:
             self._lock.release()
 
 
+class ViewRunner:
+    """A reshape-only kernel over a compiled kernel's output: that output (C-contiguous,
+    so the reshape is a view) in the new shape, no copy."""
+
+    writes_into = False
+
+    def __init__(self, shape):
+        self._shape = shape
+
+    def __call__(self, arrays, outs=None):
+        return [arrays[0].reshape(self._shape)]
+
+
 class InterpretedRunner:
     """The kernel's body on the reference interpreter."""
 
@@ -359,33 +372,58 @@ class LLVMExecutable(Executable):
         self.program = self._driver()
         self._in_place = _in_place_writes(optimized, [i for i, r in self._steps if r is not None
                                                       and r.writes_into])
+        # the steps _execute runs: `_steps` with views for reshapes (a native loop over
+        # this module as its body reads `_steps`, one native call runs the program driver)
+        self._run_steps, self._aliases = self._steps, {}
+        if self.program is None:
+            self._run_steps, self._aliases = self._with_views()
         self._places = self._plan_places()
         self._arena = Scratch()
         self._views = None       # (arena buffer, its views per step)
 
+    def _with_views(self):
+        """The steps with each reshape-only kernel over a compiled kernel's output run as
+        a view of it (the copy was a full pass over memory: `(A @ x).reshape(...)` at a
+        program's end), and {view's key: its operand's key} for the buffer plan. Not
+        where the optimizer placed either in a caller's array."""
+        runners = {instr: r for instr, r in self._steps if r is not None}
+        steps, aliases = list(self._steps), {}
+        for s, (instr, runner) in enumerate(steps):
+            if not is_reshape_only(instr) or (instr, 0) in self._in_place:
+                continue
+            source = BufferPlan.key(instr.operands[0])
+            owner = runners.get(source[0]) if isinstance(source, tuple) else None
+            if owner is None or not owner.writes_into or source in self._in_place:
+                continue
+            steps[s] = (instr, ViewRunner(instr.shape))
+            aliases[(instr, 0)] = source
+        return steps, aliases
+
     def _plan_places(self):
         """Per step, where its outputs go: [(offset, shape, dtype)] into the arena for
         intermediates a runner can write into, None for fresh memory (results)."""
-        runners = {instr: r for instr, r in self._steps if r is not None}
+        runners = {instr: r for instr, r in self._run_steps if r is not None}
         outputs_of = {f: output_types(f) for f in runners}
         plan = BufferPlan(self.optimized, outputs_of,
-                          lambda f, j: runners[f].writes_into)
+                          lambda f, j: runners[f].writes_into, self._aliases)
         self.arena_bytes = plan.arena_bytes
         places = {}
         for f, outputs in outputs_of.items():
             slots = [plan.slots.get((f, j)) for j in range(len(outputs))]
             places[f] = [(slot.at, *outputs[j]) if slot and slot.kind == "arena" else None
                          for j, slot in enumerate(slots)]
-        # large results a runner writes itself come from the result pool (never one
-        # written into the caller's argument: the caller keeps that one)
-        result_of = {plan.key(r): r for r in self.optimized.results}
+        # large results a runner writes itself (or whose view is a result) come from the
+        # result pool (never one written into the caller's argument: the caller keeps it)
+        roots = [plan.root(plan.key(r)) for r in self.optimized.results]
         self._recyclable = [
             (f, j, *outputs_of[f][j])
-            for (f, j), slot in ((k, plan.slots[k]) for k in result_of
-                                 if isinstance(k, tuple) and k in plan.slots)
-            if slot.kind == "result" and runners[f].writes_into
-            and (f, j) not in self._in_place
+            for f, j in dict.fromkeys(k for k in roots if isinstance(k, tuple))
+            if runners[f].writes_into and (f, j) not in self._in_place
             and dtypes.nbytes(*outputs_of[f][j]) >= RECYCLE_MIN_BYTES]
+        # two results over one buffer would see each other's writes: the later is copied
+        owners = {}
+        self._shared_results = [owners.setdefault(k, r) is not r
+                                for k, r in zip(roots, self.optimized.results)]
         return places
 
     def _driver(self):
@@ -435,7 +473,7 @@ class LLVMExecutable(Executable):
                             and target.flags.writeable:
                         places[f] = list(places[f])
                         places[f][j] = target
-            for step, (instr, runner) in enumerate(self._steps):
+            for step, (instr, runner) in enumerate(self._run_steps):
                 if runner is not None:
                     outs = runner([env[o] for o in instr.operands], places[instr])
                     env[instr] = outs if is_multi_output(instr) else outs[0]
@@ -450,10 +488,11 @@ class LLVMExecutable(Executable):
         finally:
             self._arena.release(owned)
         results = []
-        for r in self.optimized.results:
+        for r, shared in zip(self.optimized.results, self._shared_results):
             value = env[r]
             # arguments and constants are not ours to hand out
-            fresh = r.op not in (Op.PARAMETER, Op.CONSTANT) and value.flags.writeable
+            fresh = not shared and r.op not in (Op.PARAMETER, Op.CONSTANT) \
+                and value.flags.writeable
             results.append(value if fresh else np.array(value, order="C"))
         return results
 

@@ -20,7 +20,7 @@ from jitlib.hlo.interpreter import evaluate
 from jitlib.backends import control
 from jitlib.hlo import dtypes
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import is_multi_output
+from jitlib.hlo.ir import is_multi_output, is_reshape_only
 from jitlib.hlo.ops import Op
 
 log = logging.getLogger("jitlib")
@@ -100,17 +100,6 @@ class ViewRunner:
 
     def __call__(self, buffers):
         return [self.device.view(buffers[0], self.shape)]
-
-
-def is_reshape_only(instr):
-    """True for a fusion whose body is its one parameter passed through reshapes."""
-    body = instr.attrs.get("body")
-    if instr.op is not Op.FUSION or body is None or len(body.results) != 1:
-        return False
-    value = body.results[0]
-    while value.op is Op.RESHAPE:
-        value = value.operands[0]
-    return value.op is Op.PARAMETER and value is not body.results[0]
 
 
 def storage_roots(instructions, results):
