@@ -1139,6 +1139,187 @@ def gru_like_sequence(xs, h, Wz, Uz, Wh, Uh):
     return hs, hs.mean(axis=0)
 
 
+# --- solvers, stencils and simulations as people write them in plain NumPy -------------------
+
+
+def _spd_rhs(rng, n=24):
+    m = rng.standard_normal((n, n))
+    return m @ m.T + n * np.eye(n), rng.standard_normal(n)
+
+
+@program(lambda rng: (*_spd_rhs(rng), 12), static_argnums=(2,))
+def conjugate_gradient_fixed_steps(A, b, iters):
+    """Conjugate gradients for a fixed number of steps, updating x and r in place."""
+    x = np.zeros_like(b)
+    r = b - A @ x
+    p = r.copy()
+    rs = r @ r
+    for _ in range(iters):
+        Ap = A @ p
+        alpha = rs / (p @ Ap)
+        x += alpha * p
+        r -= alpha * Ap
+        rs_new = r @ r
+        p = r + (rs_new / rs) * p
+        rs = rs_new
+    return x, np.sqrt(rs)
+
+
+@program(lambda rng: (uniform(rng, 30, dtype=np.float64), 4 + uniform(rng, 30, dtype=np.float64),
+                      uniform(rng, 30, dtype=np.float64), uniform(rng, 30, dtype=np.float64)))
+def thomas_tridiagonal_solve(a, b, c, d):
+    """The Thomas algorithm: a forward sweep into np.empty buffers, then back substitution
+    over a reversed range."""
+    n = d.shape[0]
+    cp, dp, x = np.empty(n), np.empty(n), np.empty(n)
+    cp[0] = c[0] / b[0]
+    dp[0] = d[0] / b[0]
+    for i in range(1, n):
+        m = b[i] - a[i] * cp[i - 1]
+        cp[i] = c[i] / m
+        dp[i] = (d[i] - a[i] * dp[i - 1]) / m
+    x[-1] = dp[-1]
+    for i in range(n - 2, -1, -1):
+        x[i] = dp[i] - cp[i] * x[i + 1]
+    return x
+
+
+@program(lambda rng: ((rng.random((16, 16)) < 0.3).astype(np.int8), 6), static_argnums=(1,))
+def game_of_life_rolls(board, steps):
+    """Conway's game of life on a torus: neighbour counts from eight rolls, int8 cells."""
+    for _ in range(steps):
+        n = sum(np.roll(np.roll(board, i, 0), j, 1)
+                for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+        board = ((n == 3) | ((board == 1) & (n == 2))).astype(board.dtype)
+    return board, board.sum()
+
+
+@program(lambda rng: (np.array([1.0, 1.0, 1.0]) + 0.1 * rng.random(3), 0.01, 40),
+         static_argnums=(2,))
+def lorenz_rk4_trajectory(state, dt, steps):
+    """RK4 on the Lorenz system, the right-hand side built with np.array from unpacked
+    components, each state written into a preallocated trajectory."""
+    def f(s):
+        x, y, z = s
+        return np.array([10.0 * (y - x), x * (28.0 - z) - y, x * y - (8.0 / 3.0) * z])
+    traj = np.empty((steps + 1, 3))
+    traj[0] = state
+    for i in range(steps):
+        k1 = f(state)
+        k2 = f(state + 0.5 * dt * k1)
+        k3 = f(state + 0.5 * dt * k2)
+        k4 = f(state + dt * k3)
+        state = state + dt / 6.0 * (k1 + 2 * k2 + 2 * k3 + k4)
+        traj[i + 1] = state
+    return traj
+
+
+@program(lambda rng: (np.exp(-np.linspace(-3, 3, 64) ** 2).astype(np.float32), 1.0, 0.1, 0.05,
+                      30), static_argnums=(4,))
+def upwind_advection_periodic(u, c, dx, dt, steps):
+    """First-order upwind advection with periodic boundaries through np.roll."""
+    for _ in range(steps):
+        u = u - c * dt / dx * (u - np.roll(u, 1))
+    return u
+
+
+@program(lambda rng: (uniform(rng, 20, 16),))
+def sobel_edge_magnitude(img):
+    """Sobel gradients from shifted slices, their magnitude normalised into the interior of
+    a zeroed image."""
+    gx = (img[:-2, 2:] + 2 * img[1:-1, 2:] + img[2:, 2:]
+          - img[:-2, :-2] - 2 * img[1:-1, :-2] - img[2:, :-2])
+    gy = (img[2:, :-2] + 2 * img[2:, 1:-1] + img[2:, 2:]
+          - img[:-2, :-2] - 2 * img[:-2, 1:-1] - img[:-2, 2:])
+    mag = np.hypot(gx, gy)
+    out = np.zeros_like(img)
+    out[1:-1, 1:-1] = mag / mag.max()
+    return out
+
+
+@program(lambda rng: (normal(rng, 60, 2, dtype=np.float64), normal(rng, 3, 2, dtype=np.float64),
+                      4), static_argnums=(2,))
+def kmeans_lloyd_in_place(X, centers, iters):
+    """Lloyd's k-means: labels by argmin over broadcast distances, each centre rewritten in
+    the caller's array (kept where its cluster is empty)."""
+    k = centers.shape[0]
+    for _ in range(iters):
+        d = ((X[:, None, :] - centers[None, :, :]) ** 2).sum(-1)
+        labels = d.argmin(axis=1)
+        for j in range(k):
+            m = labels == j
+            cnt = m.sum()
+            centers[j] = np.where(cnt > 0, (X * m[:, None]).sum(0) / np.maximum(cnt, 1),
+                                  centers[j])
+    return labels
+
+
+@program(lambda rng: (normal(rng, 48, 5, dtype=np.float64), ints(rng, 48, high=3),
+                      np.zeros((5, 3)), 0.5, 16), static_argnums=(4,))
+def minibatch_softmax_regression(X, y, W, lr, bs):
+    """One epoch of softmax regression over minibatches sliced in a Python loop, the
+    gradient through fancy-index assignment, W updated in place."""
+    n = X.shape[0]
+    for start in range(0, n, bs):
+        xb, yb = X[start:start + bs], y[start:start + bs]
+        logits = xb @ W
+        logits -= logits.max(axis=1, keepdims=True)
+        p = np.exp(logits)
+        p /= p.sum(axis=1, keepdims=True)
+        p[np.arange(len(yb)), yb] -= 1
+        W -= lr * xb.T @ p / len(yb)
+    return W
+
+
+@program(lambda rng: (uniform(rng, 10, 12, dtype=np.float64), np.array([0.25, 0.5, 0.25])))
+def separable_blur_apply_along_axis(img, kernel):
+    """A separable blur: np.convolve along rows, then columns, through apply_along_axis."""
+    tmp = np.apply_along_axis(lambda r: np.convolve(r, kernel, mode="same"), 1, img)
+    return np.apply_along_axis(lambda c: np.convolve(c, kernel, mode="same"), 0, tmp)
+
+
+@program(lambda rng: (_spd_rhs(rng, 12)[0], 2, 20), static_argnums=(1, 2))
+def power_method_with_deflation(A, k, iters):
+    """The k largest eigenpairs by power iteration, deflating a copy of A after each."""
+    n = A.shape[0]
+    vals, vecs = np.zeros(k), np.zeros((n, k))
+    B = A.copy()
+    for j in range(k):
+        v = np.ones(n) / np.sqrt(n)
+        for _ in range(iters):
+            w = B @ v
+            v = w / np.linalg.norm(w)
+        lam = v @ B @ v
+        vals[j] = lam
+        vecs[:, j] = v
+        B -= lam * np.outer(v, v)
+    return vals, vecs
+
+
+@program(lambda rng: (np.sin(np.linspace(0, np.pi, 16)), 0.5, 5), static_argnums=(2,))
+def implicit_heat_steps(u, alpha, steps):
+    """Backward Euler for the heat equation: a tridiagonal matrix from np.eye with offsets,
+    one np.linalg.solve per step."""
+    n = u.shape[0]
+    A = np.eye(n) * (1 + 2 * alpha) - alpha * (np.eye(n, k=1) + np.eye(n, k=-1))
+    for _ in range(steps):
+        u = np.linalg.solve(A, u)
+    return u
+
+
+@program(lambda rng: (uniform(rng, 8, 10, dtype=np.float64), 13, 17), static_argnums=(1, 2))
+def bilinear_resize(img, out_h, out_w):
+    """Bilinear resampling: floor indices from np.linspace, four gathered corners."""
+    h, w = img.shape
+    ys, xs = np.linspace(0, h - 1, out_h), np.linspace(0, w - 1, out_w)
+    y0, x0 = np.floor(ys).astype(int), np.floor(xs).astype(int)
+    y1, x1 = np.minimum(y0 + 1, h - 1), np.minimum(x0 + 1, w - 1)
+    wy, wx = (ys - y0)[:, None], (xs - x0)[None, :]
+    a, b = img[y0][:, x0], img[y0][:, x1]
+    c, d = img[y1][:, x0], img[y1][:, x1]
+    return a * (1 - wy) * (1 - wx) + b * (1 - wy) * wx + c * wy * (1 - wx) + d * wy * wx
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they

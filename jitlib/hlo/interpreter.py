@@ -594,6 +594,11 @@ def _dot_general(instr, lhs, rhs):
     # `a @ b` these are views of the operands, so BLAS sees what eager NumPy gives it.
     left = np.transpose(lhs, lb + lfree + lc).reshape(batch + [m, k])
     right = np.transpose(rhs, rb + rc + rfree).reshape(batch + [k, n])
+    # a stride-0 operand (a broadcast, or a constant the folder made one) is not a layout
+    # BLAS takes, so np.matmul would run its own loop and round otherwise: laid out, the
+    # product rounds as for the array eager NumPy had there (`np.ones(n) / c @ A`)
+    left, right = (np.ascontiguousarray(x) if 0 in x.strides and x.size > 1 else x
+                   for x in (left, right))
     if dtypes.is_bfloat16(lhs.dtype):
         # NumPy's bfloat16 matmul returns float32; we round that to bfloat16.
         left, right = left.astype(np.float32), right.astype(np.float32)
