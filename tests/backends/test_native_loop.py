@@ -115,6 +115,30 @@ def test_small_products_call_the_blas_from_the_native_loop(dtype):
                                layer_steps(*args), rtol=1e-5 if dtype == np.float32 else 1e-13)
 
 
+def power_steps(A, v):
+    # a matrix-vector and a vector-vector product: each one gemm call
+    def step(i, v):
+        w = A @ v
+        return w / np.sqrt(w @ w)
+    return jnp.fori_loop(0, 15, step, v)
+
+
+def transposed_steps(A, x):
+    # A.T @ x and x @ A.T read A as it is, with the gemm's transpose flag
+    return jnp.fori_loop(0, 6, lambda i, x: np.tanh(A.T @ x) + 0.5 * (x @ A.T), x)
+
+
+@pytest.mark.parametrize("fn, products", [(power_steps, 2), (transposed_steps, 2)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_vector_and_transposed_products_stay_in_the_native_loop(fn, products, dtype):
+    r = rng()
+    A, v = (r.random((24, 24)) / 24).astype(dtype), r.random(24).astype(dtype)
+    (runner,) = loop_runners(fn, A, v)
+    assert isinstance(runner, NativeLoop) and len(runner._body.dots) == products
+    np.testing.assert_allclose(jitlib.jit(fn, backend="cpu")(A, v), fn(A, v),
+                               rtol=2e-5 if dtype == np.float32 else 1e-12)
+
+
 def test_a_body_of_large_kernels_keeps_the_host_loop_and_its_threads():
     from jitlib.backends.llvm import parallel
     side = int((parallel.MIN_LOOP_PARALLEL_BYTES / 16) ** 0.5) + 8   # past the threshold

@@ -28,6 +28,7 @@ After the last trip each carry that is not invariant is copied into a fresh resu
 GIL stays held, as for a program driver: the loop's kernels are small ones.
 """
 import ctypes
+import math
 
 import numpy as np
 
@@ -137,9 +138,9 @@ class Steps:
             t, m, k, nn = dot.scalar, dot.m, dot.k, dot.n
             gemm = program.table_entry(lines, table, n, f"{prefix}gemm{s}")
             lines.append(
-                f"  call void {gemm}(i32 101, i32 111, i32 111, i64 {m}, i64 {nn}, i64 {k}, "
-                f"{t} 1.0, ptr {ins[dot.lhs]}, i64 {k}, ptr {ins[dot.rhs]}, i64 {nn}, "
-                f"{t} 0.0, ptr {product}, i64 {nn})")
+                f"  call void {gemm}(i32 101, i32 {dot.trans_a}, i32 {dot.trans_b}, i64 {m}, "
+                f"i64 {nn}, i64 {k}, {t} 1.0, ptr {ins[dot.lhs]}, i64 {dot.lda}, "
+                f"ptr {ins[dot.rhs]}, i64 {dot.ldb}, {t} 0.0, ptr {product}, i64 {nn})")
             if runner._epilogue is not None:
                 params = [ins[p.attrs["index"]] for p in runner._epilogue_params]
                 results = [None] * len(runner._epilogue.outputs)
@@ -161,16 +162,36 @@ class _Product:
         self.__dict__.update(fields)
 
 
+_NO_TRANS, _TRANS = 111, 112   # CBLAS_TRANSPOSE
+
+
+def _gemm_operand(ndim, contract, first):
+    """(trans, free size dims, contract dims) of a C-contiguous operand that is one row-
+    major matrix: its free dims then its contract dims ([m, k] for the left, `first` ==
+    "free") or the other way round, each block in order; else raise _NotNative."""
+    free = tuple(d for d in range(ndim) if d not in contract)
+    if tuple(sorted(contract)) != tuple(contract):
+        raise _NotNative()
+    order = tuple(range(ndim))
+    if (free + contract if first == "free" else contract + free) == order:
+        return _NO_TRANS, free
+    if (contract + free if first == "free" else free + contract) == order:
+        return _TRANS, free
+    raise _NotNative()
+
+
 def _plain_product(kernel, runner):
-    """The _Product of a DotRunner whose product is [m, k] @ [k, n] in f32 or f64 over
-    kernel operands (reshaped at most), else raise _NotNative."""
+    """The _Product of a DotRunner whose product is one gemm, [m, k] @ [k, n] in f32 or
+    f64 with either operand transposed (a matrix-vector or vector-vector product
+    included), over kernel operands (reshaped at most), else raise _NotNative."""
     dot = runner._dot
     a = dot.attrs
     lhs, rhs = dot.operands
     if np.dtype(dot.dtype) not in _GEMM or lhs.dtype != dot.dtype or rhs.dtype != dot.dtype \
-            or a["lhs_contract"] != (1,) or a["rhs_contract"] != (0,) or a["lhs_batch"] \
-            or lhs.ndim != 2 or rhs.ndim != 2 or _GEMM_ADDRESS.get(np.dtype(dot.dtype)) is None:
+            or a["lhs_batch"] or _GEMM_ADDRESS.get(np.dtype(dot.dtype)) is None:
         raise _NotNative()
+    trans_a, lhs_free = _gemm_operand(lhs.ndim, tuple(a["lhs_contract"]), "free")
+    trans_b, rhs_free = _gemm_operand(rhs.ndim, tuple(a["rhs_contract"]), "contract")
     if runner._epilogue is not None and not runner._epilogue.small:
         raise _NotNative()
     if any(r is not None and r >= len(runner._epilogue.outputs) for r in runner._results) \
@@ -189,10 +210,15 @@ def _plain_product(kernel, runner):
 
     if any(i.op not in (Op.RESHAPE, Op.DOT_GENERAL) for i in runner._steps):
         raise _NotNative()
-    m, k = lhs.shape
-    n = rhs.shape[1]
+    m = math.prod(lhs.shape[d] for d in lhs_free)
+    n = math.prod(rhs.shape[d] for d in rhs_free)
+    k = math.prod(lhs.shape[d] for d in a["lhs_contract"])
+    if 0 in (m, n, k):
+        raise _NotNative()
     dt = np.dtype(dot.dtype)
     return _Product(lhs=operand(lhs), rhs=operand(rhs), m=m, k=k, n=n, scalar=_GEMM[dt],
+                    trans_a=trans_a, trans_b=trans_b,
+                    lda=k if trans_a == _NO_TRANS else m, ldb=n if trans_b == _NO_TRANS else k,
                     gemm=_GEMM_ADDRESS[dt], scratch=None not in runner._results,
                     nbytes=m * n * dt.itemsize, at=0)
 
