@@ -233,10 +233,15 @@ def _temporaries(body, names, mentions):
 
 
 class _Rewriter:
-    def __init__(self, outer_locals, nonlocal_names, mentions):
+    def __init__(self, outer_locals, nonlocal_names, mentions, counter=None):
         self.outer_locals, self.nonlocal_names = outer_locals, nonlocal_names
         self.mentions = mentions
-        self.count = 0
+        self._counter = counter if counter is not None else [0]
+
+    @property
+    def count(self):
+        """How many loops were rewritten, nested ones included."""
+        return self._counter[0]
 
     def statements(self, body):
         out = []
@@ -253,7 +258,8 @@ class _Rewriter:
         return out
 
     def _loop(self, loop):
-        self.count += 1
+        self._counter[0] += 1
+        count = self.count
         target = loop.target.id
         used = {node.id for stmt in loop.body for node in ast.walk(stmt)
                 if isinstance(node, ast.Name)}
@@ -263,7 +269,7 @@ class _Rewriter:
                          for stmt in loop.body for node in ast.walk(stmt))
         temporaries = tuple(names.index(n) for n in sorted(
             _temporaries(loop.body, set(names) - {target}, self.mentions)))
-        body_name = f"_jitlib_for_{loop.lineno}_{self.count}"
+        body_name = f"_jitlib_for_{loop.lineno}_{count}"
         params = ", ".join(names)
         unbind = "".join(f"    if {n} is {_UNBOUND}: del {n}\n" for n in names)
         source = (f"def {body_name}(_jitlib_i, {params}):\n{unbind}"
@@ -280,7 +286,13 @@ class _Rewriter:
                 node.col_offset, node.end_col_offset = loop.col_offset, loop.col_offset
         body_def = made[0]
         at = next(i for i, s in enumerate(body_def.body) if isinstance(s, ast.Pass))
-        body_def.body[at:at + 1] = loop.body
+        # loops inside the body are the body function's own: rewritten over its locals
+        # (a Gauss-Seidel row sweep inside the sweeps' loop), so each is traced once too
+        assigned = {node.id for stmt in loop.body for node in ast.walk(stmt)
+                    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store)}
+        inner = _Rewriter(set(names) | assigned, self.nonlocal_names, self.mentions,
+                          self._counter)
+        body_def.body[at:at + 1] = inner.statements(loop.body)
         call = made[1].value
         call.args[0] = loop.iter
         for node in (n for stmt in loop.body for n in ast.walk(stmt)):

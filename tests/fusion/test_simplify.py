@@ -401,3 +401,21 @@ def test_a_case_without_checks_is_rejected(tmp_path):
     path.write_text("# RUN: simplify\n# CASE: Nothing\nmodule m() {\n  return ()\n}\n")
     with pytest.raises(ValueError, match="at least one CHECK"):
         golden.load(path)
+
+
+@pytest.mark.parametrize("index", [-7, -1, 0, 2, 4, 5, 9, 2**40])
+def test_a_row_written_through_a_window_is_the_same_write_for_every_index(index):
+    # the scatter drops an index outside the written axis in both forms
+    x = build.parameter(0, (5, 6), np.dtype(np.float32))
+    i = build.parameter(1, (), np.dtype(np.int64))
+    v = build.parameter(2, (4,), np.dtype(np.float32))
+    window = build.slice(x, (0, 1), (5, 5), (1, 1))
+    row = build.scatter(window, i, v, 0, mode="set")
+    zero, one = build.constant(0, np.int64), build.constant(1, np.int64)
+    module = Module("m", [x, i, v], [build.dynamic_update_slice(x, row, [zero, one])])
+    simplified = run_pipeline(module)
+    assert not any(instr.op is Op.SLICE for instr in simplified.instructions), simplified
+    rng = np.random.default_rng(index & 0xFF)
+    args = [rng.standard_normal((5, 6)).astype(np.float32), np.array(index),
+            rng.standard_normal(4).astype(np.float32)]
+    golden.assert_same_bits(evaluate(module, args), evaluate(simplified, args))

@@ -96,6 +96,37 @@ def update_over_update(instr, options):
     return build.dynamic_update_slice(x, update, starts, loc=instr.loc)
 
 
+def _constant_int(instr):
+    """The integer a rank-0 constant holds, else None."""
+    if instr.op is not Op.CONSTANT or instr.shape != ():
+        return None
+    return int(instr.attrs["value"].array)
+
+
+def update_of_window_row(instr, options):
+    """dus(x, scatter(x[box], i, v, axis a, set), box start) -> scatter(x, i, row, a, set),
+    row = x's row i with v laid over the box's part of it, where the box spans x's whole
+    axis a: `u[i, 1:-1] = v` with a traced i wrote one row of a copy of the window, then
+    the whole window back (Gauss-Seidel's row sweep: three copies of the grid a trip). An
+    i outside axis a writes nothing either way (the scatter drops it)."""
+    x, window_out, *starts = instr.operands
+    if window_out.op is not Op.SCATTER or window_out.attrs["mode"] != "set":
+        return None
+    window, index, row_update = window_out.operands
+    a = window_out.attrs["axis"]
+    if window.op is not Op.SLICE or window.operands[0] is not x or index.shape != ():
+        return None
+    start, limit = window.attrs["start"], window.attrs["limit"]
+    if any(s != 1 for s in window.attrs["strides"]) or start[a] != 0 \
+            or limit[a] != x.shape[a] \
+            or [_constant_int(s) for s in starts] != list(start):
+        return None
+    row = build.gather(x, index, a, loc=instr.loc)
+    at = [starts[d] for d in range(x.ndim) if d != a]
+    row = build.dynamic_update_slice(row, row_update, at, loc=instr.loc)
+    return build.scatter(x, index, row, a, mode="set", loc=instr.loc)
+
+
 # ** reductions **
 
 def reduce_of_one(instr, options):
@@ -239,6 +270,7 @@ RULES = RuleTable([
     (Op.BROADCAST_IN_DIM, broadcast_broadcast),       # broadcast(broadcast(x)) -> one
     (Op.SLICE, slice_slice),                          # x[a:b:s][c:d:t] -> x[a+c*s::s*t]
     (Op.DYNAMIC_UPDATE_SLICE, update_over_update),    # dus(dus(x, u, i), v, i) -> dus(x, v, i)
+    (Op.DYNAMIC_UPDATE_SLICE, update_of_window_row),  # x[i, 1:-1] = v: one row, not the window
     # ** reductions **
     (O.REDUCE, reduce_of_one),                        # reduce over one element -> reshape
     (Op.REDUCE_SUM, sum_of_broadcast_int),            # sum(broadcast(x)) -> x*n (integers)
