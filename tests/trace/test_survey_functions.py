@@ -12,6 +12,7 @@ import pytest
 
 import jitlib
 from jitlib import errors
+from jitlib.hlo.ops import Op
 from jitlib.testing import check_backends
 
 BACKENDS = ("interpreter", "cpu", "jax")
@@ -466,6 +467,14 @@ def test_sliding_window_view(window, axis):
         check(lambda x: swv(x, window).sum(-1), rand(7))
     else:
         check(lambda x: swv(x, window, axis) * 2, rand(4, 5))
+
+
+def test_sliding_windows_are_computed_positions_not_a_constant():
+    # a million windows of 16 were a 128 MB index constant; their positions are iotas
+    swv = np.lib.stride_tricks.sliding_window_view
+    module = jitlib.make_ir(lambda x: swv(x, 16)[::3].max(-1))(rand(100_000))
+    assert all(i.size <= 1 for i in module.instructions if i.op is Op.CONSTANT), module
+    check(lambda x: swv(x, (2, 3), (1, 0))[:, ::2] + 1.0, rand(5, 6))
 
 
 def test_sliding_window_view_is_read_only():
