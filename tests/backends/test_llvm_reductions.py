@@ -65,6 +65,31 @@ def test_float_max_min_match_the_interpreter(name, cols):
         _bits_equal(got, want, f"{op} of {name}[10, {cols}]")
 
 
+@pytest.mark.parametrize("dt", ["f32", "f64", "i8", "i64", "u32"])
+@pytest.mark.parametrize("cols", [65, 1000, 4099])
+def test_argmax_argmin_of_long_rows_find_the_first_extreme(dt, cols):
+    # rows past ARG_BLOCK: the extreme's value, then the first block holding it; the
+    # first extreme wins, NaN first, zeros of both signs tie
+    if dt in FLOATS:
+        x = _rows(FLOATS[dt], cols, cols + 1)
+        x[2, [5, cols - 2]] = x[2].max() if cols > 5 else 0   # a tie for the maximum
+        x[0, 64:] = x[0, 0]                                   # ties across blocks
+    else:
+        info = np.iinfo({"i8": np.int8, "i64": np.int64, "u32": np.uint32}[dt])
+        rng = np.random.default_rng(cols)
+        x = rng.integers(info.min, info.max, (6, cols), endpoint=True).astype(
+            info.dtype)
+        x[1, :] = info.max
+        x[2, [7, cols - 1]] = info.min
+        x[3, 64:] = x[3, 0]
+    p = B.parameter(0, x.shape, x.dtype)
+    module = Module("args", [p], [B.arg_reduce(op, p, 1) for op in (Op.ARGMAX, Op.ARGMIN)])
+    exe = LLVM.compile(module)
+    assert not exe.fallbacks
+    for got, want in zip(exe(x), (np.argmax(x, 1), np.argmin(x, 1))):
+        np.testing.assert_array_equal(got, want)
+
+
 @pytest.mark.parametrize("name", list(FLOATS))
 def test_zeros_of_both_signs_follow_the_left_fold(name):
     # the extreme of every row is a zero of both signs, in varying order

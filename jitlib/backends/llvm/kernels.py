@@ -66,6 +66,10 @@ from jitlib.hlo.ops import Op
 # Float sums add this many elements in vector lanes, then add the block's sum to the
 # row's total with compensation: the error bound no longer grows with the row length.
 SUM_BLOCK = 256
+# argmax/argmin search a row this many elements at a time (`arg_extreme`); rows no
+# longer keep the in-order fold
+ARG_BLOCK = 64
+_ARG_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
 # In kernels that prefetch, a full block is summed by SUM_VECTORS explicit accumulators
 # of 64 bytes each (`grouped_block`), one group of SUM_VECTORS vectors at a time, each
 # group prefetching its own lines ahead.
@@ -802,6 +806,10 @@ class _ReductionEmitter:
         if op is Op.REDUCE_SUM and dtypes.is_float(dt):
             self.float_sum(red, kdims, sizes)
             return
+        if op in O.ARG_REDUCE and len(sizes) == 1 and sizes[0] > ARG_BLOCK \
+                and (dt in _ARG_FLOATS or dtypes.is_integer(dt)):
+            self.arg_extreme(red, kdims, sizes[0])
+            return
         acc = fn.alloca(t)
         fn.emit(f"store {t} {literal(_identity(op, dt), dt)}, ptr {acc}")
         arg = op in O.ARG_REDUCE
@@ -1019,7 +1027,91 @@ class _ReductionEmitter:
         extra = (row // 2 if plan.s_outputs else row // 4) if late else 0
         return rows * row + extra, full
 
-    def float_extreme(self, red, kdims, sizes):
+    def arg_extreme(self, red, kdims, size):
+        """argmax/argmin of a long row in two vectorized passes where the in-order fold
+        (`_better`'s selects, one element a step) does not vectorize: the extreme value
+        (`float_extreme`, NaN if the row holds one; a plain min/max for integers), then
+        the first element equal to it (the first NaN, for NaN), blocks of ARG_BLOCK at a
+        time: an `or` of the block's compares (vectorized), and the in-order search only
+        in the block that holds it. The first extreme, NaN first: NumPy's answer."""
+        fn, el = self.fn, self.el
+        x = red.operands[0]
+        dt, t = x.dtype, compute_type(x.dtype)
+        is_max = red.op is Op.ARGMAX
+        is_float = dtypes.is_float(dt)
+        if is_float:
+            best = self.float_extreme(red, kdims, [size], is_max)
+        else:
+            acc = fn.alloca(t)
+            value_op = Op.REDUCE_MAX if is_max else Op.REDUCE_MIN
+            fn.emit(f"store {t} {literal(_identity(value_op, dt), dt)}, ptr {acc}")
+
+            def fold(rdims):
+                el.push()
+                v = el.value(x, self.s_index(kdims, rdims))
+                a = fn.op(f"load {t}, ptr {acc}", "a")
+                fn.emit(f"store {t} {minmax(fn, dt, a, v, is_max)}, ptr {acc}")
+                el.pop()
+            nest(fn, [size], fold)
+            best = fn.op(f"load {t}, ptr {acc}", "a")
+        nan = fn.op(f"fcmp uno {t} {best}, 0.0", "c") if is_float else None
+
+        def equal(j):
+            v = el.value(x, self.s_index(kdims, [j]))
+            if not is_float:
+                return fn.op(f"icmp eq {t} {v}, {best}", "c")
+            same = fn.op(f"fcmp oeq {t} {v}, {best}", "c")
+            return fn.op(f"select i1 {nan}, i1 {fn.op(f'fcmp uno {t} {v}, 0.0', 'c')}, "
+                         f"i1 {same}", "c")
+
+        pos, done, hit = fn.alloca("i64"), fn.alloca("i1"), fn.alloca("i8")
+        fn.emit(f"store i64 0, ptr {pos}")
+        fn.emit(f"store i1 false, ptr {done}")
+
+        def search(start, n):
+            # skipped once found; else whether the block holds it, then where
+            ahead, skip = fn.label("block"), fn.label("next_block")
+            fn.emit(f"br i1 {fn.op(f'load i1, ptr {done}', 'c')}, label %{skip}, "
+                    f"label %{ahead}")
+            fn.start_block(ahead)
+            fn.emit(f"store i8 0, ptr {hit}")
+
+            def any_equal(j):
+                el.push()
+                eq = fn.op(f"zext i1 {equal(iadd(fn, start, j))} to i8", "a")
+                h = fn.op(f"load i8, ptr {hit}", "a")
+                fn.emit(f"store i8 {fn.op(f'or i8 {h}, {eq}', 'a')}, ptr {hit}")
+                el.pop()
+            loop(fn, n, any_equal)
+            inside, after = fn.label("found"), fn.label("searched")
+            held = fn.op(f"icmp ne i8 {fn.op(f'load i8, ptr {hit}', 'a')}, 0", "c")
+            fn.emit(f"br i1 {held}, label %{inside}, label %{after}")
+            fn.start_block(inside)
+            fn.emit(f"store i64 {iadd(fn, start, n)}, ptr {pos}")
+
+            def first(j):   # from the block's end back: the last store is the first hit
+                el.push()
+                k = iadd(fn, start, fn.op(f"sub i64 {n - 1}, {j}", "a"))
+                p = fn.op(f"load i64, ptr {pos}", "a")
+                fn.emit(f"store i64 {fn.op(f'select i1 {equal(k)}, i64 {k}, i64 {p}', 'a')}, "
+                        f"ptr {pos}")
+                el.pop()
+            loop(fn, n, first, scalar=True)
+            fn.emit("store i1 true, ptr " + done)
+            fn.emit(f"br label %{after}")
+            fn.start_block(after)
+            fn.emit(f"br label %{skip}")
+            fn.start_block(skip)
+
+        full, rest = divmod(size, ARG_BLOCK)
+        loop(fn, full, lambda b: search(imul(fn, b, ARG_BLOCK), ARG_BLOCK))
+        if rest:
+            search(full * ARG_BLOCK, rest)
+        p = fn.op(f"load i64, ptr {pos}", "a")
+        rt = compute_type(red.dtype)
+        el.fixed[red] = p if rt == "i64" else fn.op(f"trunc i64 {p} to {rt}", "a")
+
+    def float_extreme(self, red, kdims, sizes, is_max=None):
         """A float max/min in two tries. First in vector lanes, as cheaply as x86 allows:
         a plain `vmaxps` (`llvm.maxnum` marked `nnan nsz`, which LLVM vectorizes and
         lowers to one instruction) and, in the same loop, a NaN detector: the sum of
@@ -1035,10 +1127,12 @@ class _ReductionEmitter:
         folded again only where it is a zero."""
         fn, el = self.fn, self.el
         x = red.operands[0]
-        dt, t, is_max = x.dtype, compute_type(x.dtype), red.op is Op.REDUCE_MAX
-        blind = red in self.nan_blind
+        arg = is_max is not None   # argmax/argmin's value pass: the value is returned
+        dt, t = x.dtype, compute_type(x.dtype)
+        is_max = red.op is Op.REDUCE_MAX if is_max is None else is_max
+        blind = red in self.nan_blind and not arg
         acc, odd = fn.alloca(t), fn.alloca(t)
-        identity = literal(_identity(red.op, dt), dt)
+        identity = literal(_identity(Op.REDUCE_MAX if is_max else Op.REDUCE_MIN, dt), dt)
 
         def fold(combine, detect=False, rare=False):
             fn.emit(f"store {t} {identity}, ptr {acc}")
@@ -1065,7 +1159,7 @@ class _ReductionEmitter:
             fn.declare(name, f"declare {t} @{name}({t}, {t})")
             return fn.op(f"call nnan nsz {t} @{name}({t} {a}, {t} {v})", "a")
 
-        carry = self.carry if self.carry and red is self.carry.red else None
+        carry = self.carry if self.carry and red is self.carry.red and not arg else None
         if carry:
             start = self.row_start(kdims)
             held = fn.op(f"icmp eq i64 {fn.op(f'load i64, ptr {carry.at}', 'a')}, {start}",
@@ -1103,6 +1197,8 @@ class _ReductionEmitter:
         fn.emit(f"br label %{done}")
         fn.start_block(done)
         result = fn.op(f"load {t}, ptr {acc}", "a")
+        if arg:
+            return result
         el.fixed[red] = narrow(fn, result, dt) if dt in NARROW else result
 
     def buffer_rows(self, kdims, loop):
