@@ -5,7 +5,9 @@ cholesky, qr, eigh and svd call numpy.linalg, so they give eager NumPy's own res
 NumPy exposes no LU factors and no triangular solve, so lu is SciPy's getrf
 (`scipy.linalg.lu_factor`) and triangular_solve BLAS trsm (`scipy.linalg.blas`), from
 the OpenBLAS bundled in SciPy's wheels; trsm is also what LAPACK's getrs and JAX's CPU
-triangular_solve run. The cpu backend runs these ops through this module.
+triangular_solve run. The cpu backend runs these ops through this module, but for
+small LU factors and triangular solves, which it compiles as calls of the same
+routines on the same copies (backends/llvm/lapack.py).
 
 Inside jit a value cannot raise: where LAPACK fails (a matrix that is not positive
 definite, an iteration that does not converge) that matrix's results are NaN, as in

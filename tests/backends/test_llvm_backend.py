@@ -127,7 +127,8 @@ def typechecks(make):
 OPAQUE_OPS = ops.CUMULATIVE | {Op.SCATTER, Op.SORT}        # opaque.py, sort_kernel.py
 # complex kernels, every fft among them, run on the interpreter (rendered.py says so)
 INTERPRETED_OPS = {Op.FFT}
-# linear algebra runs on the interpreter: NumPy's and SciPy's LAPACK (linalg_reference.py)
+# linear algebra runs on the interpreter (NumPy's and SciPy's LAPACK, linalg_reference.py),
+# small LU factors and triangular solves as kernels calling SciPy's (lapack.py)
 OPAQUE_OPS |= ops.LINALG
 KERNEL_OPS = ops.REDUCE | ops.ARG_REDUCE | {Op.DOT_GENERAL, Op.PARAMETER}   # kernels.py
 TOP_LEVEL = ops.KERNEL | ops.CONTROL              # the executable itself (control.py)
@@ -634,7 +635,7 @@ def test_every_program_matches_the_interpreter(program):
     rtol, atol = max(rtol, program.rtol or 0.0), max(atol, program.atol or 0.0)
     exe = LLVM.compile(module)
     assert_allclose_tree(exe(*flat), evaluate(module, flat), rtol=rtol, atol=atol)
-    # every kernel, scans and scatters too; linear algebra is LAPACK on the interpreter
+    # every kernel, scans and scatters too; most linear algebra is LAPACK on the interpreter
     rest = {k: why for k, why in exe.fallbacks.items() if "linear algebra" not in why}
     assert not rest, exe.fallbacks
 

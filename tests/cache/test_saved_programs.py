@@ -52,7 +52,10 @@ def _no_derivation(monkeypatch):
 
 @pytest.mark.parametrize("fn, shapes", [(_stages, [(5, 24), (24,)]),
                                         (_with_product, [(5, 24), (24,), (24, 7)]),
-                                        (lambda x: np.exp(x) + 1.0, [(3,)])])
+                                        (lambda x: np.exp(x) + 1.0, [(3,)]),
+                                        # LAPACK's routines, found again by name
+                                        (lambda a, b: np.linalg.solve(a, b) * 2.0,
+                                         [(6, 6), (6,)])])
 def test_a_saved_program_rebuilds_the_kernels_and_the_answers(fn, shapes, monkeypatch):
     rng = np.random.default_rng(3)
     args = [rng.standard_normal(s) for s in shapes]

@@ -210,10 +210,25 @@ class _Object:
                 raise Unloadable(f"relocation type {kind}")
 
 
+_providers = []   # functions name -> address or None, for libraries loaded privately
+
+
+def provide(lookup):
+    """Resolve symbols the process's global scope does not hold through `lookup` (name ->
+    address or None) too: routines of a library Python loaded privately (SciPy's
+    OpenBLAS, lapack.py), found by name at each load, so saved objects stay valid."""
+    _providers.append(lookup)
+
+
 def _process_symbol(name):
-    """The address of `name` in this process (its executable and loaded libraries), or
-    None."""
+    """The address of `name` in this process (its executable and loaded libraries, then
+    the providers'), or None."""
     try:
         return ctypes.cast(_libc[name], ctypes.c_void_p).value
-    except AttributeError:
-        return None
+    except (AttributeError, TypeError):
+        pass
+    for lookup in _providers:
+        address = lookup(name)
+        if address is not None:
+            return address
+    return None

@@ -1,5 +1,6 @@
 """The kernels no other kernel can hold: scans (cumsum, cumprod, cummax, cummin) and
-scatter, each a fusion of that one op over its operands.
+scatter, each a fusion of that one op over its operands (and small LU factors and
+triangular solves: lapack.py).
 
 Both are sequential where NumPy is, and in NumPy's order, so the bits are NumPy's:
 
@@ -22,6 +23,7 @@ import math
 
 from jitlib.backends.llvm.emitter import (
     I64, NARROW, Unsupported, convert, iadd, imul, load, minmax, narrow, scalar_rules, store)
+from jitlib.backends.llvm import lapack
 from jitlib.backends.llvm.kernels import _function, _native, loop, runs_whole, share
 from jitlib.hlo import ops as O
 from jitlib.hlo.ops import Op
@@ -46,8 +48,8 @@ def render(name, body, in_place=False):
     elif instr.op is Op.SCATTER:
         emit = functools.partial(_scatter, copy_operand=not in_place)
     elif instr.op in O.LINALG:
-        raise Unsupported("linear algebra runs on the interpreter (LAPACK through NumPy "
-                          "and SciPy)")
+        lapack.check(instr)    # small LU factors and triangular solves compile
+        emit = lapack.emit
     else:
         raise Unsupported(f"{instr.op} kernels run on the interpreter")
     fn = _function(name, len(body.params), 1, runs_whole(body.params, body.results))
