@@ -1320,6 +1320,168 @@ def bilinear_resize(img, out_h, out_w):
     return a * (1 - wy) * (1 - wx) + b * (1 - wy) * wx + c * wy * (1 - wx) + d * wy * wx
 
 
+@program(lambda rng: (uniform(rng, 10, 9, dtype=np.float64), uniform(rng, 10, 9, dtype=np.float64),
+                      0.1, 3), static_argnums=(3,))
+def gauss_seidel_sweeps(u, f, h, sweeps):
+    """Gauss-Seidel for the Poisson equation: a row loop inside the sweeps' loop, each row
+    reading the row above as the previous trip wrote it, u updated in place."""
+    for _ in range(sweeps):
+        for i in range(1, u.shape[0] - 1):
+            u[i, 1:-1] = 0.25 * (u[i - 1, 1:-1] + u[i + 1, 1:-1] + u[i, :-2] + u[i, 2:]
+                                 - h * h * f[i, 1:-1])
+    return u
+
+
+@program(f64((9, 5)))
+def gram_schmidt_qr(A):
+    """Classical Gram-Schmidt with a triangular loop nest writing Q and R entry by entry."""
+    m, n = A.shape
+    Q, R = np.zeros((m, n)), np.zeros((n, n))
+    for j in range(n):
+        v = A[:, j].copy()
+        for i in range(j):
+            R[i, j] = Q[:, i] @ A[:, j]
+            v -= R[i, j] * Q[:, i]
+        R[j, j] = np.linalg.norm(v)
+        Q[:, j] = v / R[j, j]
+    return Q, R
+
+
+@program(lambda rng: (normal(rng, 24, 5, dtype=np.float64), normal(rng, 24, 2, dtype=np.float64),
+                      normal(rng, 5, 8, dtype=np.float64, scale=0.3),
+                      normal(rng, 8, 2, dtype=np.float64, scale=0.3), 0.05, 8),
+         static_argnums=(5,))
+def mlp_training_epochs(X, y, W1, W2, lr, epochs):
+    """Full-batch training of a two-layer ReLU network with hand-written backprop: the
+    ReLU's gradient masked by boolean assignment, weights updated in place."""
+    for _ in range(epochs):
+        h = np.maximum(X @ W1, 0)
+        err = h @ W2 - y
+        gW2 = h.T @ err / len(X)
+        gh = err @ W2.T
+        gh[h <= 0] = 0
+        gW1 = X.T @ gh / len(X)
+        W1 -= lr * gW1
+        W2 -= lr * gW2
+    return W1, W2, np.mean(err ** 2)
+
+
+@program(f32((2, 3, 8, 8), (4, 3, 3, 3)), atol=1e-5)
+def conv2d_sliding_windows(x, w):
+    """A valid 3x3 convolution as im2col: sliding_window_view over the spatial axes, then
+    one einsum with the filters."""
+    patches = np.lib.stride_tricks.sliding_window_view(x, w.shape[2:], axis=(2, 3))
+    return np.einsum("nchwij,ocij->nohw", patches, w)
+
+
+@program(lambda rng: (0.99, 0.01, 0.0, 0.3, 0.1, 0.5, 40), static_argnums=(6,))
+def sir_epidemic_history(s, i, r, beta, gamma, dt, steps):
+    """Euler steps of the SIR model on Python floats, each step's state written into a
+    row of a history array as a tuple."""
+    hist = np.zeros((steps, 3))
+    for t in range(steps):
+        new_inf, new_rec = beta * s * i * dt, gamma * i * dt
+        s, i, r = s - new_inf, i + new_inf - new_rec, r + new_rec
+        hist[t] = (s, i, r)
+    return hist
+
+
+@program(lambda rng: (uniform(rng, 300, high=10.0, dtype=np.float64),
+                      uniform(rng, 300, dtype=np.float64), 16, 10.0), static_argnums=(2,))
+def particle_charge_deposit(x, q, n_cells, L):
+    """Cloud-in-cell deposition: floor indices, periodic wrap, np.add.at twice."""
+    rho = np.zeros(n_cells)
+    cell = np.floor(x / L * n_cells).astype(np.int64) % n_cells
+    frac = x / L * n_cells - np.floor(x / L * n_cells)
+    np.add.at(rho, cell, q * (1 - frac))
+    np.add.at(rho, (cell + 1) % n_cells, q * frac)
+    return rho
+
+
+@program(lambda rng: ((rng.random(32) < 0.5).astype(np.uint8), 12), static_argnums=(1,))
+def rule30_automaton(cells, steps):
+    """Wolfram's rule 30 on uint8 cells with rolls and bitwise ops, rows of a history."""
+    out = np.zeros((steps, cells.size), dtype=np.uint8)
+    for t in range(steps):
+        out[t] = cells
+        cells = np.roll(cells, 1) ^ (cells | np.roll(cells, -1))
+    return out
+
+
+@program(lambda rng: (np.array([1.0, -1.5]) + 0.01 * rng.random(2), 8), static_argnums=(1,))
+def newton_on_a_2x2_system(x, iters):
+    """Newton's method: residual and Jacobian built with np.array from scalars, one
+    np.linalg.solve a step."""
+    for _ in range(iters):
+        F = np.array([x[0] ** 2 + x[1] ** 2 - 4.0, np.exp(x[0]) + x[1] - 1.0])
+        J = np.array([[2 * x[0], 2 * x[1]], [np.exp(x[0]), 1.0]])
+        x = x - np.linalg.solve(J, F)
+    return x
+
+
+@program(lambda rng: (normal(rng, 10, 4, dtype=np.float64), np.zeros(6), np.zeros(6),
+                      normal(rng, 4, 24, dtype=np.float64, scale=0.3),
+                      normal(rng, 6, 24, dtype=np.float64, scale=0.3), np.zeros(24)))
+def lstm_over_a_sequence(xs, h, c, W, U, b):
+    """An LSTM cell over a sequence: the four gates from np.split of one product."""
+    for t in range(xs.shape[0]):
+        i, f, g, o = np.split(xs[t] @ W + h @ U + b, 4)
+        i, f, o = 1 / (1 + np.exp(-i)), 1 / (1 + np.exp(-f)), 1 / (1 + np.exp(-o))
+        c = f * c + i * np.tanh(g)
+        h = o * np.tanh(c)
+    return h, c
+
+
+@program(lambda rng: (rng.dirichlet(np.ones(6), size=(3, 6)), rng.random((3, 6)), 0.9, 15),
+         static_argnums=(3,))
+def value_iteration(P, R, gamma, iters):
+    """Value iteration for a small MDP: batched transition products, max and argmax over
+    the actions."""
+    V = np.zeros(P.shape[-1])
+    for _ in range(iters):
+        Q = R + gamma * P @ V
+        V = Q.max(axis=0)
+    return V, Q.argmax(axis=0)
+
+
+@program(lambda rng: (np.where(rng.random((10, 10)) < 0.4, rng.random((10, 10)) * 10, 1e9),))
+def floyd_warshall_paths(D):
+    """All-pairs shortest paths: one broadcast minimum per intermediate vertex."""
+    for k in range(D.shape[0]):
+        D = np.minimum(D, D[:, k, None] + D[None, k, :])
+    return D
+
+
+@program(lambda rng: (100 * np.exp(np.cumsum(rng.standard_normal(300) * 0.01)),))
+def drawdown_statistics(prices):
+    """Running peak by np.maximum.accumulate, the worst drawdown and where, volatility of
+    log returns."""
+    peak = np.maximum.accumulate(prices)
+    dd = (prices - peak) / peak
+    returns = np.diff(np.log(prices))
+    return dd.min(), returns.std(ddof=1) * np.sqrt(252), np.argmin(dd)
+
+
+@program(lambda rng: (normal(rng, 5, 5, dtype=np.float64, scale=0.5), 4, 10),
+         static_argnums=(1, 2))
+def matrix_exponential_taylor(A, squarings, terms):
+    """The matrix exponential by scaling, a Taylor series and repeated squaring."""
+    A = A / 2 ** squarings
+    E, term = np.eye(A.shape[0]), np.eye(A.shape[0])
+    for k in range(1, terms):
+        term = term @ A / k
+        E = E + term
+    for _ in range(squarings):
+        E = E @ E
+    return E
+
+
+@program(lambda rng: (normal(rng, 60, dtype=np.float64), 5), static_argnums=(1,))
+def rolling_window_max(x, w):
+    """A rolling maximum over sliding_window_view."""
+    return np.lib.stride_tricks.sliding_window_view(x, w).max(axis=-1)
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they
@@ -1656,6 +1818,19 @@ def rabi_oscillation_rk4(detuning, rabi):
         ce = ce + dt / 6 * (k1e + 2 * k2e + 2 * k3e + k4e)
     excited = np.abs(ce) ** 2
     return excited, np.abs(cg) ** 2 + excited, np.angle(cg)
+
+
+@complex_program(lambda rng: (np.add.outer(np.linspace(-1.5, 1.5, 12) * 1j, np.linspace(-2, 1, 15)),))
+def mandelbrot_escape_counts(c):
+    """Escape counts of the Mandelbrot iteration with masked complex updates
+    (`z[alive] = z[alive] ** 2 + c[alive]`), counts added from a boolean mask."""
+    z = np.zeros_like(c)
+    counts = np.zeros(c.shape, dtype=np.int32)
+    for _ in range(12):
+        alive = np.abs(z) <= 2.0
+        z[alive] = z[alive] ** 2 + c[alive]
+        counts += alive
+    return counts
 
 
 # --- linear algebra ---------------------------------------------------------------------------

@@ -245,6 +245,12 @@ class _Fuser:
             return FusionDecision.no(f"the kernel holds {MAX_KERNEL_OPS} ops already")
         if producer in self.results and not self._same_space_output(producer, group):
             return FusionDecision.no("a module result of another shape than the kernel's")
+        # a loop, conditional or kernel that reads it (these are in no group) reads it
+        # from memory: an output, so of the kernel's shape too
+        if not self._same_space_output(producer, group) and any(
+                not self.groups_of.get(u) for u in self.users[producer]):
+            return FusionDecision.no("read by a loop or kernel, of another shape than "
+                                     "the kernel's")
         if group.kind == "dot":
             if op not in ELEMENTAL:
                 return FusionDecision.no(f"a dot kernel holds one dot and its epilogue, not {op}")
