@@ -126,6 +126,16 @@ def test_loops_quick_run_writes_json_and_markdown(tmp_path):
     assert next(tmp_path.glob("loops-cpu-*.json"))
 
 
+def test_programs_run_times_a_catalogue_program_against_numpy(tmp_path, monkeypatch):
+    from benchmarks import programs
+    monkeypatch.setenv("JITLIB_CACHE_DIR", str(tmp_path / "cache"))   # main sets its own
+    (row,) = programs.main(["--only", "newton_on_a_2x2_system", "--budget", "0.01",
+                            "--out", str(tmp_path)])
+    assert row["rel_diff"] < 1e-12 and row["warm_ms"] > 0 and row["numpy_ms"] > 0
+    assert "newton_on_a_2x2_system" in next(tmp_path.glob("programs-cpu-*.md")).read_text()
+    assert set(programs.SIZES) <= {p.name for p in programs.load_catalogue().PROGRAMS}
+
+
 def test_compile_time_quick_run_writes_json_and_markdown(tmp_path):
     # the 4-layer forward at tiny sizes: 3 fresh child processes
     import json

@@ -391,7 +391,12 @@ def _linear_algebra():
         "the OpenBLAS bundled in NumPy's wheels, so cholesky, qr, eigh and svd equal eager "
         "NumPy's bit for bit) and SciPy (getrf and BLAS trsm, which NumPy does not expose); "
         "the jax backend lowers them to jax.lax.linalg (LAPACK on the CPU, cuSOLVER on the "
-        "GPU). The gpu backend runs them on the interpreter through host memory, or with "
+        "GPU). The cpu backend compiles an LU factorization or a triangular solve of one "
+        "float32/float64 matrix of up to 512 KB as a kernel that calls the same SciPy "
+        "OpenBLAS routines on the same Fortran-ordered copies (backends/llvm/lapack.py: the "
+        "interpreter's bits, and a loop that solves a system each trip stays one native "
+        "call); batches, larger matrices and the other factorizations run on the "
+        "interpreter. The gpu backend runs them on the interpreter through host memory, or with "
         "`JITLIB_GPU_LINALG=cusolver` through CuPy's cuSOLVER on the device "
         "(docs/operations.md). `jnp.linalg.solve_triangular(a, b, trans, lower, unit_diagonal)` is "
         "scipy.linalg's, as in jax.scipy.linalg.",
