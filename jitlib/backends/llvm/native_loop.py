@@ -340,9 +340,12 @@ class NativeLoop:
         self.arena_bytes = at
         self._body, self._cond = body, cond
         self._products = bool(body.dots or (cond is not None and cond.dots))
+        # the trip count is the table's last entry, not a literal: loops that differ only
+        # in it (an inner loop of j trips for each j) share one compiled driver
         self._table = np.concatenate(
             [body.table] + ([cond.table] if cond is not None else [])
-            + [np.array([c.address for c in self._variants.values()], np.uint64)])
+            + [np.array([c.address for c in self._variants.values()], np.uint64),
+               np.array([self.trips or 0], np.uint64)])
         self.ir = self._render()
         self._code = get_compiler().load(self.ir, "loop")
         self._moving = [k for k, e in enumerate(layout) if e != "invariant"]
@@ -386,6 +389,10 @@ class NativeLoop:
             if entry != "invariant" and entry[0] == "in place":
                 lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {buffers[k][0]}, "
                              f"ptr {init[k]}, i64 {self._nbytes[k]}, i1 false)")
+        if self.trips is not None:
+            lines.append(f"  %trips.p = getelementptr i64, ptr {table}, "
+                         f"i64 {len(self._table) - 1}")
+            lines.append("  %trips = load i64, ptr %trips.p")
         lines += ["  br label %head", "head:", "  %t = phi i64 [0, %entry], [%t.next, %latch]"]
         # where each carry is now, and where a ping-pong carry's next value goes
         current = {}
@@ -401,7 +408,7 @@ class NativeLoop:
                 current[k] = f"%c{k}"
         offset = len(body.table)
         if self.trips is not None:
-            lines.append(f"  %go = icmp ult i64 %t, {self.trips}")
+            lines.append("  %go = icmp ult i64 %t, %trips")
         else:
             self._emit_module(lines, cond, table, offset, current, arena, self._cond_arena,
                               {0: at(self._cond_result, "cond.out")}, "c.")
