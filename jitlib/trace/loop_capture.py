@@ -224,12 +224,23 @@ def _temporaries(body, names, mentions):
         if name not in first or inside[name] != mentions.get(name, 0):
             continue
         stmt = body[first[name]]
-        if isinstance(stmt, ast.Assign) and all(isinstance(t, ast.Name) for t in stmt.targets) \
-                and any(t.id == name for t in stmt.targets) \
-                and not any(isinstance(n, ast.Name) and n.id == name
-                            for n in ast.walk(stmt.value)):
+        bound = _assigned_names(stmt) if isinstance(stmt, ast.Assign) else None
+        if bound is not None and name in bound and not any(
+                isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value)):
             temporaries.add(name)
     return temporaries
+
+
+def _assigned_names(stmt):
+    """The names an assignment binds where every target is a name or a tuple or list of
+    names (`a = b = ...`, `i, f, g, o = np.split(z, 4)`), else None."""
+    names = []
+    for target in stmt.targets:
+        parts = target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]
+        if not all(isinstance(p, ast.Name) for p in parts):
+            return None
+        names.extend(p.id for p in parts)
+    return names
 
 
 class _Rewriter:

@@ -259,8 +259,15 @@ class Window:
 # -- reading and writing through traced bounds
 
 def read(x, index, made_at):
-    """`x[index]` where some slices of `index` have traced bounds: a Window."""
+    """`x[index]` where some slices of `index` have traced bounds: a Window, or, where
+    every such slice has a fixed length inside the array, a plain view of that length."""
     full, windowed = _split(x, index)
+    fixed = _fixed_lengths(x, index)
+    if fixed is not None:
+        starts, sizes = _box(x[full].shape, fixed)
+        return x[full]._make_view(
+            lambda base: B.dynamic_slice(base, starts, sizes),
+            lambda base, new: B.dynamic_update_slice(base, new, starts), "the slice")
     data = T.Tracer(x[full].instr)   # a copy: later writes to x must not reach it
     return Window(data, [windowed.get(d) for d in range(data.ndim)], made_at)
 
@@ -270,6 +277,14 @@ def write(x, index, value):
     bounds select takes `value` (a Window of the same lengths, or a value broadcast
     along them), everything else keeps its values."""
     full, windowed = _split(x, index)
+    fixed = _fixed_lengths(x, index)
+    if fixed is not None and not is_window(value):
+        target = x[full]
+        starts, sizes = _box(target.shape, fixed)
+        v = value if isinstance(value, T.Tracer) else T.Tracer(T.as_instr(value))
+        update = B.broadcast_to(B.convert(v.instr, x.dtype), tuple(sizes))
+        x[full] = T.Tracer(B.dynamic_update_slice(target.instr, update, starts))
+        return
     old = x[full].instr
     if is_window(value):
         if value.ndim != len(old.shape) or any(
@@ -320,6 +335,52 @@ def _split(x, index):
                 "a slice with traced bounds can be combined with integers and slices only "
                 "(no index arrays)", hint=HINT)
     return tuple(full), windowed
+
+
+def _fixed_lengths(x, index):
+    """{result dim: (start, length)} where every slice of `index` with traced bounds is
+    `start:start + c` for a Python int c, with the start's known range (a loop counter's,
+    trace/int_ranges.py) keeping it inside the dim: NumPy's slice has length c whatever
+    the start, so it is a dynamic_slice (`X[s:s + batch]` over range(0, n, batch)). None
+    where some slice is not so."""
+    parts = index if isinstance(index, tuple) else (index,)
+    fixed, dim = {}, 0
+    for axis, p in enumerate(parts):
+        if isinstance(p, slice) and any(_traced(b) for b in (p.start, p.stop)):
+            length = _offset(p.start, p.stop)
+            n = x.shape[axis]
+            lo, hi = p.start._weak if isinstance(p.start, T.Tracer) and type(
+                p.start._weak) is tuple else (None, None)
+            if p.step not in (None, 1) or length is None or lo is None or hi is None \
+                    or lo < 0 or hi + length > n:
+                return None
+            fixed[dim] = (B.convert(p.start.instr, dtypes.INDEX), length)
+        if isinstance(p, slice):
+            dim += 1
+    return fixed
+
+
+def _offset(start, stop):
+    """c where traced `stop` is `start + c` for a constant c >= 0, else None."""
+    if not isinstance(start, T.Tracer) or not isinstance(stop, T.Tracer):
+        return None
+    add = stop.instr
+    if add.op is not Op.ADD or add.shape != () or start.instr not in add.operands:
+        return None
+    other = add.operands[1] if add.operands[0] is start.instr else add.operands[0]
+    if other.op is not Op.CONSTANT:
+        return None
+    c = other.attrs["value"].array
+    if not np.issubdtype(c.dtype, np.integer) or int(c) < 0:
+        return None
+    return int(c)
+
+
+def _box(shape, fixed):
+    """(starts, sizes) of a dynamic_slice over `shape` taking `fixed`'s dims."""
+    starts = [fixed[d][0] if d in fixed else _ZERO() for d in range(len(shape))]
+    sizes = [fixed[d][1] if d in fixed else shape[d] for d in range(len(shape))]
+    return starts, sizes
 
 
 def _bounds(s, n):

@@ -178,3 +178,42 @@ def test_a_windows_length_escaping_is_an_error_at_its_line(body, message):
     with pytest.raises(errors.JitlibError, match=message) as info:
         jitlib.jit(body)(x, np.int64(2))   # k traced: x[k:] is a window
     assert "test_windows.py" in str(info.value)
+
+
+# -- slices of a fixed length at a traced start: plain views
+
+def batch_sums(X, bs):
+    out = np.zeros((X.shape[0] // bs, X.shape[1]))
+    for k, s in enumerate(range(0, X.shape[0], bs)):
+        xb = X[s:s + bs]
+        out[k] = xb.sum(0) * xb.shape[0]     # the length is static: len() and shape work
+    return out
+
+
+def scale_batches_in_place(X, bs):
+    for s in range(0, X.shape[0], bs):
+        xb = X[s:s + bs, 1:]
+        xb *= 1.0 + s                       # through the view: the caller's X changes
+        X[s:s + bs, 0] = xb[:, 0] - 1.0     # and a write of the same bounds
+    return X.sum()
+
+
+def ragged_batches(X, bs):
+    total = np.zeros(X.shape[1])
+    for s in range(0, X.shape[0], bs):      # the last batch is shorter: not fixed
+        total = total + X[s:s + bs].mean(0)
+    return total
+
+
+@pytest.mark.parametrize("fn, rows", [(batch_sums, 40), (scale_batches_in_place, 40),
+                                      (ragged_batches, 43)])
+def test_a_slice_of_fixed_length_at_a_loop_counter_is_numpys(fn, rows):
+    X = np.random.default_rng(rows).standard_normal((rows, 3))
+    check_backends(fn, X, 5, backends=BACKENDS, static_argnums=(1,))
+
+
+def test_a_fixed_length_batch_slice_traces_once():
+    X = np.ones((400, 3))
+    module = jitlib.jit(batch_sums, static_argnums=(1,)).lower(X, 4).module
+    assert sum(i.op is Op.WHILE for i in module.instructions) == 1
+    assert len(module.instructions) < 60, module
