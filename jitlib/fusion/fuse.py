@@ -476,7 +476,8 @@ class _Fuser:
                         if reach is None:
                             reach = self._reach_masks(groups)
                         if not (reach[a][1] >> reach[b][0] & 1
-                                or reach[b][1] >> reach[a][0] & 1):
+                                or reach[b][1] >> reach[a][0] & 1) \
+                                or self._feeds_directly(a, b, groups, reach):
                             self._merge(a, b)
                             changed = True
                             break
@@ -486,6 +487,29 @@ class _Fuser:
                 if changed:
                     break
                 settled.add(key)
+
+    def _feeds_directly(self, a, b, groups, reach):
+        """Whether loop kernels `a` and `b` (siblings of one space) may merge although one
+        reads the other: the reader reads its outputs elementwise, through no other
+        kernel, loop or conditional, so the merged kernel computes them once, inline
+        (XLA's producer-consumer multi-output fusion: Mandelbrot's `alive` mask, read by
+        the count and by the masked update, no longer goes through memory)."""
+        if a.kind != "loop" or len(a.members) + len(b.members) > MAX_KERNEL_OPS:
+            return False
+        producer, consumer = (a, b) if reach[a][1] >> reach[b][0] & 1 else (b, a)
+        if any(c is not producer and c is not consumer
+               and reach[producer][1] >> reach[c][0] & 1 and reach[c][1] >> reach[consumer][0] & 1
+               for c in groups):
+            return False
+        for out in self._group_outputs_of(producer):
+            for user in self.users[out]:
+                readers = self.groups_of.get(user)
+                if not readers:        # a loop, conditional or kept kernel reads it
+                    return False
+                if consumer in readers and (user.op not in O.ELEMENTWISE
+                                            or user.shape != out.shape):
+                    return False
+        return True
 
     def _reach_masks(self, groups):
         """{kernel: (its bit, bitmask of every kernel depending on it)}: the transitive
