@@ -42,9 +42,9 @@ from jitlib import config, errors
 MIN_TRIPS = 4   # a shorter loop runs as Python: two trips and one traced trip save nothing
 PYTHON_TRIPS = 2
 
-_RUN, _STATE, _UNBOUND, _APPEND = ("_jitlib_run_for", "_jitlib_state", "_jitlib_unbound",
-                                   "_jitlib_append")
-_HELPER_NAMES = (_RUN, _STATE, _UNBOUND, _APPEND)
+_RUN, _STATE, _UNBOUND, _APPEND, _RANGE = (
+    "_jitlib_run_for", "_jitlib_state", "_jitlib_unbound", "_jitlib_append", "_jitlib_range")
+_HELPER_NAMES = (_RUN, _STATE, _UNBOUND, _APPEND, _RANGE)
 
 
 class _Unbound:
@@ -78,7 +78,8 @@ def function_code(fn):
 def closure_for(new_code, old_code, cells):
     """The closure of `new_code`: `cells` (for `old_code`'s free variables) by name, and
     the helpers the rewritten loops call."""
-    helpers = {_RUN: run_for, _STATE: state_of, _UNBOUND: UNBOUND, _APPEND: append_to}
+    helpers = {_RUN: run_for, _STATE: state_of, _UNBOUND: UNBOUND, _APPEND: append_to,
+               _RANGE: range_of}
     by_name = dict(zip(old_code.co_freevars, cells or ()))
     return tuple(by_name[name] if name in by_name else types.CellType(helpers[name])
                  for name in new_code.co_freevars)
@@ -225,10 +226,37 @@ def _temporaries(body, names, mentions):
             continue
         stmt = body[first[name]]
         bound = _assigned_names(stmt) if isinstance(stmt, ast.Assign) else None
+        if isinstance(stmt, ast.For) and isinstance(stmt.target, ast.Name) \
+                and stmt.target.id == name:
+            # an inner loop's variable: each of its trips binds it first
+            temporaries.add(name)
+            continue
         if bound is not None and name in bound and not any(
                 isinstance(n, ast.Name) and n.id == name for n in ast.walk(stmt.value)):
             temporaries.add(name)
     return temporaries
+
+
+def _changes(body, names):
+    """{position in `names`: "new" or "inplace"} for the names `body` binds anew (a plain
+    assignment) or writes into (a subscript assignment, an augmented one)."""
+    changes = {}
+    for node in (n for stmt in body for n in ast.walk(stmt)):
+        targets = node.targets if isinstance(node, ast.Assign) else \
+            [node.target] if isinstance(node, ast.AugAssign) else []
+        for target in targets:
+            for part in (target.elts if isinstance(target, (ast.Tuple, ast.List))
+                         else [target]):
+                written = isinstance(part, ast.Subscript) or isinstance(node, ast.AugAssign)
+                while isinstance(part, (ast.Subscript, ast.Attribute)):
+                    part = part.value
+                if isinstance(part, ast.Name) and part.id in names:
+                    k = names.index(part.id)
+                    if written:
+                        changes.setdefault(k, "inplace")
+                    else:
+                        changes[k] = "new"
+    return changes
 
 
 def _assigned_names(stmt):
@@ -280,6 +308,10 @@ class _Rewriter:
                          for stmt in loop.body for node in ast.walk(stmt))
         temporaries = tuple(names.index(n) for n in sorted(
             _temporaries(loop.body, set(names) - {target}, self.mentions)))
+        # how the body changes each name (for a loop of traced length, which has no
+        # Python trips to show it): bound anew (`x = ...`) or written (`x[...] = ...`,
+        # `x -= ...`)
+        changes = _changes(loop.body, names)
         body_name = f"_jitlib_for_{loop.lineno}_{count}"
         params = ", ".join(names)
         unbind = "".join(f"    if {n} is {_UNBOUND}: del {n}\n" for n in names)
@@ -288,7 +320,7 @@ class _Rewriter:
                   f"    return {_STATE}(locals(), {tuple(names)!r})\n"
                   f"({params},) = {_RUN}(_jitlib_iterable, {body_name}, "
                   f"{_STATE}(locals(), {tuple(names)!r}), {names.index(target)}, "
-                  f"{index_used}, {temporaries!r})\n"
+                  f"{index_used}, {temporaries!r}, {changes!r})\n"
                   + "".join(f"if {n} is {_UNBOUND}: del {n}\n" for n in names))
         made = ast.parse(source).body
         for node in (n for stmt in made for n in ast.walk(stmt)):
@@ -306,6 +338,14 @@ class _Rewriter:
         body_def.body[at:at + 1] = inner.statements(loop.body)
         call = made[1].value
         call.args[0] = loop.iter
+        if isinstance(loop.iter, ast.Call) and isinstance(loop.iter.func, ast.Name) \
+                and loop.iter.func.id == "range" and not loop.iter.keywords \
+                and not any(isinstance(a, ast.Starred) for a in loop.iter.args):
+            # range(j) with j traced (an outer loop's counter) is a loop of traced length
+            call.args[0] = ast.Call(ast.Name(_RANGE, ast.Load()),
+                                    [loop.iter.func] + loop.iter.args, [])
+            ast.copy_location(call.args[0], loop.iter)
+            ast.fix_missing_locations(call.args[0])
         for node in (n for stmt in loop.body for n in ast.walk(stmt)):
             listed = _appended_list(node)
             if listed is not None:    # hs.append(v) -> _jitlib_append(hs, v)
@@ -339,13 +379,64 @@ class _NotSteady(Exception):
     """The loop's trips are not one function of its arrays: run it as Python."""
 
 
-def run_for(iterable, body, state, index, index_used, temporaries=()):
+class TracedRange:
+    """`range(start, stop)` where a bound is traced, met while a loop body is traced once
+    (Gram-Schmidt's `for i in range(j)` inside the loop over j): its trips are a while
+    of traced length."""
+
+    step = 1
+
+    def __init__(self, start, stop):
+        self.start, self.stop = start, stop
+
+
+def range_of(callee, *bounds):
+    """`callee(*bounds)` (a `for` statement's `range(...)`), or a TracedRange where
+    callee is range, a bound is traced and a loop body is being traced once."""
+    from jitlib.trace.context import current_trace
+    from jitlib.trace.tracer import Tracer
+    if callee is not range or not any(isinstance(b, Tracer) for b in bounds) \
+            or getattr(current_trace(), "outer", None) is None or len(bounds) > 2:
+        return callee(*bounds)
+    return TracedRange(*((0,) + bounds if len(bounds) == 1 else bounds))
+
+
+def _traced_trips(rest, body, state, index, index_used, temporaries, changes):
+    """The state after a loop over TracedRange `rest`, traced once; raises _NotSteady
+    (the enclosing loop then runs as Python) where it cannot be: the variables it carries
+    come from the body's text (`changes`: arrays it binds anew are new values, arrays it
+    writes into are written in place), and every other value must stay what it is."""
+    from jitlib.trace.tracer import Tracer
+    plan = []
+    for j, x in enumerate(state):
+        if j == index:
+            plan.append("index")
+        elif j in temporaries:
+            plan.append("temporary")
+        elif x is UNBOUND or isinstance(x, Tracer) and x._base is not None:
+            raise _NotSteady
+        elif isinstance(x, Tracer) and j in changes:
+            plan.append(changes[j])
+        elif j in changes:
+            raise _NotSteady     # a Python value the trips change
+        else:
+            plan.append("same")
+    captured = _captured(rest, body, state, plan, index, [0] * len(state), index_used)
+    if captured is None:
+        raise _NotSteady
+    return captured
+
+
+def run_for(iterable, body, state, index, index_used, temporaries=(), changes=None):
     """What `for i in iterable: state = body(i, *state)` leaves, with the trips traced
     once as a `while` where they provably repeat (all of them, or those past the first
     two). `state[index]` is the loop variable; `index_used`: whether the body reads it;
     `temporaries`: the positions of variables each trip binds before reading and nothing
     after the loop reads."""
     from jitlib.trace.context import current_trace
+    if type(iterable) is TracedRange:
+        return _traced_trips(iterable, body, state, index, index_used, temporaries,
+                             changes or {})
     if type(iterable) is not range or len(iterable) < MIN_TRIPS \
             or current_trace() is None or not config.capture_loops():
         return _python(iterable, body, state)
@@ -467,7 +558,7 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
               for j, n in enumerate(appended) for q in range(n)]
     if any(not isinstance(item, Tracer) for _, _, item in stacks):
         return None
-    n_trips = len(rest)
+    n_trips = len(rest) if type(rest) is range else 0   # (a TracedRange appends nothing)
     # with step 1 the counter is the loop variable; otherwise it counts trips, and the
     # loop variable is start + step * counter
     lower, upper = (rest.start, rest.stop) if rest.step == 1 else (0, n_trips)
@@ -524,6 +615,6 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     for t in range(n_trips):     # each trip's values, in the order the trips made them
         for (j, q, item), buf in zip(stacks, stacked):
             state[j].append(StackedRow(buf.instr, t, item.shape, loc))
-    out[index] = rest[-1]
+    out[index] = rest[-1] if type(rest) is range else rest.stop - 1
     return tuple(out)
 

@@ -402,3 +402,53 @@ def test_stacking_a_thousand_captured_rows_makes_one_slice():
     assert [o.attrs["limit"][0] for o in joined.operands] == [400, 1, 1000]
     assert sum(instr.op is Op.SLICE for instr, _ in log) == 3    # one a run
     assert build.concatenate(rows, 0) is x
+
+
+# -- an inner range whose bound is the outer loop's variable
+
+def gram_schmidt(A):
+    m, n = A.shape
+    Q, R = np.zeros((m, n)), np.zeros((n, n))
+    for j in range(n):
+        v = A[:, j].copy()
+        for i in range(j):                # as many trips as the outer counter says
+            R[i, j] = Q[:, i] @ A[:, j]
+            v -= R[i, j] * Q[:, i]
+        R[j, j] = np.linalg.norm(v)
+        Q[:, j] = v / R[j, j]
+    return Q, R
+
+
+def lower_solve_rows(L, b):
+    x = np.zeros_like(b)
+    for i in range(L.shape[0]):
+        s = b[i]
+        for k in range(i):                # s, bound anew each trip, is carried
+            s = s - L[i, k] * x[k]
+        x[i] = s / L[i, i]
+    return x
+
+
+def counted_products(L, b):
+    x, flops = np.zeros_like(b), 0
+    for i in range(L.shape[0]):
+        for k in range(i):                # a Python int changed each trip: runs as Python
+            x[i] += L[i, k] * b[k]
+            flops += 2
+    return x, flops
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_triangular_loop_nest_is_traced_once(backend):
+    A = np.random.default_rng(4).standard_normal((12, 7))
+    _check(gram_schmidt, (A,), backend, rtol=1e-10)
+    small, large = (_traced(gram_schmidt, (np.ones((40, n)),)) for n in (6, 30))
+    assert _ops(small) == _ops(large) and _whiles(large) == 1, large
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("fn", [lower_solve_rows, counted_products])
+def test_triangular_nests_carry_what_they_can_and_run_the_rest_as_python(fn, backend):
+    rng = np.random.default_rng(5)
+    L = np.tril(rng.standard_normal((9, 9))) + 4 * np.eye(9)
+    _check(fn, (L, rng.standard_normal(9)), backend, rtol=1e-10)
