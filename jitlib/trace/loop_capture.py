@@ -30,6 +30,12 @@ Rewritten are `for NAME in ...:` statements without `else`, whose body has no `r
 no statement that is a bare expression (`hs.append(h)`, `print(x)`): their effects are
 outside the variables, where a body traced once cannot repeat them. Those loops stay
 Python loops, traced trip by trip and rolled afterwards where their trips repeat.
+
+Loops inside a rewritten body are rewritten too, over the body's variables. While a body
+is traced once, an inner `range(...)` with a bound the trace holds (`range(j)` of the
+outer counter) has no Python trips to run: it is traced once as a loop of traced length,
+what it carries read from the body's text (`_changes`), or fails, and the outer loop
+runs as Python.
 """
 import ast
 import inspect
