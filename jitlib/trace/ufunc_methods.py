@@ -1,4 +1,5 @@
-"""`ufunc.reduce` and `ufunc.accumulate` for every binary ufunc jitlib traces.
+"""`ufunc.reduce`, `ufunc.accumulate` and `ufunc.reduceat` (static indices) for every
+binary ufunc jitlib traces.
 
 The ufuncs with a reduction or scan op of their own (np.add.reduce is np.sum, ...) are
 routed to it in ufuncs.dispatch; the rest fold in NumPy's order, the first element
@@ -14,7 +15,7 @@ import numpy as np
 from jitlib import errors
 from jitlib.hlo import build as B
 from jitlib.trace import tracer as T
-from jitlib.trace.functions._common import finish, keep_dims, tracer
+from jitlib.trace.functions._common import contains_tracer, finish, keep_dims, tracer
 
 # folds up to this many steps are unrolled (and fuse); longer ones loop
 _UNROLL = 32
@@ -120,3 +121,54 @@ def accumulate(ufunc, a, axis=0, dtype=None, out=None):
     # back from the front to the axis' place
     perm = list(range(1, ax + 1)) + [0] + list(range(ax + 1, x.ndim))
     return finish(T.Tracer(B.transpose(stacked, perm)), out, f"{ufunc.__name__}.accumulate")
+
+
+def reduceat(ufunc, a, indices, axis=0, dtype=None, out=None):
+    """`ufunc.reduceat` with static indices (a list or NumPy array), by NumPy's rules:
+    segment i reduces a[idx[i]:idx[i+1]] along the axis, or is a[idx[i]] where
+    idx[i] >= idx[i+1]; the last runs to the axis' end. Each segment is one `reduce`
+    (np.add's a sum), and equal segments of width k covering the axis
+    (`np.arange(0, n, k)`: block sums) one reduction of the axis split in two."""
+    from jitlib.trace.registry import lookup
+    name = f"{ufunc.__name__}.reduceat"
+    if contains_tracer(indices):
+        raise errors.UnsupportedError(
+            f"np.{name} with traced indices: the segments would depend on the data",
+            hint="pass the indices as a list or NumPy array (static), or reduce with a "
+                 "mask per segment")
+    x = tracer(a)
+    idx = np.asarray(indices)
+    idx = idx.astype(np.intp) if idx.size == 0 else idx   # [] is float64 to asarray
+    if idx.ndim != 1 or idx.size and not np.issubdtype(idx.dtype, np.integer):
+        raise errors.JitlibTypeError(f"np.{name}: indices must be a 1-d sequence of ints",
+                                     hint="pass a list or 1-d NumPy array of ints")
+    ax = T.normalize_axis(axis, x.ndim)
+    n = x.shape[ax]
+    sample = np.ones([n if d == ax else 1 for d in range(x.ndim)], x.dtype)
+    try:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result_dt = np.asarray(ufunc.reduceat(sample, idx, axis=ax, dtype=dtype)).dtype
+    except (TypeError, ValueError, IndexError) as e:
+        kind = {TypeError: errors.JitlibTypeError, IndexError: errors.JitlibIndexError}.get(
+            type(e), errors.JitlibValueError)
+        raise kind(f"np.{name}: {e}") from None
+
+    def part(start, stop):
+        where = [slice(None)] * x.ndim
+        where[ax] = slice(int(start), int(stop))
+        return x[tuple(where)]
+    typed = {} if dtype is None else {"dtype": dtype}
+    k = int(idx[1] - idx[0]) if idx.size > 1 else n
+    if idx.size and k > 0 and n % k == 0 and np.array_equal(idx, np.arange(0, n, k)):
+        split = lookup("reshape")(x, x.shape[:ax] + (n // k, k) + x.shape[ax + 1:])
+        result = ufunc.reduce(split, axis=ax + 1, **typed)
+    elif idx.size:
+        ends = list(idx[1:]) + [n]
+        segments = [ufunc.reduce(part(s, e), axis=ax, keepdims=True, **typed) if s < e
+                    else part(s, s + 1) for s, e in zip(idx, ends)]
+        result = lookup("concatenate")([lookup("astype")(g, result_dt) for g in segments],
+                                       axis=ax)
+    else:
+        result = part(0, 0)
+    return finish(lookup("astype")(result, result_dt), out, name)

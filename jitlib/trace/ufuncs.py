@@ -593,7 +593,7 @@ def dispatch(ufunc, method, inputs, kwargs):
         (x,) = inputs
         return extreme_accumulate(_ACCUMULATE_EXTREME[ufunc], f"{ufunc.__name__}.accumulate",
                                   x, **kwargs)
-    if method in ("reduce", "accumulate") and ufunc in BUILDERS:
+    if method in ("reduce", "accumulate", "reduceat") and ufunc in BUILDERS:
         from jitlib.trace import ufunc_methods
         return getattr(ufunc_methods, method)(ufunc, *inputs, **kwargs)
     if method == "outer":
@@ -616,7 +616,7 @@ def dispatch(ufunc, method, inputs, kwargs):
                  "and np.minimum.at; x.at[i].divide(v) and x.at[i].power(v) cover more")
     raise errors.UnsupportedError(
         f"np.{ufunc.__name__}.{method} is not supported on traced arrays",
-        hint="reduce, accumulate and outer are; for reduceat, reduce each slice")
+        hint="reduce, accumulate, reduceat (static indices), outer and at are")
 
 
 def _generalized(ufunc, method, inputs, kwargs):

@@ -296,3 +296,32 @@ def test_the_one_type_loop_shortcut_is_numpys_choice():
     assert same_type_loop(np.less, (float, f32)) == (f32, f32, np.dtype(bool))
     assert same_type_loop(np.add, (f32, np.dtype(np.float64))) is None
     assert same_type_loop(np.add, (np.dtype(np.int32),) * 2) is None
+
+
+# -- ufunc.reduceat with static indices
+
+_RNG = np.random.default_rng(11)
+
+
+@pytest.mark.parametrize("ufunc, a, indices, axis", [
+    (np.add, np.arange(8.0), [0, 4, 1, 5], 0),                 # a decreasing pair: a[4]
+    (np.add, _RNG.standard_normal(12), np.arange(0, 12, 3), 0),  # equal blocks: one reduce
+    (np.add, _RNG.standard_normal((4, 10)).astype(np.float32), [0, 2, 2, 7], 1),
+    (np.maximum, _RNG.standard_normal((9, 3)), [1, 4, 3, 8], 0),
+    (np.multiply, _RNG.integers(1, 4, 10).astype(np.int8), [0, 5], 0),   # int64 result
+    (np.logical_or, _RNG.random(10) < 0.3, [0, 5, 9], 0),
+    (np.subtract, _RNG.standard_normal(9), [0, 3, 6], 0),      # folded left to right
+    (np.minimum, _RNG.standard_normal(6), [], 0),
+])
+def test_reduceat_with_static_indices_is_numpys(ufunc, a, indices, axis):
+    from jitlib.testing import check_backends
+    check_backends(lambda x: ufunc.reduceat(x, indices, axis=axis), a,
+                   backends=("interpreter", "cpu", "jax"))
+
+
+def test_reduceat_with_traced_or_bad_indices_says_why():
+    from jitlib import errors
+    with pytest.raises(errors.UnsupportedError, match="traced indices"):
+        jitlib.jit(lambda v, i: np.add.reduceat(v, i))(np.ones(5), np.array([0, 2]))
+    with pytest.raises(IndexError, match="out-of-bounds"):
+        jitlib.jit(lambda v: np.add.reduceat(v, [0, 7]))(np.ones(5))
