@@ -243,14 +243,15 @@ class _Fuser:
             return FusionDecision.no(f"the consumer {group.hero.op} runs as its own kernel")
         if len(group.members) >= MAX_KERNEL_OPS:
             return FusionDecision.no(f"the kernel holds {MAX_KERNEL_OPS} ops already")
-        if producer in self.results and not self._same_space_output(producer, group):
-            return FusionDecision.no("a module result of another shape than the kernel's")
-        # a loop, conditional or kernel that reads it (these are in no group) reads it
-        # from memory: an output, so of the kernel's shape too
-        if not self._same_space_output(producer, group) and any(
-                not self.groups_of.get(u) for u in self.users[producer]):
-            return FusionDecision.no("read by a loop or kernel, of another shape than "
-                                     "the kernel's")
+        if not self._same_space_output(producer, group):
+            if producer in self.results:
+                return FusionDecision.no("a module result of another shape than the "
+                                         "kernel's")
+            # a loop, conditional or kernel that reads it (these are in no group) reads
+            # it from memory: an output, so of the kernel's shape too
+            if any(not self.groups_of.get(u) for u in self.users[producer]):
+                return FusionDecision.no("read by a loop or kernel, of another shape than "
+                                         "the kernel's")
         if group.kind == "dot":
             if op not in ELEMENTAL:
                 return FusionDecision.no(f"a dot kernel holds one dot and its epilogue, not {op}")
@@ -475,9 +476,10 @@ class _Fuser:
                             continue
                         if reach is None:
                             reach = self._reach_masks(groups)
-                        if not (reach[a][1] >> reach[b][0] & 1
-                                or reach[b][1] >> reach[a][0] & 1) \
-                                or self._feeds_directly(a, b, groups, reach):
+                        ra, rb = reach[a], reach[b]
+                        if not (ra[1] >> rb[0] & 1 or rb[1] >> ra[0] & 1) \
+                                or (ra[2] >> rb[0] & 1 or rb[2] >> ra[0] & 1) \
+                                and self._feeds_directly(a, b, reach):
                             self._merge(a, b)
                             changed = True
                             break
@@ -488,7 +490,7 @@ class _Fuser:
                     break
                 settled.add(key)
 
-    def _feeds_directly(self, a, b, groups, reach):
+    def _feeds_directly(self, a, b, reach):
         """Whether loop kernels `a` and `b` (siblings of one space) may merge although one
         reads the other: the reader reads its outputs elementwise, through no other
         kernel, loop or conditional, so the merged kernel computes them once, inline
@@ -497,10 +499,15 @@ class _Fuser:
         if a.kind != "loop" or len(a.members) + len(b.members) > MAX_KERNEL_OPS:
             return False
         producer, consumer = (a, b) if reach[a][1] >> reach[b][0] & 1 else (b, a)
-        if any(c is not producer and c is not consumer
-               and reach[producer][1] >> reach[c][0] & 1 and reach[c][1] >> reach[consumer][0] & 1
-               for c in groups):
-            return False
+        # by bits first: no other kernel the producer feeds leads to the consumer (the
+        # caller saw the consumer read the producer)
+        target = reach[consumer][0]
+        others = reach[producer][2] & ~(1 << target)
+        while others:
+            low = others & -others
+            if self._closure[low.bit_length() - 1] >> target & 1:
+                return False
+            others ^= low
         for out in self._group_outputs_of(producer):
             for user in self.users[out]:
                 readers = self.groups_of.get(user)
@@ -512,7 +519,8 @@ class _Fuser:
         return True
 
     def _reach_masks(self, groups):
-        """{kernel: (its bit, bitmask of every kernel depending on it)}: the transitive
+        """{kernel: (its bit, bitmask of every kernel depending on it, bitmask of those
+        reading its outputs)}, and `_closure` the second mask by bit: the transitive
         closure of `_reaches` for all of `groups` at once, so that testing all pairs of a
         value's many readers (an input read by every step of an unrolled loop) costs a
         bit test each instead of a walk over the kernels downstream."""
@@ -540,7 +548,9 @@ class _Fuser:
                     for s in succ[node]:
                         bits |= mask[s] | (1 << s)
                     mask[node] = bits
-        return {g: (index[g], mask[index[g]]) for g in groups}
+        self._closure = mask
+        return {g: (index[g], mask[index[g]], sum(1 << s for s in succ[index[g]]))
+                for g in groups}
 
     def _reaches(self, src, dst):
         """Whether kernel `dst` depends, through any chain of kernels, on kernel `src`."""
