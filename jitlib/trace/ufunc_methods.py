@@ -22,16 +22,18 @@ _UNROLL = 32
 _NO_VALUE = np._NoValue
 
 
-def _probe(ufunc, method, x, **kwargs):
-    """NumPy's answer for a one-element array like `x`: its result dtype, or its error
-    as the jitlib error of the same type."""
-    sample = np.ones((1,) * x.ndim, x.dtype)
+def _probe(ufunc, method, x, shape=None, **kwargs):
+    """NumPy's answer for an array like `x` of `shape` (default: one element): its result
+    dtype, or its error as the jitlib error of the same type."""
+    sample = np.ones((1,) * x.ndim if shape is None else shape, x.dtype)
     try:
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             return np.asarray(getattr(ufunc, method)(sample, **kwargs)).dtype
     except TypeError as e:
         raise errors.JitlibTypeError(f"np.{ufunc.__name__}.{method}: {e}") from None
+    except IndexError as e:
+        raise errors.JitlibIndexError(f"np.{ufunc.__name__}.{method}: {e}") from None
     except ValueError as e:   # AxisError too
         raise errors.JitlibValueError(f"np.{ufunc.__name__}.{method}: {e}") from None
 
@@ -144,15 +146,9 @@ def reduceat(ufunc, a, indices, axis=0, dtype=None, out=None):
                                      hint="pass a list or 1-d NumPy array of ints")
     ax = T.normalize_axis(axis, x.ndim)
     n = x.shape[ax]
-    sample = np.ones([n if d == ax else 1 for d in range(x.ndim)], x.dtype)
-    try:
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            result_dt = np.asarray(ufunc.reduceat(sample, idx, axis=ax, dtype=dtype)).dtype
-    except (TypeError, ValueError, IndexError) as e:
-        kind = {TypeError: errors.JitlibTypeError, IndexError: errors.JitlibIndexError}.get(
-            type(e), errors.JitlibValueError)
-        raise kind(f"np.{name}: {e}") from None
+    # along the axis at full length: NumPy checks the indices against it
+    result_dt = _probe(ufunc, "reduceat", x, [n if d == ax else 1 for d in range(x.ndim)],
+                       indices=idx, axis=ax, dtype=dtype)
 
     def part(start, stop):
         where = [slice(None)] * x.ndim

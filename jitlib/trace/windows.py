@@ -264,8 +264,9 @@ def read(x, index, made_at):
     full, windowed = _split(x, index)
     fixed = _fixed_lengths(x, index)
     if fixed is not None:
-        starts, sizes = _box(x[full].shape, fixed)
-        return x[full]._make_view(
+        target = x[full]
+        starts, sizes = _box(target.shape, fixed)
+        return target._make_view(
             lambda base: B.dynamic_slice(base, starts, sizes),
             lambda base, new: B.dynamic_update_slice(base, new, starts), "the slice")
     data = T.Tracer(x[full].instr)   # a copy: later writes to x must not reach it

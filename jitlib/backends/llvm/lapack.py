@@ -73,8 +73,8 @@ def check(instr):
 
 
 def emit(fn, instr, operands):
-    """The kernel's body: `operands` are its input pointers, the output is %out0."""
-    check(instr)
+    """The kernel's body (`check(instr)` passed): `operands` are its input pointers, the
+    output is %out0."""
     dt = np.dtype(instr.operands[0].dtype)
     prefix, t = _TYPES[dt]
     names = _symbols(prefix)

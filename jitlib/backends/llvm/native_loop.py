@@ -166,8 +166,7 @@ _NO_TRANS, _TRANS = 111, 112   # CBLAS_TRANSPOSE
 
 
 def _gemm_operand(ndim, contract, first):
-    """(trans, free size dims, contract dims) of a C-contiguous operand that is one row-
-    major matrix: its free dims then its contract dims ([m, k] for the left, `first` ==
+    """(trans, free dims) of a C-contiguous operand that is one row-major matrix: its free dims then its contract dims ([m, k] for the left, `first` ==
     "free") or the other way round, each block in order; else raise _NotNative."""
     free = tuple(d for d in range(ndim) if d not in contract)
     if tuple(sorted(contract)) != tuple(contract):
