@@ -120,6 +120,18 @@ def reshaped_value_read_by_a_loop_and_a_kernel(a):
     return v.sum(), jnp.fori_loop(0, 2, lambda i, c: -v, v)
 
 
+def entries_set_in_a_loop(A):
+    # R[i, i] = ... flattens R for its scatter and reshapes it back: the loop carries R
+    # flat instead; the body and the condition read it through reshapes only
+    n = A.shape[0]
+
+    def body(R):
+        R = R.copy()
+        i = (R.reshape(-1)[0] * 7).astype(np.int64) % n
+        R[i, i] += A[i] @ A[i] + 1.0
+        return R
+    return jnp.while_loop(lambda R: R.reshape(-1).sum() < 6, body, np.zeros((n, n)))
+
 CASES = [
     (jacobi, lambda r: (r.random((12, 12)), r.random((12, 12)), 7), (2,)),
     (newton_sqrt, lambda r: (r.random(6) + 0.5,), ()),
@@ -141,6 +153,7 @@ CASES = [
     (dict_carry, lambda r: (r.random(3),), ()),
     (writes_result_into_argument, lambda r: (r.random((3, 2)), 4), (1,)),
     (reshaped_value_read_by_a_loop_and_a_kernel, lambda r: (r.random((3, 3)),), ()),
+    (entries_set_in_a_loop, lambda r: (r.random((4, 3)),), ()),
 ]
 
 
@@ -213,6 +226,19 @@ def test_one_trip_and_constant_branch_are_inlined():
     module = optimize(jitlib.jit(f).lower(np.ones(3)).module)
     assert not any(i.op in (Op.WHILE, Op.CONDITIONAL) for i in module.instructions)
     np.testing.assert_allclose(jitlib.jit(f)(np.ones(3)), 4.0)
+
+
+def test_a_carry_read_and_set_through_reshapes_is_carried_in_their_shape():
+    from jitlib.fusion.pipeline import optimize
+    module = optimize(jitlib.jit(entries_set_in_a_loop).lower(rng().random((4, 3))).module)
+    (loop,) = [i for i in module.instructions if i.op is Op.WHILE]
+    shapes = [p.shape for p in loop.attrs["body"].params]
+    assert (16,) in shapes and (4, 4) not in shapes, print_module(module)
+    assert (16,) in [p.shape for p in loop.attrs["cond"].params]
+    # a carry read as it is keeps its shape
+    module = optimize(jitlib.jit(dict_carry).lower(rng().random(3)).module)
+    (loop,) = [i for i in module.instructions if i.op is Op.WHILE]
+    assert (3,) in [p.shape for p in loop.attrs["body"].params]
 
 
 # -- errors at the user's line

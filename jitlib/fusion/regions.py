@@ -6,14 +6,18 @@ top-level module. Before that, `simplify_control` removes what needs no control 
 
   - a loop known to run 0 times gives its initial carry; one known to run once is its
     body, inlined (a `fori_loop(0, 1, ...)`, or a rolled loop of one trip);
-  - a conditional on a constant index is the branch it picks, inlined.
+  - a conditional on a constant index is the branch it picks, inlined;
+  - a carry that the loop reads only through reshapes and sets to a reshape of a value
+    of another shape carries that value's shape instead (`R[i, j] = x` in a loop
+    flattens R for its scatter and reshapes it back each trip: two copies of R a trip,
+    and no update of the carry in place), reshaped once before and after the loop.
 
 Both passes rebuild the module in one walk; a value of a multi-output op is a tuple there
 until its get_outputs pick from it.
 """
 from jitlib.hlo import build
 from jitlib.hlo import ops as O
-from jitlib.hlo.ir import is_multi_output
+from jitlib.hlo.ir import Module, is_multi_output
 from jitlib.hlo.ops import Op
 
 
@@ -70,6 +74,7 @@ def _simplified(instr, operands):
             return _as_value(operands, instr)
         if trips == 1:
             return _as_value(inline(instr.attrs["body"], operands), instr)
+        return _reshaped_carries(instr, operands)
     elif instr.op is Op.CONDITIONAL:
         index = operands[0]
         if index.op is Op.CONSTANT:
@@ -77,6 +82,57 @@ def _simplified(instr, operands):
             k = min(max(int(index.attrs["value"].array), 0), len(branches) - 1)
             return _as_value(inline(branches[k], operands[1:]), instr)
     return None
+
+
+def _reshaped_carries(instr, operands):
+    """The loop `instr` carrying each carry in the shape its body computes it in, where
+    the body and the condition read the carry only through reshapes and the body returns
+    it as a reshape; None where no carry changes (nor a loop inside the body)."""
+    # the loops inside first: the reshapes they move out are what this one sees
+    body = _rebuild(instr.attrs["body"], _simplified)
+    cond = instr.attrs["cond"]
+    shapes = {}
+    for k, (param, result) in enumerate(zip(body.params, body.results)):
+        inner = result.operands[0] if result.op is Op.RESHAPE else None
+        if inner is not None and inner.shape != param.shape \
+                and _read_as_reshapes(body, param) and _read_as_reshapes(cond, cond.params[k]):
+            shapes[k] = inner.shape
+    if not shapes:
+        return None if body is instr.attrs["body"] else _as_value(
+            build.outputs(build.make(Op.WHILE, operands, dict(instr.attrs, body=body),
+                                     loc=instr.loc)), instr)
+    inits = [build.reshape(x, shapes[k], loc=instr.loc) if k in shapes else x
+             for k, x in enumerate(operands)]
+    results = [r.operands[0] if k in shapes else r for k, r in enumerate(body.results)]
+    loop = build.make(Op.WHILE, inits, dict(instr.attrs, body=_with_carry_shapes(
+        body, shapes, results), cond=_with_carry_shapes(cond, shapes, cond.results)),
+        loc=instr.loc)
+    return _as_value([build.reshape(out, operands[k].shape, loc=instr.loc) if k in shapes
+                      else out for k, out in enumerate(build.outputs(loop))], instr)
+
+
+def _read_as_reshapes(module, param):
+    """Whether every reader of `param` in `module` is a reshape (none a result)."""
+    return param not in module.results and all(
+        i.op is Op.RESHAPE for i in module.instructions if param in i.operands)
+
+
+def _with_carry_shapes(module, shapes, results):
+    """`module` (a loop's region) with parameter k of shape `shapes[k]`, its reshapes of
+    that parameter now of the new one, and `results` (in `module`'s values)."""
+    params = [build.parameter(k, shapes[k], p.dtype, p.attrs["name"], loc=p.loc)
+              if k in shapes else p for k, p in enumerate(module.params)]
+    value_of = dict(zip(module.params, params))
+
+    def replace(instr, operands):
+        if instr.op is Op.RESHAPE and operands[0] is not instr.operands[0] \
+                and instr.operands[0] in module.params:
+            return build.reshape(operands[0], instr.shape, loc=instr.loc)
+        return None
+
+    with build.locations(lambda: None):
+        value_of = _walk(module, value_of, replace)
+    return Module(module.name, params, [value_of[r] for r in results], module.writes)
 
 
 def simplify_control(module, options):
