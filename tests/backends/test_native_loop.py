@@ -92,7 +92,7 @@ def test_small_loops_run_natively_with_the_interpreters_bits(fn, make, layout):
     args = make(rng())
     (runner,) = loop_runners(fn, *args)
     assert isinstance(runner, NativeLoop)
-    assert any(layout in (entry, entry[0]) for entry in runner._layout), runner._layout
+    assert any(layout in (entry, entry[0]) for entry in runner.layout), runner.layout
     same_bits(fn, *args)
 
 
@@ -168,6 +168,51 @@ def test_many_trips_are_one_native_call():
     (runner,) = loop_runners(f, x)
     assert isinstance(runner, NativeLoop) and runner.trips == 100_000
     same_bits(f, x)
+
+
+def triangular_nest(A):
+    # Gram-Schmidt's nest: an inner loop as long as the outer counter, setting entries of
+    # R (carried flat by both loops) and a column of Q in each outer trip
+    m, n = A.shape
+    Q, R = np.zeros((m, n)), np.zeros((n, n))
+    for j in range(n):
+        v = A[:, j].copy()
+        for i in range(j):
+            R[i, j] = Q[:, i] @ A[:, j]
+            v -= R[i, j] * Q[:, i]
+        R[j, j] = np.linalg.norm(v)
+        Q[:, j] = v / R[j, j]
+    return Q, R
+
+
+def inner_keeps_a_carry(x, w):
+    # the inner loop hands w back unchanged, and the outer body reads what it handed back
+    def inner(i, c):
+        return np.sqrt(c[0] * c[1] + 1.0) + i, c[1]
+
+    def outer(j, c):
+        y, w2 = jnp.fori_loop(0, 4, inner, (c, w))
+        return y * w2 + 0.25
+    return jnp.fori_loop(0, 3, outer, x)
+
+
+def inner_with_a_condition(x):
+    # the inner trip count depends on the data: its condition runs natively too
+    def outer(j, c):
+        return jnp.while_loop(lambda s: s.max() > 1.0, lambda s: s * 0.5, c * 3.0 + j)
+    return jnp.fori_loop(0, 5, outer, x)
+
+
+@pytest.mark.parametrize("fn, make", [
+    (triangular_nest, lambda r: (r.standard_normal((12, 6)),)),
+    (inner_keeps_a_carry, lambda r: (r.random(5), r.random(5))),
+    (inner_with_a_condition, lambda r: (r.random(4) * 10,)),
+])
+def test_nested_loops_run_as_one_native_call(fn, make):
+    args = make(rng())
+    (runner,) = loop_runners(fn, *args)
+    assert isinstance(runner, NativeLoop) and runner._body.loops
+    same_bits(fn, *args)
 
 
 # -- windowed dynamic_update_slice kernels

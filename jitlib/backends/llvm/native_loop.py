@@ -9,8 +9,11 @@ float matrix product, this module renders one function
     void @loop(ptr %table, ptr %init0, ..., ptr %res0, ..., ptr %arena)
 
 that runs the condition's and the body's kernel calls in an LLVM loop (small float
-matrix products call NumPy's OpenBLAS gemm directly, on this thread). The carry lives
-in pointers that change each trip:
+matrix products call NumPy's OpenBLAS gemm directly, on this thread; a loop in the body
+that runs natively itself is called as one more step, so nests stay native). Python
+calls a small wrapper that reads the arrays' data pointers and calls the loop through
+the table's first entry; an enclosing loop calls the same function with raw pointers.
+The carry lives in pointers that change each trip:
 
   invariant  a body result that is the body's own parameter at the same position (a
              weight, the sequence scanned over): the caller's array, read in place.
@@ -36,7 +39,7 @@ from jitlib import blas_threads
 from jitlib.backends.llvm import kernels, opaque, program
 from jitlib.backends.llvm.buffers import ALIGN, BufferPlan, Slot
 from jitlib.backends.llvm.compiler import get_compiler
-from jitlib.hlo.ir import output_types
+from jitlib.hlo.ir import is_multi_output, output_types
 from jitlib.hlo.ops import Op
 
 
@@ -69,7 +72,7 @@ class Steps:
     @classmethod
     def of(cls, executable):
         """The Steps of an LLVMExecutable, or None where some step is neither."""
-        if executable is None or not program.eligible(executable.optimized):
+        if executable is None or not _eligible(executable.optimized):
             return None
         try:
             return cls(executable)
@@ -82,12 +85,17 @@ class Steps:
         self.runners = {i: r for i, r in executable._steps if r is not None}
         plan = BufferPlan(module, {f: output_types(f) for f in self.runners})
         self.plan, self._params = plan, [(p.shape, p.dtype) for p in module.params]
-        self.dots, self.entry, addresses, at = {}, [], [], plan.arena_bytes
+        self.dots, self.loops, self.entry, addresses = {}, {}, [], []
+        at = plan.arena_bytes
         for f in plan.steps:
             runner = self.runners[f]
             self.entry.append(len(addresses))
             if type(runner) is NativeRunner and runner.small:
                 addresses.append(runner.address)
+            elif type(runner) is NativeLoop:
+                # its raw entry point, its own table past the wrapper's entry, and arena
+                addresses += [runner.raw_address, runner.table_pointer]
+                self.loops[f], at = at, at + _aligned(runner.arena_bytes)
             elif type(runner) is DotRunner:
                 dot = _plain_product(f, runner)
                 addresses.append(dot.gemm)
@@ -99,6 +107,11 @@ class Steps:
             else:
                 raise _NotNative()
         self.arena_bytes = at
+        self.products = bool(self.dots) or any(
+            self.runners[f].products for f in self.loops)
+        # outputs that some later step or the region's results read
+        read = {plan.key(o) for f in plan.steps for o in f.operands}
+        self._read = read | {plan.key(r) for r in module.results}
         self.n_entries = len(addresses)
         self.table = np.array(addresses + [c.ctypes.data for c in plan.constants], np.uint64)
 
@@ -129,6 +142,9 @@ class Steps:
             outs = [slot_pointer(slots[(f, j)], f"{prefix}s{s}.out{j}")
                     for j in range(len(output_types(f)))]
             n = variants.get(s, first + self.entry[s])
+            if f in self.loops:
+                self._emit_loop(lines, table, n, f, ins, outs, pointer, f"{prefix}s{s}.")
+                continue
             if f not in self.dots:
                 call(n, f"{prefix}kernel{s}", ins + outs)
                 continue
@@ -148,6 +164,32 @@ class Steps:
                     if r is not None:
                         results[r] = outs[j]
                 call(n + 1, f"{prefix}epilogue{s}", params + [product] + results)
+
+
+    def _emit_loop(self, lines, table, n, f, ins, outs, pointer, prefix):
+        """A nested native loop's call: its raw function on the operands, the outputs of
+        the carries it changes and its part of the arena; a carry it leaves as it is
+        (`invariant`) is copied to its output where something reads that."""
+        loop = self.runners[f]
+        fn = program.table_entry(lines, table, n, f"{prefix}loop")
+        loop_table = program.table_entry(lines, table, n + 1, f"{prefix}table")
+        arena = pointer(Slot("arena", self.loops[f]), f"{prefix}arena")
+        args = [loop_table] + ins + [outs[k] for k in loop.moving] + [arena]
+        lines.append(f"  call void {fn}({', '.join(f'ptr {a}' for a in args)})")
+        for k, entry in enumerate(loop.layout):
+            if entry == "invariant" and (f, k) in self._read:
+                lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {outs[k]}, "
+                             f"ptr {ins[k]}, i64 {loop.nbytes[k]}, i1 false)")
+
+
+def _eligible(module):
+    """Whether a native loop can run region `module`: a driver's modules (kernels only,
+    program.eligible) with loops besides, the runners of which Steps checks."""
+    if program.DATA_OFFSET is None:
+        return False
+    allowed = {Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT, Op.WHILE}
+    return all(i.op in allowed for i in module.instructions) and not any(
+        is_multi_output(r) for r in module.results)
 
 
 class _NotNative(Exception):
@@ -275,6 +317,8 @@ def _updates_in_place(kernel, param, later_steps):
     """Whether `kernel` is a scatter or a windowed dynamic_update_slice into carry `param`
     that may write the carry's own memory: it reads `param` only as that op's operand,
     and no later step reads it."""
+    if kernel.op is not Op.FUSION:   # a loop nested in the body
+        return False
     body = kernel.attrs["body"]
     root = body.results[0] if len(body.results) == 1 else None
     if root is None:
@@ -305,10 +349,10 @@ class NativeLoop:
     def __init__(self, instr, body, cond, layout, host):
         self._host = host
         self.trips = instr.attrs.get("trip_count")
-        self._layout = layout
+        self.layout = layout
         carry = [(p.shape, p.dtype) for p in body.module.params]
         self._carry = carry
-        self._nbytes = [int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
+        self.nbytes = [int(np.prod(s, dtype=np.int64)) * np.dtype(d).itemsize
                         for s, d in carry]
         # in-place scatters and window updates run a variant of their kernel that does
         # not copy the operand
@@ -334,49 +378,53 @@ class NativeLoop:
             if entry == "invariant":
                 continue
             copies = 1 if entry[0] == "in place" else 2
-            self._buffers[k] = [at + c * _aligned(self._nbytes[k]) for c in range(copies)]
-            at += copies * _aligned(self._nbytes[k])
+            self._buffers[k] = [at + c * _aligned(self.nbytes[k]) for c in range(copies)]
+            at += copies * _aligned(self.nbytes[k])
         self.arena_bytes = at
         self._body, self._cond = body, cond
-        self._products = bool(body.dots or (cond is not None and cond.dots))
-        # the trip count is the table's last entry, not a literal: loops that differ only
-        # in it (an inner loop of j trips for each j) share one compiled driver
+        self.products = body.products or (cond is not None and cond.products)
+        self.moving = [k for k, e in enumerate(layout) if e != "invariant"]
+        # entry 0: the raw loop, which the wrapper calls with the table past it. The trip
+        # count is the last entry, not a literal: loops that differ only in it (an inner
+        # loop of j trips for each j) share one compiled loop
         self._table = np.concatenate(
-            [body.table] + ([cond.table] if cond is not None else [])
+            [np.zeros(1, np.uint64), body.table]
+            + ([cond.table] if cond is not None else [])
             + [np.array([c.address for c in self._variants.values()], np.uint64),
                np.array([self.trips or 0], np.uint64)])
         self.ir = self._render()
         self._code = get_compiler().load(self.ir, "loop")
-        self._moving = [k for k, e in enumerate(layout) if e != "invariant"]
-        self._fn = program._driver_type(2 + len(carry) + len(self._moving))(self._code.address)
+        self.raw_address = self._table[0] = self._code.address
+        self.table_pointer = self._table.ctypes.data + self._table.itemsize
+        arity = 2 + len(carry) + len(self.moving)
+        self._fn = program._driver_type(arity)(_wrapper(arity).address)
 
     def __call__(self, values, outs=None):
         if self.trips == 0 or not self._body.accepts(values):
             return self._host(values)
-        results = [np.empty(*self._carry[k]) for k in self._moving]
+        results = [np.empty(*self._carry[k]) for k in self.moving]
         arena = np.empty(max(self.arena_bytes, 1), np.uint8)
-        if self._products:
+        if self.products:
             with blas_threads.single_threaded():
                 self._fn(self._table, *values, *results, arena)
         else:
             self._fn(self._table, *values, *results, arena)
         out = list(values)
-        for k, r in zip(self._moving, results):
+        for k, r in zip(self.moving, results):
             out[k] = r
         return out
 
     # -- the LLVM text
 
     def _render(self):
-        body, cond, layout = self._body, self._cond, self._layout
+        body, cond, layout = self._body, self._cond, self.layout
         n = len(self._carry)
         args = ["ptr %table"] + [f"ptr %init{k}" for k in range(n)]
-        args += [f"ptr %res{k}" for k in self._moving_positions()] + ["ptr %arena"]
+        args += [f"ptr %res{k}" for k in self.moving] + ["ptr %arena"]
         lines = ["declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)",
                  f'define void @"loop"({", ".join(args)}) nounwind {{', "entry:"]
-        table = program.data_pointer(lines, "table")
-        init = [program.data_pointer(lines, f"init{k}") for k in range(n)]
-        arena = program.data_pointer(lines, "arena")
+        table, arena = "%table", "%arena"
+        init = [f"%init{k}" for k in range(n)]
 
         def at(offset, name):
             lines.append(f"  %{name} = getelementptr i8, ptr {arena}, i64 {offset}")
@@ -387,10 +435,10 @@ class NativeLoop:
         for k, entry in enumerate(layout):
             if entry != "invariant" and entry[0] == "in place":
                 lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {buffers[k][0]}, "
-                             f"ptr {init[k]}, i64 {self._nbytes[k]}, i1 false)")
+                             f"ptr {init[k]}, i64 {self.nbytes[k]}, i1 false)")
         if self.trips is not None:
             lines.append(f"  %trips.p = getelementptr i64, ptr {table}, "
-                         f"i64 {len(self._table) - 1}")
+                         f"i64 {len(self._table) - 2}")
             lines.append("  %trips = load i64, ptr %trips.p")
         lines += ["  br label %head", "head:", "  %t = phi i64 [0, %entry], [%t.next, %latch]"]
         # where each carry is now, and where a ping-pong carry's next value goes
@@ -419,7 +467,7 @@ class NativeLoop:
             if entry != "invariant" and entry[0] == "moved":
                 # copied first: a scatter in place may write the source later this trip
                 lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr %w{k}, "
-                             f"ptr {current[entry[1]]}, i64 {self._nbytes[k]}, i1 false)")
+                             f"ptr {current[entry[1]]}, i64 {self.nbytes[k]}, i1 false)")
             elif entry != "invariant":
                 written[entry[1]] = f"%w{k}" if entry[0] == "ping-pong" else buffers[k][0]
         variant_base = offset + (len(cond.table) if cond is not None else 0)
@@ -433,15 +481,11 @@ class NativeLoop:
                 lines.append(f"  %w{k}.next = select i1 %first, ptr {buffers[k][1]}, "
                              f"ptr %c{k}")
         lines += ["  br label %head", "exit:"]
-        for r, k in enumerate(self._moving_positions()):
-            result = program.data_pointer(lines, f"res{k}")
-            lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {result}, "
-                         f"ptr {current[k]}, i64 {self._nbytes[k]}, i1 false)")
+        for k in self.moving:
+            lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr %res{k}, "
+                         f"ptr {current[k]}, i64 {self.nbytes[k]}, i1 false)")
         lines += ["  ret void", "}", ""]
         return "\n".join(lines)
-
-    def _moving_positions(self):
-        return [k for k, e in enumerate(self._layout) if e != "invariant"]
 
     @staticmethod
     def _emit_module(lines, steps, table, first, params, arena, arena_at, results, prefix,
@@ -458,6 +502,27 @@ class NativeLoop:
             return params[slot.at] if slot.kind == "param" else results[slot.at]
 
         steps.emit(lines, table, first, pointer, prefix, variants or {})
+
+
+_WRAPPERS = {}   # arity -> KernelCode: one wrapper per number of arguments, kept
+
+
+def _wrapper(arity):
+    """`void @loop_py(table, arrays...)` for Python's call (ndarray objects in): the
+    arrays' data pointers to the raw loop at the table's entry 0, with the table past
+    it. The same text for every loop of this arity: compiled once per process."""
+    code = _WRAPPERS.get(arity)
+    if code is None:
+        params = ", ".join(f"ptr %a{i}" for i in range(arity))
+        lines = [f'define void @"loop_py"({params}) nounwind {{', "entry:"]
+        data = [program.data_pointer(lines, f"a{i}") for i in range(arity)]
+        lines += [f"  %fn = load ptr, ptr {data[0]}",
+                  f"  %rest = getelementptr i64, ptr {data[0]}, i64 1"]
+        args = ", ".join(["ptr %rest"] + [f"ptr {d}" for d in data[1:]])
+        lines += [f"  call void %fn({args})", "  ret void", "}", ""]
+        code = _WRAPPERS[arity] = get_compiler().load("\n".join(lines), "loop_py",
+                                                      quick=True)
+    return code
 
 
 def _aligned(nbytes):
