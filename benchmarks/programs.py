@@ -104,6 +104,13 @@ SIZES = {
         lambda r: (r.standard_normal((100, 100)) * 0.1, 6, 14), "100x100"),
     "rolling_window_max": (
         lambda r: (r.standard_normal(1_000_000), 16), "1e6 values, window 16"),
+    "sgd_minibatch_epochs": (
+        lambda r: (r.standard_normal((4096, 32)), r.standard_normal(4096), np.zeros(32),
+                   0.01, 20, 64), "4096x32, 20 epochs of 64 minibatches"),
+    "bubble_sort_swaps": (lambda r: (r.standard_normal(200),), "200 values"),
+    "edit_distance_table": (
+        lambda r: (r.integers(0, 4, 120), r.integers(0, 4, 150)), "120 x 150"),
+    "cholesky_by_columns": (lambda r: (_spd(r, 120),), "120x120"),
 }
 
 

@@ -1482,6 +1482,59 @@ def rolling_window_max(x, w):
     return np.lib.stride_tricks.sliding_window_view(x, w).max(axis=-1)
 
 
+
+@program(lambda rng: (normal(rng, 96, 6, dtype=np.float64), normal(rng, 96, dtype=np.float64),
+                      np.zeros(6), 0.05, 4, 16), static_argnums=(4, 5))
+def sgd_minibatch_epochs(X, y, w, lr, epochs, batch):
+    """Least squares by minibatch SGD: epochs of minibatches, the weights updated in place
+    (a loop nest whose inner loop slices the data at its counter)."""
+    n = X.shape[0]
+    for epoch in range(epochs):
+        for s in range(0, n, batch):
+            xb, yb = X[s:s + batch], y[s:s + batch]
+            grad = xb.T @ (xb @ w - yb) / batch
+            w -= lr * grad
+    return w
+
+
+@program(lambda rng: (normal(rng, 24, dtype=np.float64),))
+def bubble_sort_swaps(a):
+    """Bubble sort with a swap through a tuple assignment, the inner pass as long as the
+    part not sorted yet."""
+    a = a.copy()
+    n = len(a)
+    for i in range(n):
+        for j in range(n - 1 - i):
+            a[j], a[j + 1] = np.minimum(a[j], a[j + 1]), np.maximum(a[j], a[j + 1])
+    return a
+
+
+@program(lambda rng: (ints(rng, 14, high=4), ints(rng, 17, high=4)))
+def edit_distance_table(a, b):
+    """Levenshtein distance by dynamic programming, filling the table entry by entry."""
+    m, n = len(a), len(b)
+    D = np.zeros((m + 1, n + 1))
+    D[:, 0] = np.arange(m + 1)
+    D[0, :] = np.arange(n + 1)
+    for i in range(1, m + 1):
+        for j in range(1, n + 1):
+            cost = a[i - 1] != b[j - 1]
+            D[i, j] = np.minimum(np.minimum(D[i - 1, j] + 1, D[i, j - 1] + 1),
+                                 D[i - 1, j - 1] + cost)
+    return D[m, n], D
+
+
+@program(lambda rng: (_spd_rhs(rng, 12)[0],))
+def cholesky_by_columns(A):
+    """The Cholesky factor column by column, with slices as long as the column number."""
+    n = A.shape[0]
+    L = np.zeros_like(A)
+    for j in range(n):
+        L[j, j] = np.sqrt(A[j, j] - L[j, :j] @ L[j, :j])
+        L[j + 1:, j] = (A[j + 1:, j] - L[j + 1:, :j] @ L[j, :j]) / L[j, j]
+    return L
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they
