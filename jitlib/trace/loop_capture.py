@@ -477,8 +477,9 @@ class _Start:
     def rolled(self, iterable, body, state, plan, index, appended, index_used):
         """`_captured` over all of `iterable` from the start; None (and `state` as it
         was after the Python trips) where it cannot be."""
-        written = [(state[j], state[j].instr, self.instrs[j])
-                   for j, kind in enumerate(plan) if kind == "inplace"]
+        # (arrays that swap names are back where they began only after whole cycles)
+        written = [(self.state[j], self.state[j].instr, self.instrs[j])
+                   for j, kind in enumerate(plan) if kind == "inplace" or type(kind) is tuple]
         made = {j: state[j][self.lengths[j]:] for j, n in enumerate(appended) if n}
         for x, _, first in written:
             x._instr = first    # as before the first trip: no write, no effect
@@ -530,7 +531,9 @@ def _steady(before, after, index, values, temporaries=()):
             elif id(b) not in ids_before:
                 plan.append("new")
             else:
-                return None    # variables that swap arrays: not one function of each
+                # `u, out = out, u`: j now names the array variable m named
+                m = next(m for m, x in enumerate(before) if x is b)
+                plan.append(("moved", m))
         elif isinstance(a, Tracer) or isinstance(b, Tracer) or b is not a:
             return None
         else:
@@ -539,7 +542,26 @@ def _steady(before, after, index, values, temporaries=()):
               if isinstance(x, Tracer) and plan[j] != "temporary"]
     if len(set(arrays)) != len(arrays):
         return None            # two variables name one array: separate carries would not
+    moved = [kind[1] for kind in plan if type(kind) is tuple]
+    if moved and ("new" in plan or sorted(moved) != sorted(
+            j for j, kind in enumerate(plan) if type(kind) is tuple)):
+        # arrays that change names must only swap among themselves: an array no name
+        # keeps would take its writes with it
+        return None
     return plan
+
+
+def _names_at_end(plan, trips):
+    """Per variable, the variable whose array (before the first of `trips` trips) it
+    names after them: the trips' renaming (`plan`'s moves) applied `trips` times."""
+    step = [kind[1] if type(kind) is tuple else j for j, kind in enumerate(plan)]
+    order, power = 1, step
+    while power != list(range(len(plan))):
+        power, order = [step[k] for k in power], order + 1
+    names = list(range(len(plan)))
+    for _ in range(trips % order):
+        names = [step[k] for k in names]
+    return names
 
 
 def _captured(rest, body, state, plan, index, appended, index_used=False, typed_by=None):
@@ -556,7 +578,8 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     while getattr(root, "outer", None) is not None:
         root = root.outer
     mark = len(root.params), len(root.call_inputs), len(root.tracers)
-    carried = [j for j, kind in enumerate(plan) if kind in ("inplace", "new")]
+    carried = [j for j, kind in enumerate(plan) if kind in ("inplace", "new")
+               or type(kind) is tuple]
     # one stacked buffer per value a list gains per trip, typed by the last Python trip's
     gained = dict(typed_by) if typed_by is not None else {
         j: state[j] for j, n in enumerate(appended) if n}
@@ -586,7 +609,8 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
             _collecting.lists = None
         for j, kind in enumerate(plan):
             if kind == "same" and out[j] is not args[j] \
-                    or kind in ("inplace", "new") and not isinstance(out[j], Tracer):
+                    or kind in ("inplace", "new") and not isinstance(out[j], Tracer) \
+                    or type(kind) is tuple and out[j] is not args[kind[1]]:
                 raise _NotSteady
         filled = []
         for buf, (j, q, item) in zip(carry[len(carried):], stacks):
@@ -611,9 +635,14 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
         del root.params[mark[0]:], root.call_inputs[mark[1]:], root.tracers[mark[2]:]
         return None
     out = [UNBOUND if kind == "temporary" else x for x, kind in zip(state, plan)]
+    names = _names_at_end(plan, n_trips) if any(type(k) is tuple for k in plan) else None
     for j, value in zip(carried, result):
         if plan[j] == "inplace":
             state[j]._assign(value.instr)
+        elif type(plan[j]) is tuple:
+            # the array j names after the trips holds what the loop carried as j
+            out[j] = state[names[j]]
+            out[j]._assign(value.instr)
         else:
             out[j] = value
     stacked = result[len(carried):]

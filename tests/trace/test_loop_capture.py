@@ -98,6 +98,24 @@ def gauss_seidel_rows(u, f, sweeps):
     return u.sum()
 
 
+def heat_into(u, out, steps):
+    # two buffers that trade names each step: which array the caller's u and out end as
+    # depends on the parity of the trip count
+    for _ in range(steps):
+        out[1:-1] = u[1:-1] + 0.2 * (u[2:] - 2 * u[1:-1] + u[:-2])
+        out[0], out[-1] = u[0], u[-1]
+        u, out = out, u
+    return u
+
+
+def rotate_three(a, b, c, steps):
+    # three arrays renamed in a cycle, one written each trip
+    for _ in range(steps):
+        c[1:] = a[1:] + 0.5 * b[:-1]
+        a, b, c = b, c, a
+    return a * 1.0, c.sum()
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("case", ["jacobi", "leapfrog", "in_place", "index", "rows",
                                   "nested", "gauss_seidel"])
@@ -126,6 +144,18 @@ def test_the_trace_does_not_grow_with_the_trip_count(fn, make):
     small, large = (_traced(fn, make(n), static) for n in (10, 1000))
     assert _whiles(large) == 1, large
     assert _ops(large) == _ops(small)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("steps", [7, 8, 9])
+def test_arrays_that_swap_names_are_carried_by_name(steps, backend):
+    x = np.random.default_rng(3).random((3, 10))
+    _check(heat_into, (x[0].copy(), np.zeros(10), steps), backend, (2,))
+    _check(rotate_three, (x[0].copy(), x[1].copy(), x[2].copy(), steps), backend, (3,))
+    for fn, args in ((heat_into, (x[0], x[1])), (rotate_three, tuple(x))):
+        module = _traced(fn, (*args, steps), (len(args),))
+        assert _whiles(module) == 1 and _ops(module) == _ops(
+            _traced(fn, (*args, 100 + steps), (len(args),)))
 
 
 def test_a_loop_inside_a_captured_loop_is_traced_once_too():
