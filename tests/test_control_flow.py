@@ -132,6 +132,23 @@ def entries_set_in_a_loop(A):
         return R
     return jnp.while_loop(lambda R: R.reshape(-1).sum() < 6, body, np.zeros((n, n)))
 
+
+def decay_steps(u, nu, steps):
+    # the decay factor is the same every step: computed once before the loop
+    k = np.arange(u.shape[0]) * 0.5
+    return jnp.fori_loop(0, steps, lambda i, u: u * np.exp(-nu * k**2) + 0.1, u)
+
+
+def relax_until_small(A, x):
+    # a data-dependent trip count: the sum of the carried, unchanged A moves out of the
+    # loop, its factorization stays (a loop that runs no trips must not factor A)
+    def body(s):
+        x, r, A = s
+        x = x + np.linalg.solve(A, x) * 0.1 / A.sum()
+        return x, np.abs(x).max(), A
+    return jnp.while_loop(lambda s: s[1] > 0.5, body, (x, np.abs(x).max(), A))[:2]
+
+
 CASES = [
     (jacobi, lambda r: (r.random((12, 12)), r.random((12, 12)), 7), (2,)),
     (newton_sqrt, lambda r: (r.random(6) + 0.5,), ()),
@@ -154,6 +171,10 @@ CASES = [
     (writes_result_into_argument, lambda r: (r.random((3, 2)), 4), (1,)),
     (reshaped_value_read_by_a_loop_and_a_kernel, lambda r: (r.random((3, 3)),), ()),
     (entries_set_in_a_loop, lambda r: (r.random((4, 3)),), ()),
+    (decay_steps, lambda r: (r.random(6), 0.3, 5), (2,)),
+    (decay_steps, lambda r: (r.random(6), 0.3, np.int64(0)), ()),
+    (relax_until_small, lambda r: (r.random((3, 3)) + 3 * np.eye(3), r.random(3) + 2), ()),
+    (relax_until_small, lambda r: (r.random((3, 3)) + 3 * np.eye(3), r.random(3) * 0.1), ()),
 ]
 
 
@@ -239,6 +260,20 @@ def test_a_carry_read_and_set_through_reshapes_is_carried_in_their_shape():
     module = optimize(jitlib.jit(dict_carry).lower(rng().random(3)).module)
     (loop,) = [i for i in module.instructions if i.op is Op.WHILE]
     assert (3,) in [p.shape for p in loop.attrs["body"].params]
+
+
+def test_costly_values_no_trip_changes_are_computed_before_the_loop():
+    from jitlib.fusion.pipeline import run_pipeline
+
+    def body_ops(fn, *args, static=()):
+        module = run_pipeline(jitlib.jit(fn, static_argnums=static).lower(*args).module)
+        (loop,) = [i for i in module.instructions if i.op is Op.WHILE]
+        return {i.op for i in loop.attrs["body"].instructions}, module
+    ops, module = body_ops(decay_steps, np.ones(6), 0.3, 5, static=(2,))
+    assert Op.EXP not in ops, print_module(module)
+    assert Op.EXP in {i.op for i in module.instructions}
+    ops, module = body_ops(relax_until_small, np.eye(3) * 4, np.ones(3))
+    assert Op.REDUCE_SUM not in ops and Op.LU in ops, print_module(module)
 
 
 # -- errors at the user's line

@@ -10,7 +10,12 @@ top-level module. Before that, `simplify_control` removes what needs no control 
   - a carry that the loop reads only through reshapes and sets to a reshape of a value
     of another shape carries that value's shape instead (`R[i, j] = x` in a loop
     flattens R for its scatter and reshapes it back each trip: two copies of R a trip,
-    and no update of the carry in place), reshaped once before and after the loop.
+    and no update of the carry in place), reshaped once before and after the loop;
+  - what a loop's body computes from values no trip changes, where that costs more than
+    reading it (`np.exp(-nu * k**2 * dt)` in a time step, `A.T @ A` in an iteration), is
+    computed once before the loop and carried unchanged (XLA's loop-invariant code
+    motion). Cheap values (broadcasts, slices, sums and products of them) stay in the
+    body, where fusion folds them into the kernels that read them.
 
 Both passes rebuild the module in one walk; a value of a multi-output op is a tuple there
 until its get_outputs pick from it.
@@ -74,7 +79,8 @@ def _simplified(instr, operands):
             return _as_value(operands, instr)
         if trips == 1:
             return _as_value(inline(instr.attrs["body"], operands), instr)
-        return _reshaped_carries(instr, operands)
+        changed = _reshaped_carries(instr, operands)
+        return changed if changed is not None else _hoisted_invariants(instr, operands)
     elif instr.op is Op.CONDITIONAL:
         index = operands[0]
         if index.op is Op.CONSTANT:
@@ -109,6 +115,59 @@ def _reshaped_carries(instr, operands):
         loc=instr.loc)
     return _as_value([build.reshape(out, operands[k].shape, loc=instr.loc) if k in shapes
                       else out for k, out in enumerate(build.outputs(loop))], instr)
+
+
+# Ops not worth a carried buffer of their own: recomputing them from what they read costs
+# no more than reading their result back from memory.
+_CHEAP = (O.LEAF | O.MOVEMENT | {
+    Op.ADD, Op.SUB, Op.MUL, Op.NEG, Op.ABS, Op.SIGN, Op.MAX, Op.MIN, Op.SELECT, Op.CLAMP,
+    Op.COMPARE, Op.AND, Op.OR, Op.XOR, Op.NOT, Op.CONVERT, Op.REAL, Op.IMAG, Op.CONJ,
+    Op.COMPLEX, Op.FLOOR, Op.CEIL, Op.ROUND, Op.IS_FINITE, Op.GET_OUTPUT}) - {
+    Op.GATHER, Op.SCATTER}
+
+
+def _hoisted_invariants(instr, operands):
+    """The loop `instr` with the costly values its body computes from carries no trip
+    changes computed once before it, as carries of their own; None where there are
+    none. A loop that may run no trips keeps its linear algebra inside (a factorization
+    of a matrix the loop never reaches must not fail before it)."""
+    body, cond = instr.attrs["body"], instr.attrs["cond"]
+    fixed = {p for p, r in zip(body.params, body.results) if p is r}
+    may_skip = not instr.attrs.get("trip_count")
+    invariant, costly = set(), set()
+    for i in body.instructions:
+        if i.op is Op.PARAMETER:
+            if i in fixed:
+                invariant.add(i)
+            continue
+        if i.op in O.CONTROL or i.op in O.COLLECTIVE or is_multi_output(i) \
+                or (may_skip and i.op in O.LINALG):
+            continue
+        if all(o in invariant for o in i.operands):
+            invariant.add(i)
+            if i.op not in _CHEAP or any(o in costly for o in i.operands):
+                costly.add(i)
+    hoisted = list(dict.fromkeys(
+        [o for i in body.instructions if i not in invariant for o in i.operands
+         if o in costly] + [r for r in body.results if r in costly]))
+    if not hoisted:
+        return None
+    outside = inline(Module(body.name, body.params, hoisted), operands)
+    n = len(body.params)
+    extra = [build.parameter(n + j, h.shape, h.dtype, f"hoisted{j}", loc=h.loc)
+             for j, h in enumerate(hoisted)]
+
+    def widened(module, results_of):
+        value_of = dict(zip(module.params, module.params))
+        value_of.update(zip(hoisted, extra) if module is body else ())
+        with build.locations(lambda: None):
+            value_of = _walk(module, value_of, lambda i, operands: None)
+        return Module(module.name, list(module.params) + extra,
+                      [value_of[r] for r in module.results] + results_of, module.writes)
+
+    loop = build.make(Op.WHILE, list(operands) + outside, dict(
+        instr.attrs, body=widened(body, extra), cond=widened(cond, [])), loc=instr.loc)
+    return _as_value(build.outputs(loop)[:n], instr)
 
 
 def _read_as_reshapes(module, param):
