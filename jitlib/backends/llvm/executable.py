@@ -456,6 +456,16 @@ class LLVMExecutable(Executable):
             self._views = (memory, views)
         return views
 
+    def _walk(self):
+        """Per step: (instr, runner, operands, multi-output?, values dead after it),
+        made once: a loop's body runs this walk every trip."""
+        walk = self.__dict__.get("_walk_steps")
+        if walk is None:
+            walk = self._walk_steps = [
+                (instr, runner, instr.operands, is_multi_output(instr), dead)
+                for (instr, runner), dead in zip(self._run_steps, self._dead_after)]
+        return walk
+
     def _execute(self, arrays):
         env = {}
         memory, owned = self._arena.acquire(self.arena_bytes)
@@ -473,17 +483,17 @@ class LLVMExecutable(Executable):
                             and target.flags.writeable:
                         places[f] = list(places[f])
                         places[f][j] = target
-            for step, (instr, runner) in enumerate(self._run_steps):
+            for instr, runner, operands, multi, dead in self._walk():
                 if runner is not None:
-                    outs = runner([env[o] for o in instr.operands], places[instr])
-                    env[instr] = outs if is_multi_output(instr) else outs[0]
+                    outs = runner([env[o] for o in operands], places[instr])
+                    env[instr] = outs if multi else outs[0]
                 elif instr.op is Op.PARAMETER:
                     env[instr] = arrays[instr.attrs["index"]]
                 elif instr.op is Op.CONSTANT:
                     env[instr] = instr.attrs["value"].array
                 else:   # get_output
-                    env[instr] = env[instr.operands[0]][instr.attrs["index"]]
-                for done in self._dead_after[step]:
+                    env[instr] = env[operands[0]][instr.attrs["index"]]
+                for done in dead:
                     del env[done]
         finally:
             self._arena.release(owned)
