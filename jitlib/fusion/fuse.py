@@ -140,6 +140,7 @@ class _Fuser:
         # (group, producer, S, R) of the last reduction check that passed, for `_join`
         self._reduction_passed = (None, None)
         self._spans = {}   # group -> (first, last, member count): `_span`
+        self._kept_readers = {}   # value -> whether a kept op reads it: `_read_by_kept`
         self.decisions = []
 
     # -- deciding
@@ -183,6 +184,15 @@ class _Fuser:
                 self._join(instr, host)
                 return
         self.groups_of[instr] = [Group(instr)]
+
+    def _read_by_kept(self, instr):
+        """Whether a loop, conditional or kept kernel reads `instr`; asked once per
+        candidate host of a value with many readers, so kept (its readers are placed)."""
+        found = self._kept_readers.get(instr)
+        if found is None:
+            found = self._kept_readers[instr] = any(
+                not self.groups_of.get(u) for u in self.users[instr])
+        return found
 
     def _loops_back(self, instr, group):
         """Whether a kept op reading `instr` (a loop, a conditional, a kernel, which
@@ -249,7 +259,7 @@ class _Fuser:
                                          "kernel's")
             # a loop, conditional or kernel that reads it (these are in no group) reads
             # it from memory: an output, so of the kernel's shape too
-            if any(not self.groups_of.get(u) for u in self.users[producer]):
+            if self._read_by_kept(producer):
                 return FusionDecision.no("read by a loop or kernel, of another shape than "
                                          "the kernel's")
         if group.kind == "dot":
@@ -468,15 +478,33 @@ class _Fuser:
                         same = alike.setdefault((g.kind, g.space, _complex_sums(g)), [])
                         rank[g] = len(same)
                         same.append(g)
+                later = {}   # a -> bitmask of the kernels after it in its `alike` list
                 for a in gs:
                     if a not in rank:
                         continue
-                    for b in alike[(a.kind, a.space, _complex_sums(a))][rank[a] + 1:]:
+                    same = alike[(a.kind, a.space, _complex_sums(a))]
+                    if rank[a] + 1 == len(same):
+                        continue
+                    if reach is None:
+                        reach = self._reach_masks(groups)
+                        at = {bit: g for g, (bit, _, _) in reach.items()}
+                    if a not in later:
+                        after = 0
+                        for g in reversed(same):
+                            later[g] = after
+                            after |= 1 << reach[g][0]
+                    ra = reach[a]
+                    # by bits: the kernels `a` reaches can only merge with it where `a`
+                    # feeds them directly (an input read by every step of an unrolled
+                    # loop: pairs of 1,200 readers cost 1.7 s one by one)
+                    candidates = later[a] & (~ra[1] | ra[2])
+                    while candidates:
+                        low = candidates & -candidates
+                        candidates ^= low
+                        b = at[low.bit_length() - 1]
                         if (a, b) in apart:
                             continue
-                        if reach is None:
-                            reach = self._reach_masks(groups)
-                        ra, rb = reach[a], reach[b]
+                        rb = reach[b]
                         if not (ra[1] >> rb[0] & 1 or rb[1] >> ra[0] & 1) \
                                 or (ra[2] >> rb[0] & 1 or rb[2] >> ra[0] & 1) \
                                 and self._feeds_directly(a, b, reach):
