@@ -149,6 +149,30 @@ def test_a_body_of_large_kernels_keeps_the_host_loop_and_its_threads():
     same_bits(f, x)
 
 
+def test_a_host_driven_loop_hands_an_unchanged_carry_on_as_it_is():
+    # copying it every trip was a full pass over memory (16 MB of stacked draws a trip)
+    from jitlib.backends.llvm import parallel
+    side = int((parallel.MIN_LOOP_PARALLEL_BYTES / 16) ** 0.5) + 8
+    x, w = rng().random((side, side)), rng().random((side, side))
+    f = lambda x, w: jnp.fori_loop(  # noqa: E731
+        0, 3, lambda i, c: (np.sqrt(c[0]) + c[1], c[1]), (x, w))
+    (runner,) = loop_runners(f, x, w)
+    assert isinstance(runner, LoopRunner)
+    counter = np.array(0, np.int64)
+    assert runner._body([counter, x, w])[2] is w
+    same_bits(f, x, w)
+
+
+def test_a_kernel_reading_one_row_of_a_large_table_is_small():
+    # it reads a row, not the table: it stays in the native loop, on this thread
+    from jitlib.backends.llvm import parallel
+    table = rng().random((parallel.min_parallel_bytes() // (8 * 64) + 8, 64))
+    f = lambda table, x: jnp.fori_loop(0, 6, lambda i, c: c * 0.5 + table[i], x)  # noqa: E731
+    (runner,) = loop_runners(f, table, rng().random(64))
+    assert isinstance(runner, NativeLoop)
+    same_bits(f, table, rng().random(64))
+
+
 def test_a_strided_initial_carry_takes_the_host_loop():
     a = rng().random((6, 4)).T   # not C-contiguous: the native loop does not take it
     same_bits(lambda a: jnp.fori_loop(0, 3, lambda i, c: c * 2.0 + 1.0, a), a)

@@ -118,11 +118,13 @@ class BufferPlan:
             key = self.aliases[key]
         return key
 
-    def results_of(self, arrays, fresh):
+    def results_of(self, arrays, fresh, passes_params=False):
         results = []
         for kind, at in self.results:
             if kind == "fresh":
                 results.append(fresh[at])
+            elif passes_params and at.kind == "param":
+                results.append(arrays[at.at])
             else:
                 source = arrays[at.at] if at.kind == "param" else self.constants[at.at]
                 results.append(np.array(source, order="C"))

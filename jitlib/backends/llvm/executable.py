@@ -42,8 +42,9 @@ class NativeRunner:
 
     writes_into = True   # takes the memory of its outputs from the caller
 
-    def __init__(self, kernel, code=None):
-        """`code`: the kernel's KernelCode, where the caller has it mapped already."""
+    def __init__(self, kernel, code=None, body=None):
+        """`code`: the kernel's KernelCode, where the caller has it mapped already;
+        `body`: the fused module it was rendered from, to count what it reads."""
         if logs.enabled("kernels"):
             logs.log("kernels", "llvm kernel %s:\n%s", kernel.name, kernel.ir)
         # keeps the code mapped
@@ -54,7 +55,9 @@ class NativeRunner:
         self._fn = ctypes.CFUNCTYPE(None, *[ctypes.c_void_p] * n_args,
                                     ctypes.c_int64, ctypes.c_int64)(self.address)
         self._outputs = [(o.shape, o.dtype) for o in kernel.outputs]
-        moved = sum(i.size * i.dtype.itemsize for i in kernel.inputs + kernel.outputs)
+        read = _bytes_read(body) if body is not None else {}
+        moved = sum(read.get(i, i.size * i.dtype.itemsize) for i in kernel.inputs) + sum(
+            o.size * o.dtype.itemsize for o in kernel.outputs)
         # small: not worth a thread's wake-up, and short enough to run holding the GIL
         self.small = moved < parallel.min_parallel_bytes()
         self._pool = None if self.small or not kernel.splittable else parallel.get_pool()
@@ -76,6 +79,24 @@ class NativeRunner:
         else:
             self._pool.run(self._fn, pointers, self._claim, self._chunks, self._code)
         return buffers[len(arrays):]
+
+
+def _bytes_read(body):
+    """{parameter: bytes the kernel reads of it} for the parameters `body` reads only
+    through gathers and dynamic slices (a loop trip's row of a stacked array), by their
+    results' sizes; the others are read whole."""
+    readers = {p: [] for p in body.params}
+    for instr in body.instructions:
+        for k, operand in enumerate(instr.operands):
+            if operand in readers:
+                windowed = k == 0 and instr.op in (Op.GATHER, Op.DYNAMIC_SLICE)
+                readers[operand].append(instr if windowed else None)
+    found = {}
+    for param, users in readers.items():
+        if users and None not in users:
+            whole = param.size * param.dtype.itemsize
+            found[param] = min(whole, sum(u.size * u.dtype.itemsize for u in users))
+    return found
 
 
 class DotRunner:
@@ -316,7 +337,7 @@ def make_runner(fusion, made=None, code=None):
         return InterpretedRunner(body), reason
     if isinstance(kernel, kernels.DotKernel):
         return DotRunner(body, kernel, code), None
-    return NativeRunner(kernel, code), None
+    return NativeRunner(kernel, code, body), None
 
 
 class LLVMExecutable(Executable):
@@ -438,10 +459,15 @@ class LLVMExecutable(Executable):
             logs.log("kernels", "llvm program driver:\n%s", driver.ir)
         return driver
 
+    # A loop's body or a branch hands a parameter it returns as it is back as the array
+    # it got (a weight a host-driven loop carries unchanged: copied every trip, 16 MB
+    # of draws a trip for a random walk's stacked numbers), as a native loop does.
+    passes_params = False
+
     def __call__(self, *arrays):
         driver = self.program
         if driver is not None and driver.accepts(arrays):
-            return driver.run(arrays)
+            return driver.run(arrays, self.passes_params)
         return super().__call__(*arrays)
 
     def _places_in(self, memory):
@@ -500,9 +526,10 @@ class LLVMExecutable(Executable):
         results = []
         for r, shared in zip(self.optimized.results, self._shared_results):
             value = env[r]
-            # arguments and constants are not ours to hand out
-            fresh = not shared and r.op not in (Op.PARAMETER, Op.CONSTANT) \
-                and value.flags.writeable
+            # arguments and constants are not ours to hand out, except a region's
+            # parameter handed on to the next trip (`passes_params`)
+            fresh = not shared and (r.op is not Op.CONSTANT and value.flags.writeable) and (
+                r.op is not Op.PARAMETER or self.passes_params)
             results.append(value if fresh else np.array(value, order="C"))
         return results
 
@@ -516,6 +543,7 @@ def _control_runner(instr):
         # a loop's or conditional's region (optimized already) as `run(arrays) -> arrays`
         with parallel.loop_body():
             executable = executables[id(region)] = LLVMExecutable(region, "cpu", region)
+        executable.passes_params = True
         return lambda arrays: executable(*arrays)
 
     host = control.runner(instr, compile_region, lambda v: v.item())

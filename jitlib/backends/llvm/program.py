@@ -80,13 +80,15 @@ class Program:
                 return False
         return True
 
-    def run(self, arrays):
+    def run(self, arrays, passes_params=False):
+        """The results on `arrays`; `passes_params`: a result that is a parameter is
+        its array itself, not a copy."""
         empty, plan = np.empty, self.plan
         fresh = [empty(shape, dtype) for shape, dtype in plan.fresh]
         table = self._table
         self._fn(table, *arrays, *fresh,
                  empty(self.arena_bytes, np.uint8) if self.arena_bytes else table)
-        return fresh if plan.just_fresh else plan.results_of(arrays, fresh)
+        return fresh if plan.just_fresh else plan.results_of(arrays, fresh, passes_params)
 
 
 def data_pointer(lines, obj):
