@@ -299,7 +299,7 @@ def test_body_writing_outside_is_an_error():
 def test_host_random_in_a_body_is_an_error():
     def f(x):
         return jnp.fori_loop(0, 3, lambda i, v: v + np.random.rand(3), x)
-    with pytest.raises(errors.UnsupportedError, match="once when jit traces it"):
+    with pytest.raises(errors.UnsupportedError, match="draw once, when jit traces it"):
         jitlib.jit(f)(np.ones(3))
 
 

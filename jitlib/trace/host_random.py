@@ -13,8 +13,16 @@ static value), captured from a global or closure, or made inside with
 as eager NumPy makes it). `shuffle`, `permutation` and `choice` of a traced array draw the
 indices on the host and gather on the device. A traced `loc`, `scale`, `low`, `p`... is
 refused with a hint: the draw's arguments must be known on the host.
+
+A Python `for` loop traced once (loop_capture.py) draws in each trip: its body's draws
+become stacked parameters, one row a trip, filled by one call step that makes the same
+calls in the same order as the loop would (`LoopDraws`). Any other region (a body of
+`jnp.fori_loop`, a branch) runs its draws once while traced, not once per trip, so a
+draw there is refused.
 """
+import contextlib
 import copy
+import threading
 
 import numpy as np
 
@@ -65,6 +73,7 @@ class RecordingGenerator:
 
     def _state_step(self, name, args, kwargs):
         _refuse_tracers(f"{self._label}.{name}", args, kwargs)
+        _refuse_in_region(f"{self._label}.{name}", loop_draws_here())
         self._probe_call(name, *args, **kwargs)
         resolve = self._resolve
         self._trace.call_inputs.append(
@@ -90,8 +99,12 @@ class RecordingGenerator:
                 "to a compiled program", hint="draw outside the jitted function")
         dtype = dtypes.canonicalize(value.dtype)
         # a Python float drawn (np.random.rand()) promotes as one; ints are kept strong
-        tracer = self._trace.new_parameter(value.shape, dtype, f"{name}_draw",
-                                           weak=weak and isinstance(sample, float))
+        weak = weak and isinstance(sample, float)
+        draws = loop_draws_here()
+        _refuse_in_region(f"{self._label}.{name}", draws)
+        if draws is not None:
+            return draws.draw(self._resolve, name, value.shape, dtype, weak, draw)
+        tracer = self._trace.new_parameter(value.shape, dtype, f"{name}_draw", weak=weak)
         resolve = self._resolve
         self._trace.call_inputs.append(
             (len(self._trace.params) - 1,
@@ -114,6 +127,94 @@ class RecordingGenerator:
             x[...] = taken
             return None
         return Tracer(taken.instr)
+
+
+class LoopDraws:
+    """The draws of a loop body traced once for `trips` trips: the k-th draw of a trip
+    reads row `row` (the trip's number) of a stacked parameter, which one call step
+    fills by making every trip's draws in order. `region`: the body's trace (a draw in
+    a region inside it, a loop or branch of its own, is refused)."""
+
+    def __init__(self, trace, trips):
+        self.trace, self.trips = trace, trips
+        self.stacked = []   # per draw position: (parameter tracer, shape, dtype, weak)
+        self.draws = []     # per draw position of the last trace: (resolve, draw, name)
+        self.region = self.row = None
+
+    def start_trip(self, region, row):
+        """A trace of the body begins (a carry whose type settles traces it again)."""
+        self.region, self.row, self.draws = region, row, []
+
+    def draw(self, resolve, name, shape, dtype, weak, draw):
+        from jitlib.trace.tracer import Tracer
+        k = len(self.draws)
+        if k == len(self.stacked):
+            param = self.trace.new_parameter((self.trips, *shape), dtype, f"{name}_draws")
+            self.stacked.append((param, shape, dtype, weak))
+        param, *kind = self.stacked[k]
+        if kind != [shape, dtype, weak]:
+            raise errors.UnsupportedError(f"the {k + 1}-th draw of a trip changed its type")
+        self.draws.append((resolve, draw, name))
+        row = param[self.row]
+        return Tracer(row.instr, weak=True) if weak else row
+
+    def register(self):
+        """The call steps: all trips' draws in the loop's order, then one stacked
+        parameter each."""
+        trips, draws = self.trips, list(self.draws)
+        types = [(shape, dtype) for _, shape, dtype, _ in self.stacked]
+        slot = object()
+
+        def run(env):
+            generators = [resolve(env) for resolve, _, _ in draws]
+            out = [np.empty((trips, *shape), dtype) for shape, dtype in types]
+            for t in range(trips):
+                for rows, generator, (_, draw, _) in zip(out, generators, draws):
+                    rows[t] = np.asarray(draw(generator), dtype=rows.dtype)
+            env[slot] = out
+        self.trace.call_inputs.append((None, run))
+        for k, (param, *_) in enumerate(self.stacked):
+            self.trace.call_inputs.append(
+                (param.instr.attrs["index"], lambda env, k=k: env[slot][k]))
+
+
+_state = threading.local()
+
+
+def loop_draws_here():
+    """The LoopDraws of the loop body being traced, if the current trace is one."""
+    from jitlib.trace.context import current_trace
+    draws = getattr(_state, "draws", None)
+    return draws if draws is not None and draws.region is current_trace() else None
+
+
+@contextlib.contextmanager
+def drawing_per_trip(draws):
+    """Draws in the body `draws` is started for are made per trip (None: refused)."""
+    previous = getattr(_state, "draws", None)
+    _state.draws = draws
+    try:
+        yield
+    finally:
+        _state.draws = previous
+
+
+def nested_loop():
+    """Whether a loop body drawing per trip is being traced: a loop inside it cannot
+    stack its own draws (the outer trips would repeat them)."""
+    return getattr(_state, "draws", None) is not None
+
+
+def _refuse_in_region(what, draws):
+    """A draw inside a loop body or branch that is not a per-trip loop's: refused."""
+    from jitlib.trace.context import current_trace
+    if draws is None and getattr(current_trace(), "outer", None) is not None:
+        raise errors.UnsupportedError(
+            f"{what} inside a loop body or branch traced once would draw once, when jit "
+            "traces it, not once per trip",
+            hint="write the loop as a plain Python `for` over a range (jit then draws "
+                 "every trip's numbers), use jitlib.random with a key carried through "
+                 "the loop, or draw the numbers before the loop and index them")
 
 
 def _refuse_tracers(what, args, kwargs):

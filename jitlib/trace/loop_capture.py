@@ -448,6 +448,7 @@ def run_for(iterable, body, state, index, index_used, temporaries=(), changes=No
         return _python(iterable, body, state)
     grown = []    # per Python trip, how many values each list in the state gained
     start = _Start(state)
+    steps_before = _root_steps()
     for i in iterable[:PYTHON_TRIPS]:
         values, lengths = _snapshot(state)
         before, state = state, body(i, *state)
@@ -459,12 +460,22 @@ def run_for(iterable, body, state, index, index_used, temporaries=(), changes=No
     # where the Python trips began as the others do, the loop takes them too: their ops
     # are then dead, and never optimized or compiled (LU's first trips, whose shrinking
     # slices make kernels of their own, were a third of its first call)
-    if _steady(start.state, state, index, start.instrs, temporaries) == plan:
+    # (not where the Python trips drew numbers: their draws stay, made once each)
+    if _steady(start.state, state, index, start.instrs, temporaries) == plan \
+            and _root_steps() == steps_before:
         captured = start.rolled(iterable, body, state, plan, index, grown[-1], index_used)
         if captured is not None:
             return captured
     captured = _captured(rest, body, state, plan, index, grown[-1], index_used)
     return captured if captured is not None else _python(rest, body, state)
+
+
+def _root_steps():
+    from jitlib.trace.context import current_trace
+    root = current_trace()
+    while getattr(root, "outer", None) is not None:
+        root = root.outer
+    return len(root.call_inputs)
 
 
 class _Start:
@@ -570,7 +581,7 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     many values the list `state[j]` gains each trip; they become stacked loop outputs,
     typed by the last values of the lists (or by `typed_by`: [(j, the values a list
     gained over the Python trips)], where the lists were cut back)."""
-    from jitlib.trace import control_flow
+    from jitlib.trace import control_flow, host_random
     from jitlib.trace.context import current_trace
     from jitlib.trace.tracer import StackedRow, Tracer, broadcast
     from jitlib.hlo import build
@@ -594,8 +605,15 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     buffers = tuple(Tracer(broadcast(build.constant(0, item.dtype),
                                      (n_trips, *item.shape)))
                     for _, _, item in stacks)
+    # np.random draws in the body: each trip's numbers, drawn before the call (never
+    # in a loop inside another loop's body traced once: the outer trips would repeat
+    # them; a loop of traced length has no known number of rows)
+    draws = host_random.LoopDraws(root, n_trips) if n_trips \
+        and not host_random.nested_loop() else None
 
     def step(i, carry):
+        if draws is not None:
+            draws.start_trip(current_trace(), i - lower)
         args = list(state)
         args[index] = var = i if rest.step == 1 or not index_used \
             else rest.start + rest.step * i
@@ -624,16 +642,21 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
         return tuple(out[j] for j in carried) + tuple(filled)
 
     try:
-        result = control_flow.fori_loop(lower, upper, step,
-                                        tuple(state[j] for j in carried) + buffers)
+        with host_random.drawing_per_trip(draws):
+            result = control_flow.fori_loop(lower, upper, step,
+                                            tuple(state[j] for j in carried) + buffers)
     except Exception:   # noqa: BLE001 - any failure: the trips run as Python instead
         result = None
+    n_draws = len(draws.stacked) if draws is not None else 0
     if result is None or (len(root.params), len(root.call_inputs), len(root.tracers)) \
-            != mark:
-        # a draw from np.random or a new implicit input inside the body would be one
-        # value for every trip: forget it, and let Python make one per trip
+            != (mark[0] + n_draws, mark[1], mark[2] + n_draws) \
+            or n_draws and len(draws.draws) != n_draws:
+        # a new implicit input inside the body (a global read at call time) would be
+        # one value for every trip: forget it, and let Python make one per trip
         del root.params[mark[0]:], root.call_inputs[mark[1]:], root.tracers[mark[2]:]
         return None
+    if n_draws:
+        draws.register()
     out = [UNBOUND if kind == "temporary" else x for x, kind in zip(state, plan)]
     names = _names_at_end(plan, n_trips) if any(type(k) is tuple for k in plan) else None
     for j, value in zip(carried, result):

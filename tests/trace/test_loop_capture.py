@@ -350,6 +350,58 @@ def test_random_draws_inside_a_loop_are_new_every_trip_and_every_call():
         np.testing.assert_array_equal(g, w)
 
 
+def monte_carlo(x, steps):
+    # two draws a trip from one generator, one of them a Python float
+    rng = np.random.default_rng(11)
+    hits = np.zeros(x.shape, dtype=bool)
+    for _ in range(steps):
+        x = x + rng.standard_normal(x.shape) * 0.1 + 0.01 * rng.random()
+        hits |= x > 1.0
+    return x, hits.mean()
+
+
+def shuffled_every_trip(x, steps):
+    # an index draw (shuffle of a traced array) from the global stream, every trip
+    for _ in range(steps):
+        np.random.shuffle(x)
+        x[0] += 1.0
+    return x * 1.0
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_draws_in_a_loop_traced_once_are_each_trips_draws(backend):
+    x = np.random.default_rng(2).random(7)
+    _check(monte_carlo, (x, 9), backend, (1,), rtol=0)
+    f = jitlib.jit(shuffled_every_trip, static_argnums=1, backend=backend)
+    np.random.seed(4)
+    got = [f(x.copy(), 7), f(x.copy(), 7)]
+    after_jit = np.random.standard_normal()
+    np.random.seed(4)
+    want = [shuffled_every_trip(x.copy(), 7), shuffled_every_trip(x.copy(), 7)]
+    assert np.random.standard_normal() == after_jit   # the stream moved alike
+    for g, w in zip(got, want):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_a_loop_that_draws_is_one_while_whatever_its_trip_count():
+    x = np.zeros(5)
+    small, large = (_traced(monte_carlo, (x, n), (1,)) for n in (10, 1000))
+    assert _whiles(large) == 1 and _ops(large) == _ops(small)
+    # the remaining trips' draws are one stacked parameter each, filled before the call
+    assert [p.shape for p in large.params][-2:] == [(998, 5), (998,)]
+
+
+def test_a_draw_in_a_body_traced_once_as_one_trip_is_refused():
+    import jitlib.numpy as jnp
+
+    def f(x):
+        rng = np.random.default_rng(0)
+        return jnp.fori_loop(0, 3, lambda i, c: c + rng.standard_normal(2), x)
+    with pytest.raises(errors.UnsupportedError, match="once per trip") as info:
+        jitlib.jit(f)(np.zeros(2))
+    assert "test_loop_capture.py" in str(info.value)
+
+
 def test_an_error_inside_a_captured_body_names_the_users_line():
     def f(x, y):
         for _ in range(6):
