@@ -37,6 +37,13 @@ def _spd(rng, n):
     return m @ m.T + n * np.eye(n)
 
 
+def _kalman(rng, steps):
+    F = np.eye(4) + np.eye(4, k=2)
+    H = np.eye(2, 4)
+    return (rng.standard_normal((steps, 2)), F, H, np.eye(4) * 0.01, np.eye(2) * 0.1,
+            np.zeros(4), np.eye(4))
+
+
 # name in tests/programs.py -> (make_args(rng) at a realistic size, what it is)
 SIZES = {
     "conjugate_gradient_fixed_steps": (
@@ -111,6 +118,14 @@ SIZES = {
     "edit_distance_table": (
         lambda r: (r.integers(0, 4, 120), r.integers(0, 4, 150)), "120 x 150"),
     "cholesky_by_columns": (lambda r: (_spd(r, 120),), "120x120"),
+    "random_walk_first_passage": (lambda r: (2000, 1000, 7), "2000 paths x 1000 steps"),
+    "spectral_heat_steps": (
+        lambda r: (np.sin(np.linspace(0, 2 * np.pi, 256, endpoint=False)), 0.1, 1e-3, 200),
+        "256 modes, 200 steps"),
+    "explicit_heat_double_buffer": (
+        lambda r: (r.random(1000), np.zeros(1000), 0.2, 500), "1000 points, 500 steps"),
+    "kalman_filter_track": (lambda r: _kalman(r, 500), "4 states, 500 measurements"),
+    "histograms_per_frame": (lambda r: (r.random((50, 10000)), 32), "50 frames of 1e4, 32 bins"),
 }
 
 

@@ -255,6 +255,20 @@ def check_backends(fn: Callable, *args: Any, backends=("interpreter", "jax"),
     return expected
 
 
+def module_inputs(module: Any, args: tuple, static_argnums: Any = ()) -> list[np.ndarray]:
+    """The arrays `module` (as `jitlib.make_ir(fn, static_argnums)(*args)` traced it) takes
+    for `args`: the dynamic arguments' leaves in its parameters' dtypes, then the values
+    its host steps give for one call (numbers drawn from np.random, globals read)."""
+    static = {static_argnums} if isinstance(static_argnums, int) else set(static_argnums)
+    leaves = tree.leaves([a for n, a in enumerate(args) if n not in static])
+    inputs = [np.asarray(a, dtype=p.dtype) for a, p in zip(leaves, module.params)]
+    effects = module.effects
+    if effects is not None and effects.steps:
+        inputs += [np.asarray(v, dtype=p.dtype) for v, p in
+                   zip(effects.call_inputs(), module.params[len(inputs):])]
+    return inputs
+
+
 def _precisions(fn: Callable, args: tuple, kwargs: dict, static_argnums: Any,
                 static_argnames: Any) -> list[np.dtype | None] | None:
     """``working_dtypes`` of ``fn``'s outputs, or None where ``fn`` does not trace (the

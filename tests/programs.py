@@ -1535,6 +1535,77 @@ def cholesky_by_columns(A):
     return L
 
 
+@program(lambda rng: (400, 30, 5), static_argnums=(0, 1, 2))
+def random_walk_first_passage(n_paths, steps, seed):
+    """Monte Carlo random walks drawing fresh normals every step from a generator made
+    inside, with the fraction of paths that ever crossed a barrier."""
+    rng = np.random.default_rng(seed)
+    x = np.zeros(n_paths)
+    crossed = np.zeros(n_paths, dtype=bool)
+    for _ in range(steps):
+        x += rng.standard_normal(n_paths) * 0.1
+        crossed |= x > 0.5
+    return x.mean(), crossed.mean()
+
+
+@program(lambda rng: (np.sin(np.linspace(0, 2 * np.pi, 64, endpoint=False))
+                      + 0.1 * rng.standard_normal(64), 0.1, 1e-3, 12), static_argnums=(3,))
+def spectral_heat_steps(u, nu, dt, steps):
+    """The heat equation by a spectral method: FFT, the decay of each mode, inverse FFT,
+    every step (the decay factor written inside the loop, as people do)."""
+    n = u.shape[0]
+    k = np.fft.fftfreq(n, d=1.0 / n) * 2 * np.pi
+    for _ in range(steps):
+        uh = np.fft.fft(u)
+        uh *= np.exp(-nu * k**2 * dt)
+        u = np.fft.ifft(uh).real
+    return u
+
+
+@program(lambda rng: (rng.random(50), np.zeros(50), 0.2, 9), static_argnums=(3,))
+def explicit_heat_double_buffer(u, out, alpha, steps):
+    """Explicit heat steps between two buffers the caller passes, trading names every
+    step: which of the caller's arrays holds the last step depends on the parity."""
+    for _ in range(steps):
+        out[1:-1] = u[1:-1] + alpha * (u[2:] - 2 * u[1:-1] + u[:-2])
+        out[0], out[-1] = u[0], u[-1]
+        u, out = out, u
+    return u
+
+
+def _tracking_problem(rng, steps=20):
+    F = np.array([[1, 0, 1, 0], [0, 1, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1.0]])
+    H = np.array([[1, 0, 0, 0], [0, 1, 0, 0.0]])
+    return (rng.standard_normal((steps, 2)), F, H, np.eye(4) * 0.01, np.eye(2) * 0.1,
+            np.zeros(4), np.eye(4))
+
+
+@program(_tracking_problem)
+def kalman_filter_track(zs, F, H, Q, R, x0, P0):
+    """A Kalman filter over a track of measurements: predict, gain through a small
+    inverse, update, each state written into a preallocated history."""
+    x, P = x0.copy(), P0.copy()
+    out = np.empty((zs.shape[0], x0.shape[0]))
+    for t in range(zs.shape[0]):
+        x = F @ x
+        P = F @ P @ F.T + Q
+        S = H @ P @ H.T + R
+        K = P @ H.T @ np.linalg.inv(S)
+        x = x + K @ (zs[t] - H @ x)
+        P = (np.eye(P.shape[0]) - K @ H) @ P
+        out[t] = x
+    return out
+
+
+@program(lambda rng: (uniform(rng, 8, 500, dtype=np.float64), 16), static_argnums=(1,))
+def histograms_per_frame(frames, bins):
+    """One histogram per frame of a video-like stack, written into a preallocated table."""
+    hists = np.empty((frames.shape[0], bins))
+    for t in range(frames.shape[0]):
+        hists[t], _ = np.histogram(frames[t], bins=bins, range=(0.0, 1.0))
+    return hists
+
+
 # --- control flow the way a JAX user writes it (issue 22) -------------------------------------
 # jitlib.numpy's fori_loop, while_loop, scan, cond and switch run plain Python outside jit, so
 # each program below is its own eager reference. They live in their own list: jitted, they

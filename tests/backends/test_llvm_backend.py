@@ -25,7 +25,7 @@ from jitlib.backends.llvm.executable import InterpretedRunner, make_runner
 from jitlib.fusion import optimize
 from jitlib.hlo import Module, Op, build as B, dtypes, ops
 from jitlib.hlo.interpreter import evaluate
-from jitlib.testing import TOLERANCES, assert_allclose_tree
+from jitlib.testing import TOLERANCES, assert_allclose_tree, module_inputs
 
 LLVM = LLVMBackend()
 
@@ -628,9 +628,7 @@ def test_anchor_workloads_run_natively(fn):
 def test_every_program_matches_the_interpreter(program):
     args = program.make_args(np.random.default_rng(0))
     module = jitlib.make_ir(program.fn, static_argnums=program.static_argnums)(*args)
-    flat = jitlib.tree.leaves([a for n, a in enumerate(args)
-                               if n not in program.static_argnums])
-    flat = [np.asarray(a, dtype=p.dtype) for a, p in zip(flat, module.params)]
+    flat = module_inputs(module, args, program.static_argnums)
     rtol, atol = _module_tolerance(module)
     rtol, atol = max(rtol, program.rtol or 0.0), max(atol, program.atol or 0.0)
     exe = LLVM.compile(module)

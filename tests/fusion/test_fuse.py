@@ -15,6 +15,7 @@ from jitlib.fusion.fuse import fuse, kernel_summary
 from jitlib.hlo.interpreter import evaluate
 from jitlib.hlo.ops import Op
 from jitlib.hlo.verifier import verify
+from jitlib.testing import module_inputs
 
 
 def _anchor_args(rng):
@@ -174,10 +175,7 @@ def test_optimizer_preserves_every_program(program):
     for kernel in _kernels(fused):   # a loop kernel has one iteration space
         if kernel.attrs["kind"] == "loop":
             assert len({r.shape for r in kernel.attrs["body"].results}) == 1, kernel.attrs
-    flat = [np.asarray(a) for a in jitlib.tree.leaves(
-        [a for n, a in enumerate(args) if n not in program.static_argnums])]
-    _assert_same_bits(module, fused, [np.asarray(a, dtype=p.dtype)
-                                      for a, p in zip(flat, module.params)])
+    _assert_same_bits(module, fused, module_inputs(module, args, program.static_argnums))
 
 
 @given(random_programs())

@@ -19,6 +19,7 @@ from jitlib.hlo.ir import Instr, Module
 from jitlib.hlo.ops import Op
 from jitlib.hlo.parser import parse_module
 from jitlib.hlo.printer import print_module
+from jitlib.testing import module_inputs
 
 MUL_BY_ONE = """module m(%x: f32[4]) {
   %0 = f32[] constant(1.0)
@@ -159,9 +160,7 @@ def test_optimize_fuses():
 def _flat_args(prog):
     args = prog.make_args(np.random.default_rng(zlib.crc32(prog.name.encode())))
     module = jitlib.make_ir(prog.fn, static_argnums=prog.static_argnums)(*args)
-    dynamic = [a for n, a in enumerate(args) if n not in prog.static_argnums]
-    leaves = jitlib.tree.leaves(dynamic)
-    return module, [np.asarray(a, dtype=p.dtype) for a, p in zip(leaves, module.params)]
+    return module, module_inputs(module, args, prog.static_argnums)
 
 
 def _work(module):
