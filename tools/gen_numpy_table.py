@@ -286,7 +286,10 @@ same results:
   traced order, before the program; their numbers are parameters of the program, and the
   generator's state advances exactly as eagerly. A traced distribution parameter
   (`np.random.normal(x, 1.0)`) is refused: write `x + rng.standard_normal(shape)`.
-  `jitlib.random` (key-based, like jax.random) generates numbers inside the kernels
+  In a plain Python `for` loop traced once, each trip draws its own numbers (stacked
+  rows, drawn in the loop's order before the call); in a `jnp.fori_loop`/`while_loop`/
+  `scan` body or a `cond` branch a draw is refused, since it would happen once at trace
+  time. `jitlib.random` (key-based, like jax.random) generates numbers inside the kernels
   instead, with the same bits on every backend: [random.md](random.md) says when to use
   which.
 - **Complex numbers are NumPy's.** `complex64` and `complex128` arrays, and Python
