@@ -37,21 +37,37 @@ COMBINE_BLOCK = 1 << 14
 def runner(body):
     """A runner for a fused body that is one FFT: the six-step one for a long 1-D FFT,
     IFFT or RFFT (of an even length), else NumPy's; None for any other body."""
-    ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
-    if len(ops) != 1 or list(body.results) != ops or ops[0].op is not Op.FFT:
+    fft = _one_fft(body)
+    if fft is None:
         return None
-    fft = ops[0]
+    return long_runner(body) or NumPyRunner(fft)
+
+
+def long_runner(body):
+    """The six-step runner of a body that is one long 1-D FFT, IFFT or RFFT (of an even
+    length), else None: those run on all cores, the others as one call (pocketfft.py
+    compiles that call where it can)."""
+    fft = _one_fft(body)
+    if fft is None:
+        return None
     kind, lengths = fft.attrs["fft_type"], fft.attrs["fft_length"]
     (x,) = fft.operands
     if len(lengths) != 1 or x.shape[-1] != lengths[0]:
-        return NumPyRunner(fft)
+        return None
     n = lengths[0]
     if kind in ("FFT", "IFFT") and n >= MIN_POINTS and x.dtype == fft.dtype:
         return SixStepRunner(kind == "IFFT", n, np.dtype(fft.dtype))
     if kind == "RFFT" and n >= 2 * MIN_POINTS and n % 2 == 0 \
             and np.dtype(fft.dtype) == np.result_type(x.dtype, np.complex64):
         return RealRunner(n, np.dtype(fft.dtype))
-    return NumPyRunner(fft)
+    return None
+
+
+def _one_fft(body):
+    ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
+    if len(ops) != 1 or list(body.results) != ops or ops[0].op is not Op.FFT:
+        return None
+    return ops[0]
 
 
 class NumPyRunner:

@@ -10,7 +10,7 @@ are the fusion body's own instructions, found again on load.
 """
 from jitlib.backends import complex_lowering
 from jitlib.backends.complex_values import first_complex
-from jitlib.backends.llvm import kernels, opaque
+from jitlib.backends.llvm import host_fft, kernels, opaque, pocketfft
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.hlo.ops import Op
 
@@ -18,7 +18,12 @@ from jitlib.hlo.ops import Op
 def render_fusion(fusion):
     """The kernel of one FUSION instruction, of any kind; raises `Unsupported` where the
     backend cannot emit it."""
-    if first_complex(fusion.attrs["body"]) is not None:
+    body = fusion.attrs["body"]
+    if any(i.op is Op.FFT for i in body.instructions):
+        if host_fft.long_runner(body) is not None:
+            raise Unsupported("a long FFT runs in six steps on all cores (host_fft.py)")
+        return pocketfft.render(fusion.attrs["name"], body)
+    if first_complex(body) is not None:
         return _render_complex(fusion)
     if fusion.attrs["kind"] == "opaque":
         return opaque.render(fusion.attrs["name"], fusion.attrs["body"])
