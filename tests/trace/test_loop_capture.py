@@ -383,6 +383,23 @@ def test_draws_in_a_loop_traced_once_are_each_trips_draws(backend):
         np.testing.assert_array_equal(g, w)
 
 
+def nested_draws(x, outer, inner):
+    # the inner loop draws: it cannot stack its draws inside an outer loop traced once,
+    # so the outer trips run as Python, each inner loop drawing its own rows
+    rng = np.random.default_rng(5)
+    for _ in range(outer):
+        for _ in range(inner):
+            x = x + rng.standard_normal(x.shape)
+        x = x * 0.5
+    return x, rng.random()
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("outer, inner", [(5, 4), (6, 2), (4, 6)])
+def test_draws_in_nested_loops_are_eager_numpys(outer, inner, backend):
+    _check(nested_draws, (np.zeros(3), outer, inner), backend, (1, 2), rtol=0)
+
+
 def test_a_loop_that_draws_is_one_while_whatever_its_trip_count():
     x = np.zeros(5)
     small, large = (_traced(monte_carlo, (x, n), (1,)) for n in (10, 1000))
