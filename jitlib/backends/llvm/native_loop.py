@@ -39,7 +39,7 @@ from jitlib import blas_threads
 from jitlib.backends.llvm import kernels, opaque, program
 from jitlib.backends.llvm.buffers import ALIGN, BufferPlan, Slot
 from jitlib.backends.llvm.compiler import get_compiler
-from jitlib.hlo.ir import is_multi_output, output_types
+from jitlib.hlo.ir import output_types
 from jitlib.hlo.ops import Op
 
 
@@ -72,7 +72,7 @@ class Steps:
     @classmethod
     def of(cls, executable):
         """The Steps of an LLVMExecutable, or None where some step is neither."""
-        if executable is None or not _eligible(executable.optimized):
+        if executable is None or not program.eligible(executable.optimized, loops=True):
             return None
         try:
             return cls(executable)
@@ -180,16 +180,6 @@ class Steps:
             if entry == "invariant" and (f, k) in self._read:
                 lines.append(f"  call void @llvm.memcpy.p0.p0.i64(ptr {outs[k]}, "
                              f"ptr {ins[k]}, i64 {loop.nbytes[k]}, i1 false)")
-
-
-def _eligible(module):
-    """Whether a native loop can run region `module`: a driver's modules (kernels only,
-    program.eligible) with loops besides, the runners of which Steps checks."""
-    if program.DATA_OFFSET is None:
-        return False
-    allowed = {Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT, Op.WHILE}
-    return all(i.op in allowed for i in module.instructions) and not any(
-        is_multi_output(r) for r in module.results)
 
 
 class _NotNative(Exception):

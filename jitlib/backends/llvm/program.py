@@ -127,11 +127,13 @@ def _driver_type(n_args):
     return ctypes.PYFUNCTYPE(None, *[ctypes.py_object] * n_args)
 
 
-def eligible(module):
+def eligible(module, loops=False):
     """Whether a driver can run `module`: only its parameters, constants, kernels and
-    their outputs at the top level, and an ndarray layout the driver can read."""
+    their outputs at the top level (and `while` loops, for a native loop's region, which
+    checks their runners), and an ndarray layout the driver can read."""
     if DATA_OFFSET is None:
         return False
-    allowed = {Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT}
+    allowed = {Op.PARAMETER, Op.CONSTANT, Op.FUSION, Op.GET_OUTPUT} | (
+        {Op.WHILE} if loops else set())
     return all(i.op in allowed for i in module.instructions) and not any(
         is_multi_output(r) for r in module.results)
