@@ -37,7 +37,7 @@ COMBINE_BLOCK = 1 << 14
 def runner(body):
     """A runner for a fused body that is one FFT: the six-step one for a long 1-D FFT,
     IFFT or RFFT (of an even length), else NumPy's; None for any other body."""
-    fft = _one_fft(body)
+    fft = one_fft(body)
     if fft is None:
         return None
     return long_runner(body) or NumPyRunner(fft)
@@ -47,7 +47,7 @@ def long_runner(body):
     """The six-step runner of a body that is one long 1-D FFT, IFFT or RFFT (of an even
     length), else None: those run on all cores, the others as one call (pocketfft.py
     compiles that call where it can)."""
-    fft = _one_fft(body)
+    fft = one_fft(body)
     if fft is None:
         return None
     kind, lengths = fft.attrs["fft_type"], fft.attrs["fft_length"]
@@ -63,7 +63,8 @@ def long_runner(body):
     return None
 
 
-def _one_fft(body):
+def one_fft(body):
+    """The FFT op of a fused body that is that one op, else None."""
     ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
     if len(ops) != 1 or list(body.results) != ops or ops[0].op is not Op.FFT:
         return None

@@ -21,10 +21,9 @@ import ctypes
 
 import numpy as np
 
-from jitlib.backends.llvm import loader
+from jitlib.backends.llvm import host_fft, loader
 from jitlib.backends.llvm.emitter import Unsupported
 from jitlib.backends.llvm.kernels import _function, _native
-from jitlib.hlo.ops import Op
 
 MAX_CONVERTED = 1 << 14   # points of a 32-bit forward row converted on the stack
 _PREFIX = "jitlib_pocketfft_"
@@ -95,10 +94,9 @@ def _plan(fft, x):
 
 def render(name, body):
     """The NativeKernel of a fused body that is one FFT op, else raise Unsupported."""
-    ops = [i for i in body.instructions if i.op is not Op.PARAMETER]
-    if len(ops) != 1 or ops[0].op is not Op.FFT or list(body.results) != ops:
+    fft = host_fft.one_fft(body)
+    if fft is None:
         raise Unsupported("not one FFT")
-    (fft,) = ops
     (x,) = fft.operands
     ufunc, k, factor_dtype, convert = _plan(fft, x)
     n_in, n_out = x.shape[-1], fft.shape[-1]
