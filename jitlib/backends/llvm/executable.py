@@ -398,6 +398,10 @@ class LLVMExecutable(Executable):
         self._run_steps, self._aliases = self._steps, {}
         if self.program is None:
             self._run_steps, self._aliases = self._with_views()
+        # per step: (instr, runner, operands, multi-output?, values dead after it), made
+        # once: a host-driven loop's body runs this walk every trip
+        self._walk = [(instr, runner, instr.operands, is_multi_output(instr), dead)
+                      for (instr, runner), dead in zip(self._run_steps, self._dead_after)]
         self._places = self._plan_places()
         self._arena = Scratch()
         self._views = None       # (arena buffer, its views per step)
@@ -482,16 +486,6 @@ class LLVMExecutable(Executable):
             self._views = (memory, views)
         return views
 
-    def _walk(self):
-        """Per step: (instr, runner, operands, multi-output?, values dead after it),
-        made once: a loop's body runs this walk every trip."""
-        walk = self.__dict__.get("_walk_steps")
-        if walk is None:
-            walk = self._walk_steps = [
-                (instr, runner, instr.operands, is_multi_output(instr), dead)
-                for (instr, runner), dead in zip(self._run_steps, self._dead_after)]
-        return walk
-
     def _execute(self, arrays):
         env = {}
         memory, owned = self._arena.acquire(self.arena_bytes)
@@ -509,7 +503,7 @@ class LLVMExecutable(Executable):
                             and target.flags.writeable:
                         places[f] = list(places[f])
                         places[f][j] = target
-            for instr, runner, operands, multi, dead in self._walk():
+            for instr, runner, operands, multi, dead in self._walk:
                 if runner is not None:
                     outs = runner([env[o] for o in operands], places[instr])
                     env[instr] = outs if multi else outs[0]
