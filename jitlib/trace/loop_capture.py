@@ -470,12 +470,17 @@ def run_for(iterable, body, state, index, index_used, temporaries=(), changes=No
     return captured if captured is not None else _python(rest, body, state)
 
 
-def _root_steps():
+def _root_trace():
+    """The jit trace the current one (a loop body's, a branch's) is nested in."""
     from jitlib.trace.context import current_trace
     root = current_trace()
     while getattr(root, "outer", None) is not None:
         root = root.outer
-    return len(root.call_inputs)
+    return root
+
+
+def _root_steps():
+    return len(_root_trace().call_inputs)
 
 
 class _Start:
@@ -585,9 +590,7 @@ def _captured(rest, body, state, plan, index, appended, index_used=False, typed_
     from jitlib.trace.context import current_trace
     from jitlib.trace.tracer import StackedRow, Tracer, broadcast
     from jitlib.hlo import build
-    root = current_trace()
-    while getattr(root, "outer", None) is not None:
-        root = root.outer
+    root = _root_trace()
     mark = len(root.params), len(root.call_inputs), len(root.tracers)
     carried = [j for j, kind in enumerate(plan) if kind in ("inplace", "new")
                or type(kind) is tuple]
