@@ -6,6 +6,7 @@ import pytest
 
 import jitlib
 import jitlib.numpy as jnp
+import programs
 from jitlib.backends.control import LoopRunner
 from jitlib.backends.llvm.native_loop import NativeLoop
 
@@ -194,21 +195,6 @@ def test_many_trips_are_one_native_call():
     same_bits(f, x)
 
 
-def triangular_nest(A):
-    # Gram-Schmidt's nest: an inner loop as long as the outer counter, setting entries of
-    # R (carried flat by both loops) and a column of Q in each outer trip
-    m, n = A.shape
-    Q, R = np.zeros((m, n)), np.zeros((n, n))
-    for j in range(n):
-        v = A[:, j].copy()
-        for i in range(j):
-            R[i, j] = Q[:, i] @ A[:, j]
-            v -= R[i, j] * Q[:, i]
-        R[j, j] = np.linalg.norm(v)
-        Q[:, j] = v / R[j, j]
-    return Q, R
-
-
 def inner_keeps_a_carry(x, w):
     # the inner loop hands w back unchanged, and the outer body reads what it handed back
     def inner(i, c):
@@ -228,7 +214,9 @@ def inner_with_a_condition(x):
 
 
 @pytest.mark.parametrize("fn, make", [
-    (triangular_nest, lambda r: (r.standard_normal((12, 6)),)),
+    # Gram-Schmidt's nest: an inner loop as long as the outer counter, setting entries
+    # of R (carried flat by both loops) and a column of Q in each outer trip
+    (programs.gram_schmidt_qr, lambda r: (r.standard_normal((12, 6)),)),
     (inner_keeps_a_carry, lambda r: (r.random(5), r.random(5))),
     (inner_with_a_condition, lambda r: (r.random(4) * 10,)),
 ])
